@@ -1,0 +1,3 @@
+//! railyard: the command-line face of the topology, scheduler, fabric and simulator crates.
+
+fn main() {}

@@ -1,0 +1,34 @@
+//! The GPU cluster fabric as data: nodes, NIC rails, switches by tier, links, and locality domains.
+//!
+//! This crate is pure: it reads no files, no clock and no environment. Clusters are built either
+//! from a [`ClusterSpec`] (a k-ary fat-tree or a multi-tier Clos, optionally rail-optimized) or
+//! from labelled node records ([`NodeRecord`], e.g. converted from a Kubernetes NodeList by the
+//! CLI) plus an ordered list of level labels. Both paths go through one function,
+//! [`assemble`], so a cluster built from a spec and the same cluster re-imported from its labels
+//! have the same levels, domains, switches and links.
+
+mod build;
+mod error;
+mod ids;
+mod model;
+mod spec;
+mod summary;
+
+pub use build::{assemble, build_from_spec, FabricParams, NodeRecord, TierParams};
+pub use error::{Problem, TopologyError};
+pub use ids::{DomainId, LinkId, NodeId, NvlinkDomainId, SwitchId};
+pub use model::{
+    Cluster, Domain, Endpoint, Level, Link, NicSpec, Node, NvlinkDomain, Switch, Taint,
+    TaintEffect, Tier,
+};
+pub use spec::{ClosSpec, ClusterSpec, FabricSpec, FatTreeSpec, NodeSpec, TierSpec};
+pub use summary::{Summary, TierSummary};
+
+/// The node label Kubernetes sets to the node's host name; Kueue expects it as the lowest level.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// Largest cluster railyard accepts, in nodes; larger inputs are refused before allocating.
+pub const MAX_NODES: usize = 1_000_000;
+
+/// Largest GPU count railyard accepts on one node.
+pub const MAX_GPUS_PER_NODE: u32 = 1024;
