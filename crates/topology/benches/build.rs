@@ -35,16 +35,19 @@ fn oci_131k() -> ClusterSpec {
     ClusterSpec {
         name: "oci-h100-131k".to_owned(),
         node: h100_node(),
-        fabric: FabricSpec::Clos(ClosSpec {
-            nodes: 16_384,
-            rail_optimized: true,
-            host_label: topology::HOSTNAME_LABEL.to_owned(),
-            tiers: vec![
-                tier("local_block_id", "lb-", 32, 2.0, 8),
-                tier("network_block_id", "nb-", 256, 5.0, 32),
-                tier("hpc_island_id", "island-", 16_384, 8.0, 64),
-            ],
-        }),
+        fabric: FabricSpec {
+            fat_tree: None,
+            clos: Some(ClosSpec {
+                nodes: 16_384,
+                rail_optimized: true,
+                host_label: topology::HOSTNAME_LABEL.to_owned(),
+                tiers: vec![
+                    tier("local_block_id", "lb-", 32, 2.0, 8),
+                    tier("network_block_id", "nb-", 256, 5.0, 32),
+                    tier("hpc_island_id", "island-", 16_384, 8.0, 64),
+                ],
+            }),
+        },
     }
 }
 
@@ -65,11 +68,14 @@ fn build_fat_tree_k64(bencher: divan::Bencher) {
             port_gbps: 400.0,
             ..h100_node()
         },
-        fabric: FabricSpec::FatTree(FatTreeSpec {
-            k: 64,
-            tier_labels: ["edge".into(), "pod".into(), "core".into()],
-            latency_us: [1.0, 2.0, 3.0],
-        }),
+        fabric: FabricSpec {
+            clos: None,
+            fat_tree: Some(FatTreeSpec {
+                k: 64,
+                tier_labels: ["edge".into(), "pod".into(), "core".into()],
+                latency_us: [1.0, 2.0, 3.0],
+            }),
+        },
     };
     bencher.bench(|| build_from_spec(divan::black_box(&spec)).expect("valid spec"));
 }

@@ -8,7 +8,7 @@ use crate::ids::{DomainId, LinkId, NodeId, NvlinkDomainId, SwitchId};
 use crate::model::{
     Cluster, Domain, Endpoint, Level, Link, NicSpec, Node, NvlinkDomain, Switch, Taint, Tier,
 };
-use crate::spec::{ClosSpec, ClusterSpec, FabricSpec, FatTreeSpec, NodeSpec, TierSpec};
+use crate::spec::{ClosSpec, ClusterSpec, FatTreeSpec, NodeSpec, TierSpec};
 use crate::{HOSTNAME_LABEL, MAX_GPUS_PER_NODE, MAX_NODES};
 
 /// Most switch tiers a fabric may have.
@@ -67,24 +67,26 @@ pub struct FabricParams {
 
 /// Build a cluster from a railyard spec.
 pub fn build_from_spec(spec: &ClusterSpec) -> Result<Cluster, TopologyError> {
-    let clos = match &spec.fabric {
-        FabricSpec::Clos(c) => c.clone(),
-        FabricSpec::FatTree(f) => {
+    let (clos, place) = match (&spec.fabric.fat_tree, &spec.fabric.clos) {
+        (Some(f), None) => {
             let problems = check_fat_tree(f);
             if !problems.is_empty() {
                 return Err(TopologyError::new(problems));
             }
-            fat_tree_as_clos(f)
+            (fat_tree_as_clos(f), "fabric.fat_tree")
+        }
+        (None, Some(c)) => (c.clone(), "fabric.clos"),
+        _ => {
+            return Err(TopologyError::new(vec![problem(
+                "fabric",
+                "expected exactly one of `fat_tree` or `clos`",
+            )]))
         }
     };
     let mut problems = check_node_spec(&spec.node);
     if spec.name.trim().is_empty() {
         problems.push(problem("name", "must not be empty"));
     }
-    let place = match spec.fabric {
-        FabricSpec::Clos(_) => "fabric.clos",
-        FabricSpec::FatTree(_) => "fabric.fat_tree",
-    };
     problems.extend(check_clos(&clos, &spec.node, place));
     if !problems.is_empty() {
         return Err(TopologyError::new(problems));

@@ -11,6 +11,7 @@ mod build;
 mod error;
 mod ids;
 mod model;
+mod shapes;
 mod spec;
 mod summary;
 
@@ -21,6 +22,7 @@ pub use model::{
     Cluster, Domain, Endpoint, Level, Link, NicSpec, Node, NvlinkDomain, Switch, Taint,
     TaintEffect, Tier,
 };
+pub use shapes::{known_shape, Shape, SHAPES};
 pub use spec::{ClosSpec, ClusterSpec, FabricSpec, FatTreeSpec, NodeSpec, TierSpec};
 pub use summary::{Summary, TierSummary};
 

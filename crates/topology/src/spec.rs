@@ -50,14 +50,16 @@ fn default_prefix() -> String {
     "node-".to_owned()
 }
 
-/// The switch fabric: exactly one of the shapes.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum FabricSpec {
+/// The switch fabric: exactly one of the shapes must be given.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FabricSpec {
     /// A k-ary three-tier fat-tree.
-    FatTree(FatTreeSpec),
+    #[serde(default)]
+    pub fat_tree: Option<FatTreeSpec>,
     /// A multi-tier Clos with block sizes.
-    Clos(ClosSpec),
+    #[serde(default)]
+    pub clos: Option<ClosSpec>,
 }
 
 /// A k-ary three-tier fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation

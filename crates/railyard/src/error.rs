@@ -1,0 +1,29 @@
+//! The CLI's error type: every variant is one line naming the file and the place.
+
+/// An error the CLI reports as `error: …` with exit code 1.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Invalid input: a file, a field, a node, a queue. The message names the file and place.
+    #[error("{0}")]
+    Input(String),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+impl CliError {
+    /// An input error about `file`: `file: message`.
+    pub fn input(file: impl std::fmt::Display, message: impl std::fmt::Display) -> Self {
+        Self::Input(one_line(&format!("{file}: {message}")))
+    }
+}
+
+/// Collapse a message to one line (parsers' messages sometimes carry newlines).
+pub fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,745 @@
+//! Kubernetes formats: NodeList / Node streams in, Kueue and KAI Topology in and out, node
+//! labels and NodeLists out.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use topology::{
+    assemble, known_shape, Cluster, FabricParams, NicSpec, NodeRecord, Taint, TaintEffect,
+    TierParams, HOSTNAME_LABEL,
+};
+
+use crate::cluster_arg::LoadedCluster;
+use crate::error::CliError;
+use crate::input::{parse_documents, parse_typed, read_text};
+
+/// The label carrying a node's instance type.
+pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
+/// The label Topograph sets to a node's NVLink domain.
+pub const NVLINK_DOMAIN_LABEL: &str = "accelerator.topograph.run/domain";
+/// The label NVIDIA's GPU feature discovery sets to a node's NVLink clique.
+pub const GPU_CLIQUE_LABEL: &str = "nvidia.com/gpu.clique";
+/// Topograph's switch-tier labels are this prefix followed by the tier (0 = leaf).
+pub const TOPOGRAPH_TIER_PREFIX: &str = "fabric.topograph.run/tier-";
+/// OCI's RDMA locality labels, top first.
+pub const OCI_LEVELS: [&str; 3] = [
+    "oci.oraclecloud.com/rdma.hpc_island_id",
+    "oci.oraclecloud.com/rdma.network_block_id",
+    "oci.oraclecloud.com/rdma.local_block_id",
+];
+/// Tier latencies assumed when nothing says otherwise: OCI's Tier-0/1/2 figures (2, 5, 8 µs),
+/// then +3 µs per further tier.
+const DEFAULT_TIER_LATENCY_US: [f64; 3] = [2.0, 5.0, 8.0];
+
+/// A known node-label vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LabelPreset {
+    /// `oci.oraclecloud.com/rdma.hpc_island_id` → `network_block_id` → `local_block_id` → hostname.
+    Oci,
+    /// `fabric.topograph.run/tier-N`, highest N first, then hostname.
+    Topograph,
+}
+
+/// Options for importing a NodeList.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// A Kueue or KAI Topology file.
+    pub topology: Option<PathBuf>,
+    /// Level labels, top first.
+    pub levels: Vec<String>,
+    /// A label vocabulary.
+    pub label_preset: Option<LabelPreset>,
+    /// Shape for nodes without a known instance type.
+    pub shape: Option<String>,
+    /// Overlay file.
+    pub overlay: Option<PathBuf>,
+}
+
+/// Hardware and fabric facts Node objects do not carry. Every field is optional.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Overlay {
+    /// Shape for nodes without a known instance type.
+    pub shape: Option<String>,
+    /// Rails per node (overrides the shape).
+    pub rails: Option<u32>,
+    /// Ports per rail.
+    pub ports_per_rail: Option<u32>,
+    /// Port speed, Gb/s.
+    pub port_gbps: Option<f64>,
+    /// Memory per GPU, GiB.
+    pub gpu_memory_gib: Option<u32>,
+    /// NVLink bandwidth per GPU, Gb/s.
+    pub nvlink_gbps: Option<f64>,
+    /// Worst-case latency of each switch tier, leaf first, µs.
+    pub tier_latency_us: Option<Vec<f64>>,
+    /// Oversubscription into each switch tier, leaf first.
+    pub oversubscription: Option<Vec<f64>>,
+    /// NIC `r` of each host goes to leaf `r` of its block.
+    pub rail_optimized: Option<bool>,
+}
+
+/// Turn parsed NodeList / Node documents into a cluster.
+pub fn import_nodes(
+    file: &str,
+    docs: &[Value],
+    options: &ImportOptions,
+) -> Result<LoadedCluster, CliError> {
+    let mut notes = Vec::new();
+    let overlay: Overlay = match &options.overlay {
+        Some(p) => {
+            let f = p.display().to_string();
+            parse_typed(&f, &read_text(p)?)?
+        }
+        None => Overlay::default(),
+    };
+    let objects = node_objects(file, docs)?;
+    if objects.len() > topology::MAX_NODES {
+        return Err(CliError::input(
+            file,
+            format!(
+                "{} nodes is more than the limit of {}",
+                objects.len(),
+                topology::MAX_NODES
+            ),
+        ));
+    }
+    let fallback_shape = options.shape.clone().or(overlay.shape.clone());
+    if let Some(s) = &fallback_shape {
+        if known_shape(s).is_none() {
+            let known: Vec<&str> = topology::SHAPES.iter().map(|s| s.name).collect();
+            return Err(CliError::input(
+                "--shape",
+                format!("unknown shape `{s}`; expected one of {}", known.join(", ")),
+            ));
+        }
+    }
+    let mut records = Vec::with_capacity(objects.len());
+    let mut guessed = 0usize;
+    let mut no_condition = 0usize;
+    for (i, obj) in objects.iter().enumerate() {
+        let (record, facts) = node_record(file, i, obj, fallback_shape.as_deref(), &overlay)?;
+        guessed += usize::from(facts.nics_guessed);
+        no_condition += usize::from(facts.no_ready_condition);
+        records.push(record);
+    }
+    if guessed > 0 {
+        notes.push(format!(
+            "{guessed} node(s) have no known instance type: assumed one 100 Gb/s rail per GPU (pass --shape or --overlay to say otherwise)"
+        ));
+    }
+    if no_condition > 0 {
+        notes.push(format!(
+            "{no_condition} node(s) carry no Ready condition: treated as Ready"
+        ));
+    }
+
+    let levels = choose_levels(file, &records, options, &mut notes)?;
+    let n_switch_levels = levels.iter().filter(|l| *l != HOSTNAME_LABEL).count();
+    let latencies = match &overlay.tier_latency_us {
+        Some(l) => l.clone(),
+        None => {
+            notes.push(format!(
+                "tier latencies not given: assumed OCI's {} µs (leaf first), +3 µs per further tier",
+                DEFAULT_TIER_LATENCY_US.map(|x| x.to_string()).join(" / ")
+            ));
+            default_latencies(n_switch_levels + 1)
+        }
+    };
+    let rail_optimized = overlay
+        .rail_optimized
+        .unwrap_or_else(|| records.iter().any(|r| r.nics.rails > 1));
+    if overlay.rail_optimized.is_none() && rail_optimized {
+        notes.push("multi-rail nodes: assumed a rail-optimized leaf tier".to_owned());
+    }
+    let tiers = latencies
+        .iter()
+        .enumerate()
+        .map(|(t, &us)| {
+            Ok(TierParams {
+                latency_ns: check_positive(file, "overlay tier_latency_us", us)? as u64,
+                oversubscription: match overlay.oversubscription.as_ref().and_then(|o| o.get(t)) {
+                    Some(&o) => o,
+                    None => 1.0,
+                },
+                switches_per_group: None,
+            })
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
+    let params = FabricParams {
+        levels,
+        host_label: HOSTNAME_LABEL.to_owned(),
+        tiers,
+        rail_optimized,
+    };
+    let name = std::path::Path::new(file).file_stem().map_or_else(
+        || "cluster".to_owned(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let cluster = assemble(&name, records, &params).map_err(|e| CliError::input(file, e))?;
+    Ok(LoadedCluster { cluster, notes })
+}
+
+fn check_positive(file: &str, what: &str, us: f64) -> Result<f64, CliError> {
+    if us.is_finite() && us > 0.0 && us <= 1.0e6 {
+        Ok(us * 1000.0)
+    } else {
+        Err(CliError::input(
+            file,
+            format!("{what}: expected a positive latency in µs, got {us}"),
+        ))
+    }
+}
+
+fn default_latencies(n: usize) -> Vec<f64> {
+    (0..n.max(1))
+        .map(|t| {
+            DEFAULT_TIER_LATENCY_US
+                .get(t)
+                .copied()
+                .unwrap_or(8.0 + 3.0 * (t as f64 - 2.0))
+        })
+        .collect()
+}
+
+/// The Node objects of a NodeList, a List of Nodes, or a stream of Node documents.
+fn node_objects<'a>(file: &str, docs: &'a [Value]) -> Result<Vec<&'a Value>, CliError> {
+    let mut out = Vec::new();
+    for (d, doc) in docs.iter().enumerate() {
+        match doc.get("kind").and_then(Value::as_str) {
+            Some("NodeList" | "List") => {
+                let items = doc.get("items").and_then(Value::as_array).ok_or_else(|| {
+                    CliError::input(
+                        file,
+                        format!("document {}: `items` must be a list of Node objects", d + 1),
+                    )
+                })?;
+                for (i, item) in items.iter().enumerate() {
+                    match item.get("kind").and_then(Value::as_str) {
+                        Some("Node") | None => out.push(item),
+                        Some(k) => {
+                            return Err(CliError::input(
+                                file,
+                                format!("items[{i}]: expected kind Node, got {k}"),
+                            ))
+                        }
+                    }
+                }
+            }
+            Some("Node") => out.push(doc),
+            Some(k) => {
+                return Err(CliError::input(
+                    file,
+                    format!(
+                        "document {}: expected a Node or NodeList, got kind {k}",
+                        d + 1
+                    ),
+                ))
+            }
+            None => {
+                return Err(CliError::input(
+                    file,
+                    format!(
+                        "document {}: missing `kind` (expected Node or NodeList)",
+                        d + 1
+                    ),
+                ))
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(CliError::input(file, "no Node objects found"));
+    }
+    Ok(out)
+}
+
+struct Facts {
+    nics_guessed: bool,
+    no_ready_condition: bool,
+}
+
+fn node_record(
+    file: &str,
+    index: usize,
+    obj: &Value,
+    fallback_shape: Option<&str>,
+    overlay: &Overlay,
+) -> Result<(NodeRecord, Facts), CliError> {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| CliError::input(file, format!("node {index}: missing metadata.name")))?
+        .to_owned();
+    let at = |msg: String| CliError::input(file, format!("node \"{name}\": {msg}"));
+    let mut labels = BTreeMap::new();
+    if let Some(l) = obj.pointer("/metadata/labels") {
+        let map = l
+            .as_object()
+            .ok_or_else(|| at("metadata.labels: expected a map of strings".to_owned()))?;
+        for (k, v) in map {
+            let v = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => return Err(at(format!("metadata.labels[\"{k}\"]: expected a string"))),
+            };
+            labels.insert(k.clone(), v);
+        }
+    }
+    let gpus = match obj.pointer("/status/allocatable/nvidia.com~1gpu") {
+        None | Some(Value::Null) => 0,
+        Some(v) => parse_count(v).ok_or_else(|| {
+            at(format!(
+                "status.allocatable[\"nvidia.com/gpu\"]: expected a whole number of GPUs, got {v}"
+            ))
+        })?,
+    };
+    if gpus > topology::MAX_GPUS_PER_NODE {
+        return Err(at(format!(
+            "status.allocatable[\"nvidia.com/gpu\"]: {gpus} GPUs is more than the limit of {}",
+            topology::MAX_GPUS_PER_NODE
+        )));
+    }
+    let unschedulable = match obj.pointer("/spec/unschedulable") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => {
+            return Err(at(format!(
+                "spec.unschedulable: expected true or false, got {v}"
+            )))
+        }
+    };
+    let mut taints = Vec::new();
+    if let Some(ts) = obj.pointer("/spec/taints").filter(|v| !v.is_null()) {
+        let ts = ts
+            .as_array()
+            .ok_or_else(|| at("spec.taints: expected a list".to_owned()))?;
+        for (i, t) in ts.iter().enumerate() {
+            let key = t
+                .get("key")
+                .and_then(Value::as_str)
+                .ok_or_else(|| at(format!("spec.taints[{i}].key: expected a string")))?;
+            let effect = match t.get("effect").and_then(Value::as_str) {
+                Some("NoSchedule") => TaintEffect::NoSchedule,
+                Some("PreferNoSchedule") => TaintEffect::PreferNoSchedule,
+                Some("NoExecute") => TaintEffect::NoExecute,
+                other => {
+                    return Err(at(format!(
+                        "spec.taints[{i}].effect: expected NoSchedule, PreferNoSchedule or NoExecute, got {}",
+                        other.unwrap_or("nothing")
+                    )))
+                }
+            };
+            taints.push(Taint {
+                key: key.to_owned(),
+                value: t
+                    .get("value")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                effect,
+            });
+        }
+    }
+    let conditions = obj.pointer("/status/conditions").and_then(Value::as_array);
+    let ready_condition = conditions.and_then(|cs| {
+        cs.iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+    });
+    let ready =
+        ready_condition.is_none_or(|c| c.get("status").and_then(Value::as_str) == Some("True"));
+    let internal_ip = obj
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .and_then(|a| {
+            a.iter()
+                .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
+        })
+        .and_then(|x| x.get("address").and_then(Value::as_str))
+        .map(str::to_owned);
+
+    let instance = labels
+        .get(INSTANCE_TYPE_LABEL)
+        .or_else(|| labels.get("beta.kubernetes.io/instance-type"))
+        .and_then(|s| known_shape(s));
+    let shape = instance.or_else(|| fallback_shape.and_then(known_shape));
+    let nics_guessed = shape.is_none() && overlay.rails.is_none();
+    let base_nics = shape.map_or(
+        NicSpec {
+            rails: gpus.max(1),
+            ports_per_rail: 1,
+            port_gbps: 100.0,
+        },
+        |s| s.nics,
+    );
+    let nics = NicSpec {
+        rails: overlay.rails.unwrap_or(base_nics.rails),
+        ports_per_rail: overlay.ports_per_rail.unwrap_or(base_nics.ports_per_rail),
+        port_gbps: overlay.port_gbps.unwrap_or(base_nics.port_gbps),
+    };
+    let nvlink_domain = labels
+        .get(NVLINK_DOMAIN_LABEL)
+        .or_else(|| labels.get(GPU_CLIQUE_LABEL))
+        .cloned();
+    let record = NodeRecord {
+        name: name.clone(),
+        gpus,
+        gpu_memory_gib: overlay
+            .gpu_memory_gib
+            .or(shape.map(|s| s.gpu_memory_gib))
+            .unwrap_or(80),
+        nics,
+        nvlink_gbps: overlay
+            .nvlink_gbps
+            .or(shape.map(|s| s.nvlink_gbps))
+            .unwrap_or(0.0),
+        nvlink_domain,
+        labels,
+        taints,
+        ready,
+        unschedulable,
+        internal_ip,
+    };
+    Ok((
+        record,
+        Facts {
+            nics_guessed,
+            no_ready_condition: ready_condition.is_none(),
+        },
+    ))
+}
+
+/// A Kubernetes quantity that must be a whole count: `8`, `"8"`.
+fn parse_count(v: &Value) -> Option<u32> {
+    match v {
+        Value::Number(n) => n.as_u64().and_then(|x| u32::try_from(x).ok()),
+        Value::String(s) => s.trim().parse::<u32>().ok(),
+        _ => None,
+    }
+}
+
+fn choose_levels(
+    file: &str,
+    records: &[NodeRecord],
+    options: &ImportOptions,
+    notes: &mut Vec<String>,
+) -> Result<Vec<String>, CliError> {
+    let sources = usize::from(options.topology.is_some())
+        + usize::from(!options.levels.is_empty())
+        + usize::from(options.label_preset.is_some());
+    if sources > 1 {
+        return Err(CliError::input(
+            "--cluster",
+            "give the levels one way: --topology, --levels or --label-preset",
+        ));
+    }
+    if let Some(p) = &options.topology {
+        let f = p.display().to_string();
+        let docs = parse_documents(&f, &read_text(p)?)?;
+        return Ok(read_topology(&f, &docs)?.levels);
+    }
+    if !options.levels.is_empty() {
+        return Ok(options.levels.clone());
+    }
+    let preset = match options.label_preset {
+        Some(p) => p,
+        None => {
+            let detected = detect_preset(records).ok_or_else(|| {
+                CliError::input(
+                    file,
+                    "no levels given and no known label vocabulary found on the nodes; pass --topology FILE, --levels a,b,c or --label-preset oci|topograph",
+                )
+            })?;
+            notes.push(format!(
+                "levels not given: detected {} labels on the nodes",
+                match detected {
+                    LabelPreset::Oci => "OCI rdma.*",
+                    LabelPreset::Topograph => "Topograph tier-N",
+                }
+            ));
+            detected
+        }
+    };
+    Ok(preset_levels(preset, records))
+}
+
+fn detect_preset(records: &[NodeRecord]) -> Option<LabelPreset> {
+    if records.iter().any(|r| r.labels.contains_key(OCI_LEVELS[2])) {
+        Some(LabelPreset::Oci)
+    } else if records.iter().any(|r| {
+        r.labels
+            .keys()
+            .any(|k| k.starts_with(TOPOGRAPH_TIER_PREFIX))
+    }) {
+        Some(LabelPreset::Topograph)
+    } else {
+        None
+    }
+}
+
+fn preset_levels(preset: LabelPreset, records: &[NodeRecord]) -> Vec<String> {
+    let mut levels: Vec<String> = match preset {
+        LabelPreset::Oci => OCI_LEVELS.iter().map(|s| (*s).to_owned()).collect(),
+        LabelPreset::Topograph => {
+            let mut tiers: Vec<u32> = records
+                .iter()
+                .flat_map(|r| r.labels.keys())
+                .filter_map(|k| k.strip_prefix(TOPOGRAPH_TIER_PREFIX)?.parse().ok())
+                .collect();
+            tiers.sort_unstable();
+            tiers.dedup();
+            tiers
+                .iter()
+                .rev()
+                .map(|t| format!("{TOPOGRAPH_TIER_PREFIX}{t}"))
+                .collect()
+        }
+    };
+    levels.push(HOSTNAME_LABEL.to_owned());
+    levels
+}
+
+/// Which scheduler a Topology object belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TopologyFlavor {
+    /// `kueue.x-k8s.io`.
+    Kueue,
+    /// `kai.scheduler`.
+    Kai,
+}
+
+/// The levels of a Kueue or KAI Topology object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopologyObject {
+    /// Whose object it is.
+    pub flavor: TopologyFlavor,
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.levels[].nodeLabel`, top first.
+    pub levels: Vec<String>,
+}
+
+/// Read the first Topology object of a file (other kinds, e.g. ResourceFlavor, are skipped).
+pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, CliError> {
+    for (d, doc) in docs.iter().enumerate() {
+        if doc.get("kind").and_then(Value::as_str) != Some("Topology") {
+            continue;
+        }
+        let api = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let flavor = if api.starts_with("kueue.x-k8s.io/") {
+            TopologyFlavor::Kueue
+        } else if api.starts_with("kai.scheduler/") {
+            TopologyFlavor::Kai
+        } else {
+            return Err(CliError::input(
+                file,
+                format!(
+                    "document {}: apiVersion `{api}`: expected kueue.x-k8s.io/… or kai.scheduler/…",
+                    d + 1
+                ),
+            ));
+        };
+        let name = doc
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let levels = doc
+            .pointer("/spec/levels")
+            .and_then(Value::as_array)
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| {
+                CliError::input(
+                    file,
+                    format!("Topology \"{name}\": spec.levels: expected a non-empty list"),
+                )
+            })?;
+        let mut out = Vec::with_capacity(levels.len());
+        for (i, l) in levels.iter().enumerate() {
+            let label = l
+                .get("nodeLabel")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    CliError::input(
+                        file,
+                        format!(
+                            "Topology \"{name}\": spec.levels[{i}].nodeLabel: expected a label"
+                        ),
+                    )
+                })?;
+            if out.iter().any(|x| x == label) {
+                return Err(CliError::input(
+                    file,
+                    format!("Topology \"{name}\": spec.levels[{i}].nodeLabel: `{label}` is listed twice"),
+                ));
+            }
+            out.push(label.to_owned());
+        }
+        return Ok(TopologyObject {
+            flavor,
+            name,
+            levels: out,
+        });
+    }
+    Err(CliError::input(file, "no Topology object found"))
+}
+
+#[derive(Serialize)]
+struct Meta<'a> {
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+struct LevelOut<'a> {
+    #[serde(rename = "nodeLabel")]
+    node_label: &'a str,
+}
+
+#[derive(Serialize)]
+struct TopologySpecOut<'a> {
+    levels: Vec<LevelOut<'a>>,
+}
+
+#[derive(Serialize)]
+struct TopologyOut<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: Meta<'a>,
+    spec: TopologySpecOut<'a>,
+}
+
+/// A Kubernetes object name derived from the cluster name (RFC 1123 subdomain).
+pub fn object_name(cluster: &Cluster) -> String {
+    let s: String = cluster
+        .name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let s = s
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+        .to_owned();
+    if s.is_empty() {
+        "default".to_owned()
+    } else {
+        s
+    }
+}
+
+/// A Topology object for Kueue or KAI with the cluster's levels.
+pub fn export_topology(cluster: &Cluster, flavor: TopologyFlavor) -> String {
+    let name = object_name(cluster);
+    let out = TopologyOut {
+        api_version: match flavor {
+            TopologyFlavor::Kueue => "kueue.x-k8s.io/v1beta2",
+            TopologyFlavor::Kai => "kai.scheduler/v1alpha1",
+        },
+        kind: "Topology",
+        metadata: Meta { name: &name },
+        spec: TopologySpecOut {
+            levels: cluster
+                .levels
+                .iter()
+                .map(|l| LevelOut {
+                    node_label: &l.label,
+                })
+                .collect(),
+        },
+    };
+    serde_norway::to_string(&out).expect("plain data serializes")
+}
+
+/// The labels each node needs for the cluster's levels (and its NVLink domain, if shared).
+pub fn level_labels(cluster: &Cluster) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for n in &cluster.nodes {
+        let mut labels = BTreeMap::new();
+        for (l, d) in cluster.levels.iter().zip(&n.domains) {
+            labels.insert(l.label.clone(), cluster.domain(*d).value.clone());
+        }
+        let nvl = &cluster.nvlink_domains[n.nvlink_domain.index()];
+        if nvl.nodes.len() > 1 {
+            labels.insert(NVLINK_DOMAIN_LABEL.to_owned(), nvl.name.clone());
+        }
+        out.insert(n.name.clone(), labels);
+    }
+    out
+}
+
+/// `kubectl label` commands that give every node its level labels, in node order.
+pub fn export_label_commands(cluster: &Cluster) -> String {
+    let labels = level_labels(cluster);
+    let mut out = String::new();
+    for n in &cluster.nodes {
+        out.push_str("kubectl label node ");
+        out.push_str(&n.name);
+        out.push_str(" --overwrite");
+        for (k, v) in &labels[&n.name] {
+            if k == HOSTNAME_LABEL {
+                continue; // the kubelet owns it
+            }
+            out.push(' ');
+            out.push_str(k);
+            out.push('=');
+            out.push_str(v);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The cluster as a `kubectl get nodes -o yaml`-shaped NodeList (labels, GPUs, state), which
+/// `--cluster` imports back.
+pub fn export_nodelist(cluster: &Cluster) -> String {
+    let items: Vec<Value> = cluster
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut status = serde_json::json!({
+                "allocatable": { "nvidia.com/gpu": n.gpus.to_string() },
+                "capacity": { "nvidia.com/gpu": n.gpus.to_string() },
+                "conditions": [{ "type": "Ready", "status": if n.ready { "True" } else { "False" } }],
+            });
+            if let Some(ip) = &n.internal_ip {
+                status["addresses"] = serde_json::json!([{ "type": "InternalIP", "address": ip }]);
+            }
+            let mut spec = serde_json::json!({});
+            if n.unschedulable {
+                spec["unschedulable"] = Value::Bool(true);
+            }
+            if !n.taints.is_empty() {
+                spec["taints"] = n
+                    .taints
+                    .iter()
+                    .map(|t| {
+                        serde_json::json!({
+                            "key": t.key,
+                            "value": t.value,
+                            "effect": format!("{:?}", t.effect),
+                        })
+                    })
+                    .collect();
+            }
+            serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": { "name": n.name, "labels": n.labels },
+                "spec": spec,
+                "status": status,
+            })
+        })
+        .collect();
+    let list = serde_json::json!({ "apiVersion": "v1", "kind": "NodeList", "items": items });
+    serde_norway::to_string(&list).expect("plain data serializes")
+}

@@ -1,0 +1,5 @@
+//! File formats railyard reads and writes: Kubernetes objects, Slurm topology, hostlists.
+
+pub mod hostlist;
+pub mod k8s;
+pub mod slurm;

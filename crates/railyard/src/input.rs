@@ -1,0 +1,72 @@
+//! Reading input files: size limits, YAML/JSON documents with line numbers in errors.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use crate::error::{one_line, CliError};
+
+/// Largest input file railyard reads, bytes. Larger files are refused before reading.
+pub const MAX_INPUT_BYTES: u64 = 512 * 1024 * 1024;
+
+/// Read a whole text file, refusing files above [`MAX_INPUT_BYTES`].
+pub fn read_text(path: &Path) -> Result<String, CliError> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|source| CliError::Io {
+        path: shown.clone(),
+        source,
+    })?;
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(CliError::input(
+            &shown,
+            format!(
+                "file is {} bytes, more than the limit of {MAX_INPUT_BYTES}",
+                meta.len()
+            ),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|source| CliError::Io {
+        path: shown.clone(),
+        source,
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        CliError::input(
+            &shown,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
+/// Parse every YAML document of `text` (JSON is parsed as JSON, for exact line numbers) into
+/// generic values. Empty documents are skipped.
+pub fn parse_documents(file: &str, text: &str) -> Result<Vec<serde_json::Value>, CliError> {
+    if text.trim_start().starts_with(['{', '[']) {
+        let v: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| CliError::input(file, format!("invalid JSON: {e}")))?;
+        return Ok(vec![v]);
+    }
+    let mut docs = Vec::new();
+    for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
+        let v = serde_json::Value::deserialize(doc).map_err(|e| {
+            CliError::input(
+                file,
+                format!(
+                    "document {}: invalid YAML: {}",
+                    i + 1,
+                    one_line(&e.to_string())
+                ),
+            )
+        })?;
+        if !v.is_null() {
+            docs.push(v);
+        }
+    }
+    Ok(docs)
+}
+
+/// Parse a single YAML (or JSON) document into a typed value, with the parser's line and field
+/// in the error.
+pub fn parse_typed<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, CliError> {
+    serde_norway::from_str(text).map_err(|e| CliError::input(file, one_line(&e.to_string())))
+}
