@@ -11,6 +11,7 @@ mod build;
 mod error;
 mod ids;
 mod model;
+pub mod roce;
 mod shapes;
 mod spec;
 mod summary;

@@ -2,4 +2,5 @@
 
 pub mod hostlist;
 pub mod k8s;
+pub mod placement;
 pub mod slurm;
