@@ -96,6 +96,17 @@ pub fn load_cluster_quiet(args: &ClusterArgs) -> Result<LoadedCluster, CliError>
         .and_then(|d| d.get("kind"))
         .and_then(|k| k.as_str())
         .is_some_and(|k| matches!(k, "NodeList" | "Node" | "List"));
+    let foreign_kind = docs
+        .first()
+        .and_then(|d| d.get("kind"))
+        .and_then(|k| k.as_str())
+        .filter(|k| !matches!(*k, "NodeList" | "Node" | "List"));
+    if let Some(kind) = foreign_kind {
+        return Err(CliError::input(
+            &file,
+            format!("kind {kind}: expected a Kubernetes Node, NodeList or List of Nodes, or a railyard cluster spec"),
+        ));
+    }
     if is_k8s {
         let options = ImportOptions {
             topology: args.topology.clone(),

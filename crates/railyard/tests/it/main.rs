@@ -1,0 +1,66 @@
+//! Integration tests of the `railyard` CLI: one test binary, one module per command family.
+
+mod topo;
+
+use std::path::Path;
+use std::process::Command;
+
+/// The result of running the CLI.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run `railyard` with `args` from the crate directory (so fixture paths are relative).
+pub fn railyard(args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_railyard"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the railyard binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+/// Run and expect success; returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let r = railyard(args);
+    assert_eq!(r.code, 0, "railyard {args:?} failed: {}", r.stderr);
+    r.stdout
+}
+
+/// Run and expect a one-line input error with exit code 1 and no panic; returns the line.
+pub fn fails(args: &[&str]) -> String {
+    let r = railyard(args);
+    assert_eq!(
+        r.code, 1,
+        "railyard {args:?}: expected exit 1, got {}: {}",
+        r.code, r.stderr
+    );
+    assert!(!r.stderr.contains("panicked"), "panic: {}", r.stderr);
+    let errors: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "expected one error line, got: {}",
+        r.stderr
+    );
+    errors[0].to_owned()
+}
+
+/// A fresh temporary directory for one test.
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}

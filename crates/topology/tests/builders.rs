@@ -1,0 +1,357 @@
+//! Builder formulas and invariants: fat-tree counts, Clos tier capacities and latencies, wiring.
+
+use proptest::prelude::*;
+use topology::{
+    build_from_spec, ClosSpec, Cluster, ClusterSpec, Endpoint, FabricSpec, FatTreeSpec, NodeId,
+    NodeSpec, TierSpec, HOSTNAME_LABEL,
+};
+
+fn node(gpus: u32, rails: u32, ports: u32, gbps: f64) -> NodeSpec {
+    NodeSpec {
+        gpus,
+        gpu_memory_gib: 80,
+        rails,
+        ports_per_rail: ports,
+        port_gbps: gbps,
+        nvlink_gbps: 3600.0,
+        nvlink_domain_nodes: 1,
+        shape: None,
+        name_prefix: "n".to_owned(),
+    }
+}
+
+fn fat_tree(k: u32) -> Cluster {
+    build_from_spec(&ClusterSpec {
+        name: format!("ft{k}"),
+        node: node(1, 1, 1, 100.0),
+        fabric: FabricSpec {
+            fat_tree: Some(FatTreeSpec {
+                k,
+                tier_labels: ["edge".into(), "pod".into(), "core".into()],
+                latency_us: [1.0, 2.0, 3.0],
+            }),
+            clos: None,
+        },
+    })
+    .expect("valid fat-tree")
+}
+
+fn tier(label: &str, nodes: u32, latency_us: f64, switches: Option<u32>) -> TierSpec {
+    TierSpec {
+        label: label.to_owned(),
+        value_prefix: format!("{label}-"),
+        nodes_per_domain: nodes,
+        latency_us,
+        switches_per_domain: switches,
+        oversubscription: None,
+    }
+}
+
+fn clos(
+    nodes: u32,
+    node_spec: NodeSpec,
+    tiers: Vec<TierSpec>,
+    rail_optimized: bool,
+) -> ClusterSpec {
+    ClusterSpec {
+        name: "clos".to_owned(),
+        node: node_spec,
+        fabric: FabricSpec {
+            fat_tree: None,
+            clos: Some(ClosSpec {
+                nodes,
+                rail_optimized,
+                host_label: HOSTNAME_LABEL.to_owned(),
+                tiers,
+            }),
+        },
+    }
+}
+
+/// OCI's three tiers for BM.GPU.H100.8 hosts (8 GPUs): 32, 256 and 16,384 nodes per block.
+fn oci_131k() -> ClusterSpec {
+    clos(
+        16_384,
+        node(8, 8, 2, 200.0),
+        vec![
+            tier("lb", 32, 2.0, Some(8)),
+            tier("nb", 256, 5.0, Some(32)),
+            tier("island", 16_384, 8.0, Some(64)),
+        ],
+        true,
+    )
+}
+
+fn pod_of(c: &Cluster, n: NodeId) -> u32 {
+    c.tier_group(n, 1)
+}
+
+#[test]
+fn fat_tree_k8_counts() {
+    let c = fat_tree(8);
+    // k³/4 hosts, 5k²/4 switches (k²/2 edge + k²/2 aggregation + k²/4 core).
+    assert_eq!(c.nodes.len(), 8 * 8 * 8 / 4);
+    assert_eq!(c.switches.len(), 5 * 8 * 8 / 4);
+    let per_tier: Vec<usize> = (0..3)
+        .map(|t| c.switches.iter().filter(|s| s.tier == t).count())
+        .collect();
+    assert_eq!(per_tier, vec![32, 32, 16]);
+    // Every switch uses exactly k ports (core: k down; edge/agg: k/2 down + k/2 up).
+    for (i, s) in c.switches.iter().enumerate() {
+        let id = topology::SwitchId::from_index(i);
+        assert_eq!(
+            c.up_links(id).len() + c.down_links(id).len(),
+            8,
+            "{}",
+            s.name
+        );
+    }
+    // (k/2)² shortest paths between hosts in different pods, k/2 within a pod.
+    let a = NodeId(0);
+    let other_pod = (0..c.nodes.len())
+        .map(NodeId::from_index)
+        .find(|&n| pod_of(&c, n) != pod_of(&c, a))
+        .unwrap();
+    assert_eq!(c.paths_between(a, other_pod, 0), 16);
+    let same_pod_other_edge = (0..c.nodes.len())
+        .map(NodeId::from_index)
+        .find(|&n| pod_of(&c, n) == pod_of(&c, a) && c.tier_group(n, 0) != c.tier_group(a, 0))
+        .unwrap();
+    assert_eq!(c.paths_between(a, same_pod_other_edge, 0), 4);
+}
+
+#[test]
+fn fat_tree_k64_counts() {
+    let c = fat_tree(64);
+    assert_eq!(c.nodes.len(), 65_536);
+    assert_eq!(c.switches.len(), 5 * 64 * 64 / 4);
+    let far = NodeId::from_index(c.nodes.len() - 1);
+    assert_eq!(c.paths_between(NodeId(0), far, 0), 32 * 32);
+}
+
+#[test]
+fn two_tier_clos_of_radix_k_has_k_squared_over_two_ports() {
+    // A non-blocking two-tier Clos of radix-64 switches: 64 leaves with 32 hosts each.
+    let spec = clos(
+        2_048,
+        node(1, 1, 1, 400.0),
+        vec![
+            tier("leaf", 32, 1.0, Some(1)),
+            tier("spine", 2_048, 2.0, Some(32)),
+        ],
+        false,
+    );
+    let c = build_from_spec(&spec).unwrap();
+    assert_eq!(c.nodes.len(), 64 * 64 / 2);
+    for (i, s) in c.switches.iter().enumerate() {
+        let id = topology::SwitchId::from_index(i);
+        assert_eq!(
+            c.up_links(id).len() + c.down_links(id).len(),
+            64,
+            "{}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn oci_tiers_hold_256_2048_131072_gpus_at_2_5_8_us() {
+    let c = build_from_spec(&oci_131k()).unwrap();
+    assert_eq!(c.gpu_count(), 131_072);
+    let gpus: Vec<u64> = c.tiers.iter().map(|t| t.gpus_max).collect();
+    assert_eq!(gpus, vec![256, 2_048, 131_072]);
+    let lat: Vec<u64> = c.tiers.iter().map(|t| t.latency_ns).collect();
+    assert_eq!(lat, vec![2_000, 5_000, 8_000]);
+    // 131,072 × 400 Gb/s ≈ 52.4 Pb/s of injection bandwidth, non-blocking at every tier.
+    let s = c.summary();
+    assert!((s.injection_gbps - 52_428_800.0).abs() < 1e-6);
+    for t in &s.tiers {
+        assert!(
+            (t.uplink_gbps - s.injection_gbps).abs() < 1e-3,
+            "tier {}",
+            t.tier
+        );
+    }
+    assert_eq!(c.latency_ns(NodeId(0), NodeId(1)), 2_000);
+    assert_eq!(c.latency_ns(NodeId(0), NodeId(32)), 5_000);
+    assert_eq!(c.latency_ns(NodeId(0), NodeId(16_383)), 8_000);
+    assert_eq!(c.latency_ns(NodeId(5), NodeId(5)), 0);
+}
+
+/// Walk straight up from a NIC, always taking the first up-link, summing hop latencies until
+/// reaching `tier`; twice that (up and down) is the path latency.
+fn up_latency(c: &Cluster, n: NodeId, tier: u8) -> f64 {
+    let first = c.link(c.node(n).nic_links[0]);
+    let mut total = first.latency_ns;
+    let mut s = first.upper;
+    while c.switch(s).tier < tier {
+        let l = c.link(c.up_links(s)[0]);
+        total += l.latency_ns;
+        s = l.upper;
+    }
+    total
+}
+
+#[test]
+fn link_latencies_add_up_to_tier_latency() {
+    let c = build_from_spec(&oci_131k()).unwrap();
+    for (t, tier) in c.tiers.iter().enumerate() {
+        let sum = 2.0 * up_latency(&c, NodeId(0), t as u8);
+        assert!(
+            (sum - tier.latency_ns as f64).abs() < 1e-9,
+            "tier {t}: {sum}"
+        );
+    }
+}
+
+#[test]
+fn rail_optimized_leaves_keep_each_rail_on_its_own_leaf() {
+    let c = build_from_spec(&oci_131k()).unwrap();
+    for n in [NodeId(0), NodeId(7), NodeId(31)] {
+        let leaves: Vec<_> = c
+            .node(n)
+            .nic_links
+            .iter()
+            .map(|&l| c.link(l).upper)
+            .collect();
+        let mut dedup = leaves.clone();
+        dedup.sort();
+        dedup.dedup();
+        assert_eq!(dedup.len(), 8, "8 rails on 8 different leaves");
+        // Rail r of every host in the block lands on the same leaf.
+        for (r, &leaf) in leaves.iter().enumerate() {
+            assert_eq!(c.link(c.node(NodeId(3)).nic_links[r]).upper, leaf);
+        }
+    }
+}
+
+#[test]
+fn spec_errors_name_the_field() {
+    let mut bad = oci_131k();
+    if let Some(c) = bad.fabric.clos.as_mut() {
+        c.tiers[1].nodes_per_domain = 100;
+        c.tiers[2].latency_us = 1.0;
+    }
+    let err = build_from_spec(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains("fabric.clos.tiers[1].nodes_per_domain"),
+        "{err}"
+    );
+    assert!(err.contains("fabric.clos.tiers[2].latency_us"), "{err}");
+    assert!(!err.contains('\n'));
+
+    let mut odd = ClusterSpec {
+        name: "x".into(),
+        node: node(8, 1, 1, 100.0),
+        fabric: FabricSpec::default(),
+    };
+    let err = build_from_spec(&odd).unwrap_err().to_string();
+    assert!(err.contains("exactly one of `fat_tree` or `clos`"), "{err}");
+    odd.fabric.fat_tree = Some(FatTreeSpec {
+        k: 7,
+        tier_labels: ["a".into(), "b".into(), "c".into()],
+        latency_us: [1.0, 2.0, 3.0],
+    });
+    let err = build_from_spec(&odd).unwrap_err().to_string();
+    assert!(
+        err.starts_with("fabric.fat_tree.k: expected an even radix"),
+        "{err}"
+    );
+}
+
+/// Structural invariants every built cluster must satisfy.
+fn check_invariants(c: &Cluster) {
+    // Each level's domains partition the nodes, and children nest inside parents.
+    for (li, level) in c.levels.iter().enumerate() {
+        let mut count = 0;
+        for &d in &level.domains {
+            let dom = c.domain(d);
+            assert_eq!(dom.level, li);
+            count += dom.nodes.len();
+            for &n in &dom.nodes {
+                assert_eq!(c.node(n).domains[li], d);
+            }
+            if let Some(p) = dom.parent {
+                assert!(c.domain(p).children.contains(&d));
+            }
+        }
+        assert_eq!(count, c.nodes.len());
+    }
+    // One NIC link per rail, each from that NIC to a tier-0 switch of the node's leaf group.
+    for (i, n) in c.nodes.iter().enumerate() {
+        let id = NodeId::from_index(i);
+        assert_eq!(n.nic_links.len(), n.nics.rails as usize);
+        for (r, &l) in n.nic_links.iter().enumerate() {
+            let link = c.link(l);
+            assert_eq!(
+                link.lower,
+                Endpoint::Nic {
+                    node: id,
+                    rail: r as u32
+                }
+            );
+            assert_eq!(c.switch(link.upper).tier, 0);
+            assert_eq!(c.switch(link.upper).group, c.tier_group(id, 0));
+        }
+    }
+    // Links go up exactly one tier, to the parent group.
+    for l in &c.links {
+        if let Endpoint::Switch(s) = l.lower {
+            assert_eq!(c.switch(s).tier + 1, c.switch(l.upper).tier);
+        }
+        assert!(l.gbps > 0.0);
+    }
+    // common_tier is symmetric and matches the tier groups.
+    let n = c.nodes.len().min(40);
+    for a in 0..n {
+        for b in 0..n {
+            let (a, b) = (NodeId::from_index(a), NodeId::from_index(b));
+            assert_eq!(c.common_tier(a, b), c.common_tier(b, a));
+            if let Some(t) = c.common_tier(a, b) {
+                assert_eq!(c.tier_group(a, t), c.tier_group(b, t));
+                if t > 0 {
+                    assert_ne!(c.tier_group(a, t - 1), c.tier_group(b, t - 1));
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn random_clos_specs_build_consistent_clusters(
+        leaf in 1u32..6,
+        mult in proptest::collection::vec(1u32..4, 0..3),
+        rails in 1u32..5,
+        rail_optimized: bool,
+        spines in 1u32..4,
+    ) {
+        let mut sizes = vec![leaf];
+        for m in &mult {
+            sizes.push(sizes.last().unwrap() * (m + 1));
+        }
+        let nodes = *sizes.last().unwrap() * 2;
+        sizes.push(nodes);
+        let tiers: Vec<TierSpec> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| tier(&format!("t{i}"), s, 1.0 + i as f64, if i == 0 { None } else { Some(spines * rails) }))
+            .collect();
+        let spec = clos(nodes, node(rails * 2, rails, 1, 100.0), tiers, rail_optimized);
+        let c = build_from_spec(&spec).unwrap();
+        check_invariants(&c);
+        prop_assert_eq!(c.nodes.len(), nodes as usize);
+        prop_assert_eq!(c.tiers.len(), sizes.len());
+        for (t, &s) in sizes.iter().enumerate() {
+            prop_assert_eq!(c.tiers[t].gpus_max, u64::from(s * rails * 2));
+        }
+    }
+}
+
+#[test]
+fn fat_tree_invariants() {
+    check_invariants(&fat_tree(4));
+    check_invariants(&fat_tree(8));
+}
