@@ -6,7 +6,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            if path.file_name().is_some_and(|n| n == "target" || n == "snapshots") {
+            if path
+                .file_name()
+                .is_some_and(|n| n == "target" || n == "snapshots")
+            {
                 continue;
             }
             rust_files(&path, out);
@@ -17,7 +20,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn crates_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 #[test]
@@ -39,9 +45,13 @@ fn every_module_starts_with_a_doc_line() {
 fn no_debugging_leftovers() {
     let mut files = Vec::new();
     rust_files(&crates_dir(), &mut files);
-    for f in &files {
+    for f in files.iter().filter(|f| !f.ends_with("tidy.rs")) {
         let text = std::fs::read_to_string(f).unwrap();
-        for bad in ["dbg!(", "todo!(", "unimplemented!("] {
+        for bad in [
+            concat!("dbg", "!("),
+            concat!("todo", "!("),
+            concat!("unimplemented", "!("),
+        ] {
             assert!(!text.contains(bad), "{} contains {bad}", f.display());
         }
     }
