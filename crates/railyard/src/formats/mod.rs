@@ -4,3 +4,4 @@ pub mod hostlist;
 pub mod k8s;
 pub mod placement;
 pub mod slurm;
+pub mod trace;
