@@ -176,7 +176,7 @@ fn optional<'r>(cols: &Columns<'_>, r: &'r csv::StringRecord, name: &str) -> Opt
 
 fn number(name: &str, v: &str) -> Result<f64, String> {
     match v.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 && x < 1.0e12 => Ok(x),
+        Ok(x) if (0.0..1.0e12).contains(&x) => Ok(x),
         _ => Err(format!(
             "{name}: expected a non-negative number, got \"{v}\""
         )),
@@ -186,7 +186,7 @@ fn number(name: &str, v: &str) -> Result<f64, String> {
 fn count(name: &str, v: &str) -> Result<u32, String> {
     // Traces write counts as "8" or "8.0".
     let x = number(name, v)?;
-    if x.fract() != 0.0 || x < 1.0 || x > 1.0e6 {
+    if x.fract() != 0.0 || !(1.0..=1.0e6).contains(&x) {
         return Err(format!(
             "{name}: expected a whole number of GPUs ≥ 1, got \"{v}\""
         ));
