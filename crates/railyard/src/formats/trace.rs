@@ -272,9 +272,11 @@ fn parse_row(
                     Some(("required", l)) if !l.is_empty() => TopologyAsk::Required(l.to_owned()),
                     Some(("preferred", l)) if !l.is_empty() => TopologyAsk::Preferred(l.to_owned()),
                     _ if t == "none" => TopologyAsk::None,
-                    _ => return Err(format!(
+                    _ => {
+                        return Err(format!(
                         "topology: expected none, required:LABEL or preferred:LABEL, got \"{t}\""
-                    )),
+                    ))
+                    }
                 };
             }
             let share = optional(cols, r, "comm_share")
