@@ -22,6 +22,8 @@ pub const PRESETS: &[(&str, &str)] = &[
         "oci-gb200-nvl72-4k",
         include_str!("../presets/oci-gb200-nvl72-4k.yaml"),
     ),
+    ("philly-512", include_str!("../presets/philly-512.yaml")),
+    ("philly-2560", include_str!("../presets/philly-2560.yaml")),
 ];
 
 /// How a command names its cluster.

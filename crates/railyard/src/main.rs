@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use railyard::commands::topo;
+use railyard::commands::{simulate, topo};
 use railyard::CliError;
 
 #[derive(Debug, Parser)]
@@ -22,6 +22,8 @@ enum Command {
     /// Inspect and export a cluster's fabric and locality levels.
     #[command(subcommand)]
     Topo(TopoCommand),
+    /// Replay a job trace on a cluster under one or several scheduling policies.
+    Simulate(simulate::SimulateArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -36,6 +38,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
+        Command::Simulate(a) => simulate::run(&a),
     }
 }
 

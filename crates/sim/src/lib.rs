@@ -2,8 +2,10 @@
 //! starts, completions and preemptions in `(time, sequence)` order, jobs slowed by the network
 //! they actually get. Pure: the clock is [`SimTime`], advanced only by events.
 
+pub mod engine;
 pub mod events;
 pub mod metrics;
+pub mod network;
 pub mod runtime;
 pub mod time;
 pub mod trace;

@@ -8,10 +8,10 @@ pub const PALETTE: [&str; 8] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000",
 ];
 
-const W: f64 = 640.0;
+const W: f64 = 760.0;
 const H: f64 = 320.0;
 const LEFT: f64 = 64.0;
-const RIGHT: f64 = 16.0;
+const RIGHT: f64 = 190.0;
 const TOP: f64 = 28.0;
 const BOTTOM: f64 = 48.0;
 
@@ -30,6 +30,20 @@ pub fn esc(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+/// A tick label with enough decimals to tell ticks `step` apart.
+fn fmt_tick_step(v: f64, step: f64) -> String {
+    if step > 0.0 && step < 1.0 && v.abs() < 1.0e4 {
+        let decimals = (0..7)
+            .find(|&d| {
+                let scaled = step * 10f64.powi(d);
+                (scaled - scaled.round()).abs() < 1e-6
+            })
+            .unwrap_or(6) as usize;
+        return format!("{v:.decimals$}");
+    }
+    fmt_tick(v)
 }
 
 fn fmt_tick(v: f64) -> String {
@@ -100,7 +114,7 @@ fn frame(out: &mut String, title: &str, x_label: &str, y_label: &str) {
 fn legend(out: &mut String, labels: &[&str]) {
     for (i, l) in labels.iter().enumerate() {
         let y = TOP + 6.0 + 14.0 * i as f64;
-        let x = W - RIGHT - 170.0;
+        let x = W - RIGHT + 12.0;
         let _ = write!(
             out,
             r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
@@ -167,13 +181,15 @@ pub fn line_chart(
         );
     }
     out.push_str("</g>");
-    for t in ticks(y0, y1, 5) {
+    let yt = ticks(y0, y1, 5);
+    let y_step = if yt.len() > 1 { yt[1] - yt[0] } else { 1.0 };
+    for &t in &yt {
         let _ = write!(
             out,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
             LEFT - 4.0,
             py(t) + 4.0,
-            fmt_tick(t)
+            fmt_tick_step(t, y_step)
         );
     }
     let xt: Vec<f64> = if log_x {
@@ -183,6 +199,7 @@ pub fn line_chart(
     } else {
         ticks(x0, x1, 6)
     };
+    let x_step = if log_x || xt.len() < 2 { 1.0 } else { xt[1] - xt[0] };
     for t in xt {
         let x = px(t);
         if !(LEFT - 0.5..=W - RIGHT + 0.5).contains(&x) {
@@ -194,7 +211,7 @@ pub fn line_chart(
             H - BOTTOM,
             H - BOTTOM + 4.0,
             H - BOTTOM + 16.0,
-            fmt_tick(t)
+            fmt_tick_step(t, x_step)
         );
     }
     let _ = write!(
@@ -300,6 +317,15 @@ pub fn bar_chart(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_labels_tell_ticks_apart() {
+        assert_eq!(fmt_tick_step(1.05, 0.05), "1.05");
+        assert_eq!(fmt_tick_step(1.1, 0.05), "1.10");
+        assert_eq!(fmt_tick_step(0.4, 0.2), "0.4");
+        assert_eq!(fmt_tick_step(0.25, 0.25), "0.25");
+        assert_eq!(fmt_tick_step(200.0, 100.0), "200");
+    }
 
     #[test]
     fn ticks_are_nice_and_cover_the_range() {

@@ -1,0 +1,307 @@
+//! `railyard simulate`: replay a trace on a cluster under one or several policies.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use sim::engine::{simulate, CommDefaults, Order, Policy, SimConfig, SimResult, Summary, TopologyMode};
+use sim::network::fabric_network;
+use fabric::{RoutingConfig, RoutingMode};
+use sim::SimTime;
+use topology::Cluster;
+
+use crate::cluster_arg::{load_cluster, ClusterArgs};
+use crate::commands::{fmt_count, trim_float};
+use crate::error::CliError;
+use crate::formats::trace::{read_trace, TraceFormat};
+use crate::output::{to_json, OutputFormat};
+use crate::report::html::{render, ReportContext};
+use crate::table::Table;
+
+/// Arguments of `simulate`.
+#[derive(Debug, clap::Args)]
+pub struct SimulateArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// The trace (CSV: Philly, Helios/Acme or native; see README).
+    #[arg(long, value_name = "FILE")]
+    pub trace: PathBuf,
+    /// Trace format.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub trace_format: TraceFormat,
+    /// Count unreadable trace rows instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad_rows: bool,
+    /// The policy: ORDER[+TOPOLOGY], ORDER = fifo | best-effort | fair-share, TOPOLOGY =
+    /// none | preferred:LEVEL | required:LEVEL (LEVEL: a level label, or tierN for the level of
+    /// switch tier N).
+    #[arg(long, default_value = "best-effort", value_name = "POLICY")]
+    pub policy: String,
+    /// Run several policies side by side (comma-separated POLICY values); overrides --policy.
+    #[arg(long, value_delimiter = ',', value_name = "POLICY,…")]
+    pub compare: Vec<String>,
+    /// Scheduling passes run at multiples of this many seconds (0 = at every event).
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub cycle_s: f64,
+    /// Stop the simulation here (seconds after the first arrival).
+    #[arg(long, value_name = "SECONDS")]
+    pub horizon_s: Option<f64>,
+    /// How the fabric spreads flows over equal-cost paths.
+    #[arg(long, value_enum, default_value = "ecmp")]
+    pub routing: SimRouting,
+    /// QPs per connection (NCCL_IB_QPS_PER_CONNECTION).
+    #[arg(long, default_value_t = 1)]
+    pub qps: u32,
+    /// Seed for QP numbers and switch hash seeds.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+    /// Write an HTML report here.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+}
+
+/// Routing for the simulated fabric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimRouting {
+    /// Per-flow ECMP on the RoCEv2 5-tuple.
+    Ecmp,
+    /// Adaptive routing: flows spread evenly over all shortest paths.
+    Adaptive,
+}
+
+/// Parse a policy spec (`fair-share+required:tier0`).
+pub fn parse_policy(spec: &str, cluster: &Cluster) -> Result<Policy, CliError> {
+    let bad = |m: String| CliError::input("--policy", m);
+    let (order_s, topo_s) = spec.split_once('+').unwrap_or((spec, "none"));
+    let order = match order_s {
+        "fifo" => Order::Fifo,
+        "best-effort" => Order::BestEffortFifo,
+        "fair-share" => Order::FairShare,
+        o => {
+            return Err(bad(format!(
+                "`{spec}`: unknown order `{o}`; expected fifo, best-effort or fair-share"
+            )))
+        }
+    };
+    let level = |l: &str| -> Result<usize, CliError> {
+        if let Some(t) = l.strip_prefix("tier").and_then(|t| t.parse::<usize>().ok()) {
+            return cluster
+                .tiers
+                .get(t)
+                .and_then(|tier| tier.level)
+                .ok_or_else(|| bad(format!("`{spec}`: tier {t} has no level in this cluster")));
+        }
+        cluster.level_by_label(l).ok_or_else(|| {
+            bad(format!(
+                "`{spec}`: unknown level `{l}`; expected tierN or one of {}",
+                cluster.levels.iter().map(|x| x.label.as_str()).collect::<Vec<_>>().join(", ")
+            ))
+        })
+    };
+    let topology = match topo_s.split_once(':') {
+        None if topo_s == "none" => TopologyMode::None,
+        Some(("preferred", l)) => TopologyMode::Preferred(level(l)?),
+        Some(("required", l)) => TopologyMode::Required(level(l)?),
+        _ => {
+            return Err(bad(format!(
+                "`{spec}`: expected none, preferred:LEVEL or required:LEVEL after `+`"
+            )))
+        }
+    };
+    Ok(Policy {
+        name: spec.to_owned(),
+        order,
+        topology,
+    })
+}
+
+#[derive(Serialize)]
+struct JsonRun<'a> {
+    #[serde(flatten)]
+    summary: &'a Summary,
+    skipped_rows: usize,
+}
+
+#[derive(Serialize)]
+struct JsonCompare<'a> {
+    runs: Vec<JsonRun<'a>>,
+}
+
+/// `simulate`.
+pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
+    let cluster = load_cluster(&args.cluster)?;
+    let specs: Vec<String> = if args.compare.is_empty() {
+        vec![args.policy.clone()]
+    } else {
+        args.compare.clone()
+    };
+    let policies = specs
+        .iter()
+        .map(|s| parse_policy(s, &cluster))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !(args.cycle_s.is_finite() && (0.0..=86_400.0).contains(&args.cycle_s)) {
+        return Err(CliError::input("--cycle-s", "expected seconds in 0..=86400"));
+    }
+    if let Some(h) = args.horizon_s {
+        if !(h.is_finite() && h > 0.0) {
+            return Err(CliError::input("--horizon-s", "expected a positive number of seconds"));
+        }
+    }
+    if args.qps == 0 || args.qps > 64 {
+        return Err(CliError::input("--qps", "expected 1..=64 QPs per connection"));
+    }
+    let routing = RoutingConfig {
+        mode: match args.routing {
+            SimRouting::Ecmp => RoutingMode::Ecmp,
+            SimRouting::Adaptive => RoutingMode::Adaptive,
+        },
+        qps: args.qps,
+        seed: args.seed,
+        ..RoutingConfig::default()
+    };
+    let trace = read_trace(&args.trace, args.trace_format, args.skip_bad_rows)?;
+    let trace_name = args.trace.display().to_string();
+    let mut results = Vec::with_capacity(policies.len());
+    for policy in policies {
+        let config = SimConfig {
+            policy,
+            cycle: SimTime::from_secs_f64(args.cycle_s),
+            horizon: args.horizon_s.map(SimTime::from_secs_f64),
+            comm: CommDefaults::default(),
+            timeline_points: 400,
+        };
+        let mut network = fabric_network(&cluster, routing);
+        let mut bar = ProgressBar::new(trace.jobs.len(), &config.policy.name);
+        let result = simulate(&cluster, &trace.jobs, &config, &mut network, &mut |n| bar.tick(n))
+            .map_err(|e| CliError::input(&trace_name, e))?;
+        bar.finish();
+        results.push(result);
+    }
+    if let Some(path) = &args.report {
+        let ctx = ReportContext {
+            cluster: &cluster.name,
+            gpus: cluster.gpu_count(),
+            trace: &trace_name,
+            skipped_rows: trace.skipped.len(),
+            tier_names: cluster
+                .tiers
+                .iter()
+                .map(|t| t.level.map_or_else(|| "(whole cluster)".to_owned(), |l| cluster.levels[l].label.clone()))
+                .collect(),
+            network: network_description(&routing),
+        };
+        std::fs::write(path, render(&ctx, &results)).map_err(|source| CliError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(match args.output {
+        OutputFormat::Json => {
+            let runs: Vec<JsonRun<'_>> = results
+                .iter()
+                .map(|r| JsonRun {
+                    summary: &r.summary,
+                    skipped_rows: trace.skipped.len(),
+                })
+                .collect();
+            if args.compare.is_empty() {
+                to_json(&runs[0])
+            } else {
+                to_json(&JsonCompare { runs })
+            }
+        }
+        OutputFormat::Text => text(&cluster, &trace_name, trace.skipped.len(), &results),
+    })
+}
+
+fn text(cluster: &Cluster, trace: &str, skipped: usize, results: &[SimResult]) -> String {
+    let jobs = results.first().map_or(0, |r| r.summary.jobs);
+    let mut out = format!(
+        "{} jobs from {trace} on {} ({} GPUs){}\n",
+        fmt_count(jobs as u64),
+        cluster.name,
+        fmt_count(cluster.gpu_count()),
+        if skipped > 0 {
+            format!("; {} unreadable rows skipped", fmt_count(skipped as u64))
+        } else {
+            String::new()
+        }
+    );
+    let mut t = Table::new(&[
+        "policy", "completed", "failed", "avg JCT h", "p50 JCT h", "p99 JCT h", "avg wait h",
+        "GPU util", "makespan h", "net slowdown", "frag", "preempted",
+    ]);
+    let h = |s: f64| trim_float(s / 3600.0);
+    for r in results {
+        let s = &r.summary;
+        t.row(vec![
+            s.policy.clone(),
+            fmt_count(s.completed as u64),
+            fmt_count(s.failed as u64),
+            h(s.avg_jct_s),
+            h(s.p50_jct_s),
+            h(s.p99_jct_s),
+            h(s.avg_wait_s),
+            format!("{:.1}%", s.gpu_utilization * 100.0),
+            h(s.makespan_s),
+            format!("{:.3}", s.avg_network_slowdown),
+            format!("{:.1}%", s.fragmentation * 100.0),
+            fmt_count(s.preemptions),
+        ]);
+    }
+    out.push_str(&t.render());
+    out
+}
+
+/// A progress bar on stderr, shown only for runs longer than a second on a terminal.
+struct ProgressBar {
+    total: u64,
+    label: String,
+    started: Instant,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl ProgressBar {
+    fn new(total: usize, label: &str) -> Self {
+        Self {
+            total: total as u64,
+            label: label.to_owned(),
+            started: Instant::now(),
+            bar: None,
+        }
+    }
+
+    fn tick(&mut self, done: usize) {
+        if self.bar.is_none() && self.started.elapsed() > Duration::from_secs(1) {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(self.total),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            bar.set_message(self.label.clone());
+            self.bar = Some(bar);
+        }
+        if let Some(b) = &self.bar {
+            b.set_position(done as u64);
+        }
+    }
+
+    fn finish(self) {
+        if let Some(b) = self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+fn network_description(routing: &RoutingConfig) -> String {
+    format!(
+        "Network: every running multi-node job runs a Ring AllReduce; rates are max-min fair over all of them together under {} routing with {} QP(s) per connection (railyard's fabric model).",
+        match routing.mode {
+            RoutingMode::Ecmp => "ECMP",
+            RoutingMode::Adaptive => "adaptive",
+        },
+        routing.qps
+    )
+}

@@ -1,0 +1,900 @@
+//! The simulation loop: the single owner of simulated state. Arrivals, scheduling passes,
+//! completions and preemptions are events ordered by `(time, seq)`; the scheduler (`sched`)
+//! decides placements and victims, a network model decides each multi-node job's bandwidth.
+//!
+//! Design note (2026-11-29). Who decides what:
+//! - [`simulate`] owns the event queue, the occupancy, the pending list and the running jobs.
+//! - A scheduling pass runs at the next multiple of `cycle` after any arrival or completion
+//!   (same-time events are all applied first). The pass orders pending jobs by the policy and
+//!   asks `sched::place` (or `sched::place_with_preemption` under fair share) for each.
+//! - Runtime: a running job has `remaining` seconds of ideal work and a slowdown factor from
+//!   [`crate::runtime::slowdown`]; whenever the set of running multi-node jobs changes, every
+//!   such job's progress is brought up to date, the network model is asked again, and its
+//!   completion is rescheduled (older completion events carry an older version and are
+//!   ignored).
+//! - A preempted job loses its progress (no checkpoints) and goes back to the pending list with
+//!   its original submission time; the GPU-seconds it used count as lost work.
+
+use std::collections::BTreeMap;
+
+use sched::{GpuRequest, Job, Occupancy, PodSet, PreemptionPolicy, QueueSpec, QueueTree, Resources, TopologyRequest};
+use serde::Serialize;
+use topology::{Cluster, NodeId};
+
+use crate::events::EventQueue;
+use crate::metrics::{percentile, Cdf};
+use crate::runtime::{slowdown, CommProfile};
+use crate::time::SimTime;
+use crate::trace::{TopologyAsk, TraceJob};
+
+/// In which order pending jobs are tried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Order {
+    /// Strict submission order: a blocked head blocks everyone behind it.
+    Fifo,
+    /// Submission order, but jobs behind a blocked head may start if they fit.
+    BestEffortFifo,
+    /// Queues furthest below their fair share first; jobs of queues above their fair share may
+    /// be reclaimed.
+    FairShare,
+}
+
+/// Where multi-node jobs without their own request are asked to go.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum TopologyMode {
+    /// Anywhere.
+    None,
+    /// One domain of this level if possible (level index).
+    Preferred(usize),
+    /// One domain of this level or wait.
+    Required(usize),
+}
+
+/// A scheduling policy.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Policy {
+    /// Name for reports.
+    pub name: String,
+    /// Ordering.
+    pub order: Order,
+    /// Topology mode for multi-node jobs.
+    pub topology: TopologyMode,
+}
+
+/// Communication profile by job size, for jobs whose trace row gives none.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CommDefaults {
+    /// `(max nodes, profile)`, ascending; the first entry whose bound holds applies.
+    pub by_nodes: Vec<(u32, CommProfile)>,
+}
+
+impl Default for CommDefaults {
+    /// Data-parallel training with gradient all-reduce that does not fully overlap compute:
+    /// single-node jobs use NVLink only (no network share); 2–4 nodes spend 20% of an ideal step
+    /// in inter-node collectives, 5–16 nodes 30%, larger jobs 40% (smaller per-GPU batches,
+    /// more steps). Each step all-reduces 1 GiB (≈ 500 M fp16 gradients). See README.
+    fn default() -> Self {
+        let p = |comm_share| CommProfile {
+            comm_share,
+            bytes_per_step: 1024.0 * 1024.0 * 1024.0,
+        };
+        Self {
+            by_nodes: vec![(1, p(0.0)), (4, p(0.2)), (16, p(0.3)), (u32::MAX, p(0.4))],
+        }
+    }
+}
+
+/// Simulation parameters.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SimConfig {
+    /// The policy.
+    pub policy: Policy,
+    /// Scheduling passes run at multiples of this (milliseconds; 0 = at once).
+    pub cycle: SimTime,
+    /// Stop here; jobs still pending or running are "unfinished".
+    pub horizon: Option<SimTime>,
+    /// Communication profiles by job size.
+    pub comm: CommDefaults,
+    /// Points in the utilisation time series.
+    pub timeline_points: usize,
+}
+
+/// A multi-node job as the network model sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetJob {
+    /// Job name.
+    pub name: String,
+    /// Nodes in rank order.
+    pub nodes: Vec<NodeId>,
+    /// GPUs used per node.
+    pub gpus_per_node: u32,
+    /// Bytes all-reduced per step.
+    pub bytes: f64,
+}
+
+/// What the network gives one job: ideal and achieved bus bandwidth, GB/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NetRate {
+    /// Bus bandwidth with the fabric to itself and perfect load balance.
+    pub ideal_busbw: f64,
+    /// Bus bandwidth it gets now, sharing links with the other jobs.
+    pub achieved_busbw: f64,
+}
+
+/// How a trace job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Outcome {
+    /// Ran to completion.
+    Completed,
+    /// Can never run on this cluster (too big, or its required level is too small).
+    Failed,
+    /// Still pending or running at the horizon.
+    Unfinished,
+}
+
+/// Per-job record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct JobRecord {
+    /// Name.
+    pub name: String,
+    /// Queue.
+    pub queue: String,
+    /// GPUs held while running.
+    pub gpus: u32,
+    /// Nodes (pods).
+    pub nodes: u32,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// Submission, s since the first arrival.
+    pub submit_s: f64,
+    /// First start, s.
+    pub start_s: Option<f64>,
+    /// Completion, s.
+    pub end_s: Option<f64>,
+    /// Run time of the final run over its ideal duration.
+    pub network_slowdown: Option<f64>,
+    /// Highest switch tier its final placement crosses.
+    pub highest_tier: Option<u8>,
+    /// Times preempted.
+    pub preemptions: u32,
+    /// GPU-seconds used, including lost work.
+    pub gpu_seconds: f64,
+}
+
+/// Headline figures of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    /// Policy name.
+    pub policy: String,
+    /// Jobs in the trace.
+    pub jobs: usize,
+    /// Completed jobs.
+    pub completed: usize,
+    /// Jobs that can never run here.
+    pub failed: usize,
+    /// Jobs pending or running at the horizon.
+    pub unfinished: usize,
+    /// Mean job completion time (submit → end) of completed jobs, s.
+    pub avg_jct_s: f64,
+    /// Median JCT, s.
+    pub p50_jct_s: f64,
+    /// 99th percentile JCT, s.
+    pub p99_jct_s: f64,
+    /// Mean wait (submit → first start) of started jobs, s.
+    pub avg_wait_s: f64,
+    /// 99th percentile wait, s.
+    pub p99_wait_s: f64,
+    /// GPU-seconds used ÷ (GPUs × makespan).
+    pub gpu_utilization: f64,
+    /// First arrival → last completion (or the horizon), s.
+    pub makespan_s: f64,
+    /// Mean network slowdown of completed multi-node jobs (1 = ideal network).
+    pub avg_network_slowdown: f64,
+    /// Time-averaged share of GPUs that were free while jobs waited and no waiting job fit.
+    pub fragmentation: f64,
+    /// Preemptions.
+    pub preemptions: u64,
+    /// GPU-seconds lost to preemption.
+    pub lost_gpu_seconds: f64,
+    /// Multi-node jobs by highest tier crossed (index = tier).
+    pub tier_span: Vec<u64>,
+}
+
+/// Everything one run produces.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SimResult {
+    /// Headline figures.
+    pub summary: Summary,
+    /// `(hours since first arrival, busy GPU share)` at regular points.
+    pub utilization: Vec<(f64, f64)>,
+    /// Per-job records in trace order.
+    pub jobs: Vec<JobRecord>,
+}
+
+impl SimResult {
+    /// JCT CDF of completed jobs.
+    pub fn jct_cdf(&self, points: usize) -> Cdf {
+        let v: Vec<f64> = self
+            .jobs
+            .iter()
+            .filter_map(|j| Some(j.end_s? - j.submit_s))
+            .collect();
+        Cdf::of(&v, points)
+    }
+
+    /// Wait CDF of started jobs.
+    pub fn wait_cdf(&self, points: usize) -> Cdf {
+        let v: Vec<f64> = self
+            .jobs
+            .iter()
+            .filter_map(|j| Some(j.start_s? - j.submit_s))
+            .collect();
+        Cdf::of(&v, points)
+    }
+
+    /// Network slowdown CDF of completed multi-node jobs.
+    pub fn slowdown_cdf(&self, points: usize) -> Cdf {
+        let v: Vec<f64> = self
+            .jobs
+            .iter()
+            .filter(|j| j.nodes > 1)
+            .filter_map(|j| j.network_slowdown)
+            .collect();
+        Cdf::of(&v, points)
+    }
+}
+
+/// A problem found before the simulation starts.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// A trace job names a level the cluster does not have.
+    #[error("job \"{job}\" (line {line}): unknown level `{level}`; the cluster's levels are {levels}")]
+    UnknownLevel {
+        /// Job name.
+        job: String,
+        /// Trace line.
+        line: u64,
+        /// The label.
+        level: String,
+        /// The known labels.
+        levels: String,
+    },
+    /// The cluster has no GPUs.
+    #[error("the cluster has no GPUs")]
+    NoGpus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Event {
+    Arrival(usize),
+    Pass,
+    Completion { job: usize, version: u64 },
+}
+
+struct Running {
+    nodes: Vec<NodeId>,
+    start: SimTime,
+    last_update: SimTime,
+    remaining_s: f64,
+    slowdown: f64,
+    version: u64,
+}
+
+struct State<'a> {
+    cluster: &'a Cluster,
+    config: &'a SimConfig,
+    jobs: Vec<Job>,
+    comm: Vec<CommProfile>,
+    durations: Vec<f64>,
+    submit: Vec<SimTime>,
+    records: Vec<JobRecord>,
+    occupancy: Occupancy,
+    pending: BTreeMap<(SimTime, usize), ()>,
+    running: BTreeMap<usize, Running>,
+    queue_index: BTreeMap<String, usize>,
+    queue_tree: QueueTree,
+    total_gpus: f64,
+    busy_gpus: f64,
+    busy_integral: f64,
+    last_busy_change: SimTime,
+    timeline: Vec<(SimTime, f64)>,
+    frag_integral: f64,
+    frag_level: f64,
+    frag_since: SimTime,
+    pass_scheduled: Option<SimTime>,
+    network_dirty: bool,
+    lost_gpu_seconds: f64,
+    preemptions: u64,
+    /// Next completion-event version; unique over the whole run so a restarted job never
+    /// matches a completion scheduled for an earlier run.
+    next_version: u64,
+}
+
+/// Replay `trace` on `cluster` under `config`. `network` gives the bandwidth of running
+/// multi-node jobs (called whenever their set changes); `progress` is told how many jobs have
+/// ended so far.
+pub fn simulate(
+    cluster: &Cluster,
+    trace: &[TraceJob],
+    config: &SimConfig,
+    network: &mut dyn FnMut(&[NetJob]) -> Vec<NetRate>,
+    progress: &mut dyn FnMut(usize),
+) -> Result<SimResult, SimError> {
+    let node_gpus = cluster.nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
+    if node_gpus == 0 {
+        return Err(SimError::NoGpus);
+    }
+    let origin = trace
+        .iter()
+        .map(|j| j.submit_s)
+        .fold(f64::INFINITY, f64::min);
+    let origin = if origin.is_finite() { origin } else { 0.0 };
+    let mut jobs = Vec::with_capacity(trace.len());
+    let mut comm = Vec::with_capacity(trace.len());
+    let mut records = Vec::with_capacity(trace.len());
+    let mut submit = Vec::with_capacity(trace.len());
+    for t in trace {
+        let (job, pods, per_pod) = to_sched_job(cluster, t, node_gpus, &config.policy)?;
+        let profile = t.comm.unwrap_or_else(|| {
+            config
+                .comm
+                .by_nodes
+                .iter()
+                .find(|(max, _)| pods <= *max)
+                .map_or(CommProfile { comm_share: 0.0, bytes_per_step: 0.0 }, |(_, p)| *p)
+        });
+        comm.push(profile);
+        jobs.push(job);
+        let s = SimTime::from_secs_f64(t.submit_s - origin);
+        submit.push(s);
+        records.push(JobRecord {
+            name: t.name.clone(),
+            queue: t.queue.clone(),
+            gpus: pods * per_pod,
+            nodes: pods,
+            outcome: Outcome::Unfinished,
+            submit_s: s.as_secs_f64(),
+            start_s: None,
+            end_s: None,
+            network_slowdown: None,
+            highest_tier: None,
+            preemptions: 0,
+            gpu_seconds: 0.0,
+        });
+    }
+    let mut queue_index = BTreeMap::new();
+    let mut specs = Vec::new();
+    for t in trace {
+        if !queue_index.contains_key(&t.queue) {
+            queue_index.insert(t.queue.clone(), specs.len());
+            specs.push(QueueSpec {
+                name: t.queue.clone(),
+                parent: None,
+                priority: 0,
+                resources: [None, None, None],
+            });
+        }
+    }
+    let queue_tree = QueueTree::new(specs).expect("distinct top-level queues are a valid tree");
+    let mut st = State {
+        cluster,
+        config,
+        durations: trace.iter().map(|t| t.duration_s).collect(),
+        jobs,
+        comm,
+        submit,
+        records,
+        occupancy: Occupancy::new(cluster),
+        pending: BTreeMap::new(),
+        running: BTreeMap::new(),
+        queue_index,
+        queue_tree,
+        total_gpus: cluster.gpu_count() as f64,
+        busy_gpus: 0.0,
+        busy_integral: 0.0,
+        last_busy_change: SimTime::ZERO,
+        timeline: vec![(SimTime::ZERO, 0.0)],
+        frag_integral: 0.0,
+        frag_level: 0.0,
+        frag_since: SimTime::ZERO,
+        pass_scheduled: None,
+        network_dirty: false,
+        lost_gpu_seconds: 0.0,
+        preemptions: 0,
+        next_version: 0,
+    };
+    let mut events: EventQueue<Event> = EventQueue::new();
+    // Arrivals in (submit time, trace order).
+    let mut order: Vec<usize> = (0..trace.len()).collect();
+    order.sort_by_key(|&i| (st.submit[i], i));
+    for i in order {
+        events.push(st.submit[i], Event::Arrival(i));
+    }
+    let mut ended = 0usize;
+    let mut now = SimTime::ZERO;
+    // Feasibility on an empty cluster, cached by job shape.
+    let mut feasible: BTreeMap<String, bool> = BTreeMap::new();
+    let empty = Occupancy::new(cluster);
+    while let Some(ev) = events.pop() {
+        if config.horizon.is_some_and(|h| ev.time > h) {
+            break;
+        }
+        now = ev.time;
+        match ev.event {
+            Event::Arrival(i) => {
+                let key = shape_key(&st.jobs[i]);
+                let ok = *feasible
+                    .entry(key)
+                    .or_insert_with(|| sched::place(cluster, &empty, &st.jobs[i]).is_ok());
+                if ok {
+                    st.pending.insert((st.submit[i], i), ());
+                    request_pass(&mut st, &mut events, now);
+                } else {
+                    st.records[i].outcome = Outcome::Failed;
+                    ended += 1;
+                    progress(ended);
+                }
+            }
+            Event::Completion { job, version } => {
+                let current = st.running.get(&job).is_some_and(|r| r.version == version);
+                if !current {
+                    continue;
+                }
+                finish(&mut st, job, now);
+                ended += 1;
+                progress(ended);
+                request_pass(&mut st, &mut events, now);
+            }
+            Event::Pass => {
+                st.pass_scheduled = None;
+                pass(&mut st, &mut events, now);
+            }
+        }
+        if st.network_dirty && events.peek_time() != Some(now) {
+            refresh_network(&mut st, &mut events, now, network);
+        }
+    }
+    let end = config.horizon.map_or(now, |h| h.max(now));
+    Ok(finish_run(st, end))
+}
+
+fn shape_key(job: &Job) -> String {
+    let s = &job.pod_sets[0];
+    format!("{}x{:?}/{:?}/{:?}", s.count, s.gpu, s.topology.required, s.topology.preferred)
+}
+
+/// Build the scheduler's job for a trace row: jobs that fit one node are one pod; larger ones
+/// become gangs of whole nodes. Returns the job, its pod count and GPUs per pod.
+fn to_sched_job(
+    cluster: &Cluster,
+    t: &TraceJob,
+    node_gpus: u32,
+    policy: &Policy,
+) -> Result<(Job, u32, u32), SimError> {
+    let (pods, per_pod) = if t.gpus <= node_gpus {
+        (1, t.gpus)
+    } else {
+        (t.gpus.div_ceil(node_gpus), node_gpus)
+    };
+    let level = |l: &str| {
+        cluster.level_by_label(l).ok_or_else(|| SimError::UnknownLevel {
+            job: t.name.clone(),
+            line: t.line,
+            level: l.to_owned(),
+            levels: cluster
+                .levels
+                .iter()
+                .map(|x| x.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+    };
+    let topology = match &t.topology {
+        TopologyAsk::Required(l) => TopologyRequest {
+            required: Some(level(l)?),
+            ..TopologyRequest::default()
+        },
+        TopologyAsk::Preferred(l) => TopologyRequest {
+            preferred: Some(level(l)?),
+            ..TopologyRequest::default()
+        },
+        TopologyAsk::None if pods > 1 => match policy.topology {
+            TopologyMode::None => TopologyRequest::default(),
+            TopologyMode::Preferred(l) => TopologyRequest {
+                preferred: Some(l),
+                ..TopologyRequest::default()
+            },
+            TopologyMode::Required(l) => TopologyRequest {
+                required: Some(l),
+                ..TopologyRequest::default()
+            },
+        },
+        TopologyAsk::None => TopologyRequest::default(),
+    };
+    let job = Job {
+        name: t.name.clone(),
+        queue: t.queue.clone(),
+        priority: t.priority,
+        preemptible: t.preemptible,
+        pod_sets: vec![PodSet {
+            name: "workers".to_owned(),
+            count: pods,
+            min_count: pods,
+            gpu: GpuRequest::Whole(per_pod),
+            cpu_millis: 0,
+            memory_mib: 0,
+            topology,
+        }],
+        tolerations: Vec::new(),
+    };
+    Ok((job, pods, per_pod))
+}
+
+fn request_pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
+    let cycle = st.config.cycle.0;
+    let at = if cycle == 0 {
+        now
+    } else {
+        SimTime(now.0.div_ceil(cycle) * cycle)
+    };
+    if st.pass_scheduled.is_none_or(|t| t > at) {
+        st.pass_scheduled = Some(at);
+        events.push(at, Event::Pass);
+    }
+}
+
+fn set_busy(st: &mut State<'_>, now: SimTime, delta: f64) {
+    st.busy_integral += st.busy_gpus * now.secs_since(st.last_busy_change);
+    st.last_busy_change = now;
+    st.busy_gpus += delta;
+    st.timeline.push((now, st.busy_gpus));
+}
+
+fn set_fragmentation(st: &mut State<'_>, now: SimTime, level: f64) {
+    st.frag_integral += st.frag_level * now.secs_since(st.frag_since);
+    st.frag_since = now;
+    st.frag_level = level;
+}
+
+/// Bring a running job's progress up to `now` at its current slowdown.
+fn advance(r: &mut Running, now: SimTime) {
+    let elapsed = now.secs_since(r.last_update);
+    if r.slowdown.is_finite() {
+        r.remaining_s = (r.remaining_s - elapsed / r.slowdown).max(0.0);
+    }
+    r.last_update = now;
+}
+
+fn start(st: &mut State<'_>, events: &mut EventQueue<Event>, i: usize, placement: &sched::Placement, now: SimTime) {
+    sched::commit(&mut st.occupancy, &st.jobs[i], placement).expect("a fresh placement commits");
+    let nodes: Vec<NodeId> = placement.pods.iter().map(|p| p.node).collect();
+    let rec = &mut st.records[i];
+    if rec.start_s.is_none() {
+        rec.start_s = Some(now.as_secs_f64());
+    }
+    rec.highest_tier = placement.highest_tier;
+    let gpus = f64::from(rec.gpus);
+    let multi = nodes.len() > 1;
+    let version = st.next_version;
+    st.next_version += 1;
+    st.running.insert(
+        i,
+        Running {
+            nodes,
+            start: now,
+            last_update: now,
+            remaining_s: st.durations[i],
+            slowdown: 1.0,
+            version,
+        },
+    );
+    set_busy(st, now, gpus);
+    if multi && st.comm[i].comm_share > 0.0 {
+        st.network_dirty = true;
+    }
+    events.push(now.plus_secs(st.durations[i]), Event::Completion { job: i, version });
+}
+
+fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
+    let r = st.running.remove(&i).expect("finishing a running job");
+    st.occupancy.release(&st.jobs[i].name);
+    let rec = &mut st.records[i];
+    let run = now.secs_since(r.start);
+    rec.gpu_seconds += f64::from(rec.gpus) * run;
+    rec.end_s = Some(now.as_secs_f64());
+    rec.outcome = Outcome::Completed;
+    rec.network_slowdown = Some(if st.durations[i] > 0.0 { run / st.durations[i] } else { 1.0 });
+    let gpus = f64::from(rec.gpus);
+    if r.nodes.len() > 1 && st.comm[i].comm_share > 0.0 {
+        st.network_dirty = true;
+    }
+    set_busy(st, now, -gpus);
+}
+
+fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
+    let Some((&i, _)) = st
+        .running
+        .iter()
+        .find(|(&i, _)| st.jobs[i].name == name)
+    else {
+        return;
+    };
+    let r = st.running.remove(&i).expect("victim is running");
+    st.occupancy.release(name);
+    let rec = &mut st.records[i];
+    let run = now.secs_since(r.start);
+    let lost = f64::from(rec.gpus) * run;
+    rec.gpu_seconds += lost;
+    rec.preemptions += 1;
+    st.lost_gpu_seconds += lost;
+    st.preemptions += 1;
+    let gpus = f64::from(rec.gpus);
+    if r.nodes.len() > 1 {
+        st.network_dirty = true;
+    }
+    set_busy(st, now, -gpus);
+    st.pending.insert((st.submit[i], i), ());
+}
+
+fn queue_usage(st: &State<'_>) -> Vec<f64> {
+    let mut used = vec![0.0; st.queue_index.len()];
+    for &i in st.running.keys() {
+        used[st.queue_index[&st.jobs[i].queue]] += f64::from(st.records[i].gpus);
+    }
+    used
+}
+
+fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
+    let order: Vec<usize> = match st.config.policy.order {
+        Order::Fifo | Order::BestEffortFifo => st.pending.keys().map(|&(_, i)| i).collect(),
+        Order::FairShare => fair_order(st),
+    };
+    let share = matches!(st.config.policy.order, Order::FairShare).then(|| fair_shares(st));
+    let mut reclaim_attempts = 0;
+    let mut started_any = false;
+    for i in order {
+        let free = st.total_gpus - st.busy_gpus;
+        let want = f64::from(st.records[i].gpus);
+        let placed = if want <= free + 1e-9 {
+            sched::place(st.cluster, &st.occupancy, &st.jobs[i]).ok()
+        } else {
+            None
+        };
+        if let Some(p) = placed {
+            st.pending.remove(&(st.submit[i], i));
+            start(st, events, i, &p, now);
+            started_any = true;
+            continue;
+        }
+        if let Some(fair) = &share {
+            // Reclaim: a few blocked jobs per pass may displace over-share work.
+            if reclaim_attempts < 4 {
+                reclaim_attempts += 1;
+                let policy = PreemptionPolicy {
+                    fair_share_gpus: fair.clone(),
+                };
+                if let Ok(d) =
+                    sched::place_with_preemption(st.cluster, &st.occupancy, &st.jobs[i], &policy)
+                {
+                    if !d.victims.is_empty() {
+                        for v in &d.victims {
+                            preempt(st, v, now);
+                        }
+                        st.pending.remove(&(st.submit[i], i));
+                        start(st, events, i, &d.placement, now);
+                        started_any = true;
+                        continue;
+                    }
+                }
+            }
+        }
+        if st.config.policy.order == Order::Fifo {
+            break;
+        }
+    }
+    let _ = started_any;
+    // Fragmentation: free GPUs while jobs wait and none of the smallest waiting shapes fits.
+    let free = st.total_gpus - st.busy_gpus;
+    let level = if st.pending.is_empty() || free <= 0.0 {
+        0.0
+    } else {
+        let mut shapes: Vec<(u32, usize)> = st
+            .pending
+            .keys()
+            .map(|&(_, i)| (st.records[i].gpus, i))
+            .collect();
+        shapes.sort();
+        shapes.dedup_by_key(|s| s.0);
+        let any_fits = shapes
+            .iter()
+            .take(8)
+            .any(|&(_, i)| sched::place(st.cluster, &st.occupancy, &st.jobs[i]).is_ok());
+        if any_fits {
+            0.0
+        } else {
+            free / st.total_gpus
+        }
+    };
+    set_fragmentation(st, now, level);
+}
+
+/// Pending jobs ordered by their queue's use over fair share (lowest first), then priority
+/// (highest first), then submission.
+fn fair_order(st: &State<'_>) -> Vec<usize> {
+    let fair = fair_shares(st);
+    let used = queue_usage(st);
+    let mut v: Vec<(u64, i32, SimTime, usize)> = st
+        .pending
+        .keys()
+        .map(|&(t, i)| {
+            let q = &st.jobs[i].queue;
+            let s = fair.get(q).copied().unwrap_or(0.0);
+            let ratio = if s > 0.0 { used[st.queue_index[q]] / s } else { f64::MAX };
+            // Quantise so equal ratios compare equal regardless of float noise.
+            ((ratio * 1e6).min(u64::MAX as f64) as u64, -st.jobs[i].priority, t, i)
+        })
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, _, _, i)| i).collect()
+}
+
+/// Fair share of GPUs per queue, from running plus pending demand.
+fn fair_shares(st: &State<'_>) -> BTreeMap<String, f64> {
+    let mut demand = vec![Resources::default(); st.queue_index.len()];
+    for &i in st.running.keys() {
+        demand[st.queue_index[&st.jobs[i].queue]].gpu += f64::from(st.records[i].gpus);
+    }
+    for &(_, i) in st.pending.keys() {
+        demand[st.queue_index[&st.jobs[i].queue]].gpu += f64::from(st.records[i].gpus);
+    }
+    let capacity = Resources {
+        gpu: st.total_gpus,
+        cpu: f64::INFINITY,
+        memory: f64::INFINITY,
+    };
+    let shares = sched::fair_share(&st.queue_tree, &demand, &capacity);
+    st.queue_tree
+        .queues
+        .iter()
+        .zip(shares)
+        .map(|(q, s)| (q.name.clone(), s.gpu))
+        .collect()
+}
+
+fn refresh_network(
+    st: &mut State<'_>,
+    events: &mut EventQueue<Event>,
+    now: SimTime,
+    network: &mut dyn FnMut(&[NetJob]) -> Vec<NetRate>,
+) {
+    st.network_dirty = false;
+    let ids: Vec<usize> = st
+        .running
+        .iter()
+        .filter(|(&i, r)| r.nodes.len() > 1 && st.comm[i].comm_share > 0.0)
+        .map(|(&i, _)| i)
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    let net_jobs: Vec<NetJob> = ids
+        .iter()
+        .map(|&i| NetJob {
+            name: st.jobs[i].name.clone(),
+            nodes: st.running[&i].nodes.clone(),
+            gpus_per_node: st.records[i].gpus / st.records[i].nodes.max(1),
+            bytes: st.comm[i].bytes_per_step,
+        })
+        .collect();
+    let rates = network(&net_jobs);
+    for (&i, rate) in ids.iter().zip(rates) {
+        let c = st.comm[i].comm_share;
+        let version = st.next_version;
+        let r = st.running.get_mut(&i).expect("running");
+        advance(r, now);
+        let s = slowdown(c, rate.ideal_busbw, rate.achieved_busbw);
+        if (s - r.slowdown).abs() > 1e-12 {
+            r.slowdown = s;
+            r.version = version;
+            st.next_version += 1;
+            if s.is_finite() {
+                let at = now.plus_secs(r.remaining_s * s);
+                events.push(at, Event::Completion { job: i, version: r.version });
+            }
+        }
+    }
+}
+
+fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
+    // Close the books at `end`: running jobs stay unfinished but their GPU time counts.
+    let running: Vec<usize> = st.running.keys().copied().collect();
+    for i in running {
+        let r = &st.running[&i];
+        let used = f64::from(st.records[i].gpus) * end.secs_since(r.start);
+        st.records[i].gpu_seconds += used;
+    }
+    st.busy_integral += st.busy_gpus * end.secs_since(st.last_busy_change);
+    st.frag_integral += st.frag_level * end.secs_since(st.frag_since);
+    let makespan = end.as_secs_f64();
+    let mut jct: Vec<f64> = Vec::new();
+    let mut wait: Vec<f64> = Vec::new();
+    let mut slow: Vec<f64> = Vec::new();
+    let mut tier_span = vec![0u64; st.cluster.tiers.len()];
+    let (mut completed, mut failed, mut unfinished) = (0, 0, 0);
+    for r in &st.records {
+        match r.outcome {
+            Outcome::Completed => completed += 1,
+            Outcome::Failed => failed += 1,
+            Outcome::Unfinished => unfinished += 1,
+        }
+        if let Some(e) = r.end_s {
+            jct.push(e - r.submit_s);
+            if r.nodes > 1 {
+                slow.extend(r.network_slowdown);
+                if let Some(t) = r.highest_tier {
+                    tier_span[usize::from(t)] += 1;
+                }
+            }
+        }
+        if let Some(s) = r.start_s {
+            wait.push(s - r.submit_s);
+        }
+    }
+    let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+    let avg_jct = mean(&jct);
+    let avg_wait = mean(&wait);
+    let avg_slow = if slow.is_empty() { 1.0 } else { mean(&slow) };
+    jct.sort_by(f64::total_cmp);
+    wait.sort_by(f64::total_cmp);
+    let capacity = st.total_gpus * makespan;
+    let summary = Summary {
+        policy: st.config.policy.name.clone(),
+        jobs: st.records.len(),
+        completed,
+        failed,
+        unfinished,
+        avg_jct_s: avg_jct,
+        p50_jct_s: percentile(&jct, 50.0),
+        p99_jct_s: percentile(&jct, 99.0),
+        avg_wait_s: avg_wait,
+        p99_wait_s: percentile(&wait, 99.0),
+        gpu_utilization: if capacity > 0.0 { st.busy_integral / capacity } else { 0.0 },
+        makespan_s: makespan,
+        avg_network_slowdown: avg_slow,
+        fragmentation: if makespan > 0.0 { st.frag_integral / makespan } else { 0.0 },
+        preemptions: st.preemptions,
+        lost_gpu_seconds: st.lost_gpu_seconds,
+        tier_span,
+    };
+    let utilization = timeline(&st.timeline, end, st.total_gpus, st.config.timeline_points);
+    SimResult {
+        summary,
+        utilization,
+        jobs: st.records,
+    }
+}
+
+/// Busy-GPU share averaged over `points` equal buckets of [0, end].
+fn timeline(changes: &[(SimTime, f64)], end: SimTime, total: f64, points: usize) -> Vec<(f64, f64)> {
+    let points = points.max(1);
+    let end_s = end.as_secs_f64().max(1e-9);
+    let width = end_s / points as f64;
+    let mut out = Vec::with_capacity(points);
+    let mut k = 0;
+    let mut level = 0.0;
+    for b in 0..points {
+        let (lo, hi) = (width * b as f64, width * (b + 1) as f64);
+        let mut t = lo;
+        let mut area = 0.0;
+        while k < changes.len() && changes[k].0.as_secs_f64() <= hi {
+            let ct = changes[k].0.as_secs_f64().max(lo);
+            area += level * (ct - t).max(0.0);
+            t = ct.max(t);
+            level = changes[k].1;
+            k += 1;
+        }
+        area += level * (hi - t).max(0.0);
+        out.push(((lo + hi) / 2.0 / 3600.0, area / width / total));
+    }
+    out
+}

@@ -1,0 +1,228 @@
+//! Simulator behaviour on small hand-computed scenarios, and conservation laws on random traces.
+
+use proptest::prelude::*;
+use sim::engine::{simulate, CommDefaults, NetJob, NetRate, Order, Outcome, Policy, SimConfig, SimResult, TopologyMode};
+use sim::{CommProfile, SimTime, TopologyAsk, TraceJob};
+use topology::{build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, NodeSpec, TierSpec, HOSTNAME_LABEL};
+
+/// `nodes` hosts of 8 GPUs, racks of `rack` nodes, one top tier.
+fn cluster(nodes: u32, rack: u32) -> Cluster {
+    let tier = |label: &str, n: u32, lat: f64| TierSpec {
+        label: label.to_owned(),
+        value_prefix: format!("{label}-"),
+        nodes_per_domain: n,
+        latency_us: lat,
+        switches_per_domain: None,
+        oversubscription: None,
+    };
+    build_from_spec(&ClusterSpec {
+        name: "small".into(),
+        node: NodeSpec {
+            gpus: 8,
+            gpu_memory_gib: 80,
+            rails: 1,
+            ports_per_rail: 1,
+            port_gbps: 400.0,
+            nvlink_gbps: 3600.0,
+            nvlink_domain_nodes: 1,
+            shape: None,
+            name_prefix: "n".into(),
+        },
+        fabric: FabricSpec {
+            fat_tree: None,
+            clos: Some(ClosSpec {
+                nodes,
+                rail_optimized: false,
+                host_label: HOSTNAME_LABEL.into(),
+                tiers: vec![tier("rack", rack, 1.0), tier("top", nodes, 2.0)],
+            }),
+        },
+    })
+    .unwrap()
+}
+
+fn job(name: &str, submit: f64, duration: f64, gpus: u32, queue: &str) -> TraceJob {
+    TraceJob {
+        name: name.into(),
+        line: 0,
+        submit_s: submit,
+        duration_s: duration,
+        gpus,
+        queue: queue.into(),
+        priority: 0,
+        preemptible: true,
+        topology: TopologyAsk::None,
+        comm: None,
+    }
+}
+
+fn config(order: Order) -> SimConfig {
+    SimConfig {
+        policy: Policy {
+            name: format!("{order:?}"),
+            order,
+            topology: TopologyMode::None,
+        },
+        cycle: SimTime(0),
+        horizon: None,
+        comm: CommDefaults::default(),
+        timeline_points: 20,
+    }
+}
+
+/// A network where every job gets `factor` of its ideal bandwidth.
+fn scaled(factor: f64) -> impl FnMut(&[NetJob]) -> Vec<NetRate> {
+    move |jobs: &[NetJob]| {
+        jobs.iter()
+            .map(|_| NetRate {
+                ideal_busbw: 100.0,
+                achieved_busbw: 100.0 * factor,
+            })
+            .collect()
+    }
+}
+
+fn run(c: &Cluster, trace: &[TraceJob], cfg: &SimConfig) -> SimResult {
+    simulate(c, trace, cfg, &mut scaled(1.0), &mut |_| {}).unwrap()
+}
+
+fn times(r: &SimResult, name: &str) -> (f64, f64) {
+    let j = r.jobs.iter().find(|j| j.name == name).unwrap();
+    (j.start_s.unwrap(), j.end_s.unwrap())
+}
+
+#[test]
+fn fifo_head_blocks_but_best_effort_backfills() {
+    let c = cluster(2, 2);
+    let trace = [
+        job("a", 0.0, 100.0, 8, "q"),
+        job("b", 1.0, 10.0, 16, "q"),
+        job("c", 2.0, 10.0, 8, "q"),
+    ];
+    let fifo = run(&c, &trace, &config(Order::Fifo));
+    assert_eq!(times(&fifo, "a"), (0.0, 100.0));
+    assert_eq!(times(&fifo, "b"), (100.0, 110.0));
+    assert_eq!(times(&fifo, "c"), (110.0, 120.0));
+    let be = run(&c, &trace, &config(Order::BestEffortFifo));
+    assert_eq!(times(&be, "c"), (2.0, 12.0));
+    assert_eq!(times(&be, "b"), (100.0, 110.0));
+    assert_eq!(be.summary.makespan_s, 110.0);
+    // JCT of a: 100; b: 109; c: 10 → mean 73.
+    assert!((be.summary.avg_jct_s - 73.0).abs() < 1e-9);
+}
+
+#[test]
+fn half_bandwidth_stretches_the_communicating_share() {
+    let c = cluster(4, 2);
+    let mut j = job("big", 0.0, 1000.0, 16, "q");
+    j.comm = Some(CommProfile {
+        comm_share: 0.25,
+        bytes_per_step: 1e9,
+    });
+    let r = simulate(&c, &[j], &config(Order::Fifo), &mut scaled(0.5), &mut |_| {}).unwrap();
+    // (1 − 0.25) + 0.25 · 2 = 1.25.
+    assert_eq!(times(&r, "big"), (0.0, 1250.0));
+    assert!((r.summary.avg_network_slowdown - 1.25).abs() < 1e-9);
+}
+
+#[test]
+fn jobs_larger_than_the_cluster_fail_and_required_levels_bind() {
+    let c = cluster(4, 2);
+    let mut req = job("rack", 0.0, 10.0, 24, "q");
+    req.topology = TopologyAsk::Required("rack".into());
+    let trace = [job("huge", 0.0, 10.0, 64, "q"), req, job("ok", 0.0, 10.0, 16, "q")];
+    let r = run(&c, &trace, &config(Order::BestEffortFifo));
+    let outcome = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap().outcome;
+    assert_eq!(outcome("huge"), Outcome::Failed);
+    assert_eq!(outcome("rack"), Outcome::Failed);
+    assert_eq!(outcome("ok"), Outcome::Completed);
+    let mut bad = job("x", 0.0, 1.0, 16, "q");
+    bad.topology = TopologyAsk::Preferred("nope".into());
+    let err = simulate(&c, &[bad], &config(Order::Fifo), &mut scaled(1.0), &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("unknown level `nope`"), "{err}");
+}
+
+#[test]
+fn fair_share_reclaims_from_a_queue_above_its_share() {
+    let c = cluster(2, 2);
+    let trace = [
+        job("a1", 0.0, 1000.0, 8, "a"),
+        job("a2", 0.0, 1000.0, 8, "a"),
+        job("b1", 10.0, 100.0, 8, "b"),
+    ];
+    let r = run(&c, &trace, &config(Order::FairShare));
+    assert_eq!(r.summary.preemptions, 1);
+    assert_eq!(times(&r, "b1"), (10.0, 110.0));
+    assert!(r.summary.lost_gpu_seconds > 0.0);
+    assert_eq!(r.summary.completed, 3);
+    // Without fair share nobody is preempted and b1 waits for a1.
+    let fifo = run(&c, &trace, &config(Order::Fifo));
+    assert_eq!(fifo.summary.preemptions, 0);
+    assert_eq!(times(&fifo, "b1"), (1000.0, 1100.0));
+}
+
+#[test]
+fn topology_mode_keeps_gangs_in_one_rack() {
+    // Eight single-node jobs fill racks of two nodes; at t=50 one node frees in rack 0 and one
+    // in rack 1, at t=100 both nodes of rack 3. A 2-node job arriving at t=1 starts at 50 across
+    // racks without a topology mode, and at 100 inside rack 3 with `required: rack`.
+    let c = cluster(8, 2);
+    let durations = [200.0, 50.0, 50.0, 200.0, 200.0, 200.0, 100.0, 100.0];
+    let mut trace: Vec<TraceJob> = durations
+        .iter()
+        .enumerate()
+        .map(|(k, &d)| job(&format!("s{k}"), 0.0, d, 8, "q"))
+        .collect();
+    trace.push(job("pair", 1.0, 10.0, 16, "q"));
+    let pair = |r: &SimResult| {
+        let j = r.jobs.iter().find(|j| j.name == "pair").unwrap();
+        (j.start_s.unwrap(), j.highest_tier)
+    };
+    let mut cfg = config(Order::BestEffortFifo);
+    assert_eq!(pair(&run(&c, &trace, &cfg)), (50.0, Some(1)));
+    cfg.policy.topology = TopologyMode::Required(c.level_by_label("rack").unwrap());
+    assert_eq!(pair(&run(&c, &trace, &cfg)), (100.0, Some(0)));
+}
+
+fn arb_trace() -> impl Strategy<Value = Vec<TraceJob>> {
+    proptest::collection::vec(
+        (0u32..500, 1u32..300, prop_oneof![Just(1u32), Just(2), Just(4), Just(8), Just(16), Just(24), Just(40)], 0usize..3),
+        1..40,
+    )
+    .prop_map(|v| {
+        v.into_iter()
+            .enumerate()
+            .map(|(i, (t, d, g, q))| job(&format!("j{i}"), f64::from(t), f64::from(d), g, ["x", "y", "z"][q]))
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn conservation_and_determinism(trace in arb_trace(), order in prop_oneof![Just(Order::Fifo), Just(Order::BestEffortFifo), Just(Order::FairShare)], factor in 0.3f64..1.0) {
+        let c = cluster(4, 2);
+        let cfg = config(order);
+        let a = simulate(&c, &trace, &cfg, &mut scaled(factor), &mut |_| {}).unwrap();
+        let b = simulate(&c, &trace, &cfg, &mut scaled(factor), &mut |_| {}).unwrap();
+        prop_assert_eq!(&a, &b);
+        let s = &a.summary;
+        // Every job ends exactly once.
+        prop_assert_eq!(s.completed + s.failed + s.unfinished, trace.len());
+        prop_assert_eq!(s.unfinished, 0);
+        // GPU-seconds used add up to utilisation × capacity.
+        let used: f64 = a.jobs.iter().map(|j| j.gpu_seconds).sum();
+        let capacity = c.gpu_count() as f64 * s.makespan_s;
+        prop_assert!((used - s.gpu_utilization * capacity).abs() <= 1e-6 * capacity.max(1.0));
+        prop_assert!(s.gpu_utilization <= 1.0 + 1e-9);
+        prop_assert!(a.utilization.iter().all(|&(_, u)| (0.0..=1.0 + 1e-9).contains(&u)));
+        // Jobs never finish faster than their ideal duration.
+        for (j, t) in a.jobs.iter().zip(&trace) {
+            if let (Some(st), Some(e)) = (j.start_s, j.end_s) {
+                prop_assert!(e - st >= t.duration_s - 1e-3);
+                prop_assert!(st >= j.submit_s);
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The simulator with the real fabric model: jobs sharing an oversubscribed uplink slow each
+//! other by the predicted factor.
+
+use fabric::RoutingConfig;
+use sim::engine::{simulate, CommDefaults, Order, Policy, SimConfig, TopologyMode};
+use sim::network::fabric_network;
+use sim::{CommProfile, SimTime, TopologyAsk, TraceJob};
+use topology::{build_from_spec, ClosSpec, ClusterSpec, FabricSpec, NodeSpec, TierSpec, HOSTNAME_LABEL};
+
+fn job(name: &str, submit: f64, duration: f64, gpus: u32, comm_share: f64) -> TraceJob {
+    TraceJob {
+        name: name.into(),
+        line: 0,
+        submit_s: submit,
+        duration_s: duration,
+        gpus,
+        queue: "q".into(),
+        priority: 0,
+        preemptible: false,
+        topology: TopologyAsk::None,
+        comm: Some(CommProfile {
+            comm_share,
+            bytes_per_step: 1e9,
+        }),
+    }
+}
+
+#[test]
+fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
+    // Two racks of two 8-GPU hosts, one 100 Gb/s NIC each; each rack's uplink carries half of its
+    // hosts' bandwidth (2:1), i.e. 100 Gb/s, one path.
+    let tier = |label: &str, n: u32, o: Option<f64>| TierSpec {
+        label: label.to_owned(),
+        value_prefix: format!("{label}-"),
+        nodes_per_domain: n,
+        latency_us: 1.0 + f64::from(n),
+        switches_per_domain: Some(1),
+        oversubscription: o,
+    };
+    let cluster = build_from_spec(&ClusterSpec {
+        name: "two-racks".into(),
+        node: NodeSpec {
+            gpus: 8,
+            gpu_memory_gib: 80,
+            rails: 1,
+            ports_per_rail: 1,
+            port_gbps: 100.0,
+            nvlink_gbps: 3600.0,
+            nvlink_domain_nodes: 1,
+            shape: None,
+            name_prefix: "n".into(),
+        },
+        fabric: FabricSpec {
+            fat_tree: None,
+            clos: Some(ClosSpec {
+                nodes: 4,
+                rail_optimized: false,
+                host_label: HOSTNAME_LABEL.into(),
+                tiers: vec![tier("rack", 2, None), tier("top", 4, Some(2.0))],
+            }),
+        },
+    })
+    .unwrap();
+    // Fillers on n0..n3; n0 and n2 free at t=10, n1 and n3 at t=20. Job a (waiting since t=5)
+    // gets n0 + n2 at 10; job b gets n1 + n3 at 20. Both rings cross the racks: from t=20 their
+    // flows share each rack uplink and each gets half of it.
+    let c = 0.5;
+    let trace = vec![
+        job("f0", 0.0, 10.0, 8, 0.0),
+        job("f1", 0.0, 20.0, 8, 0.0),
+        job("f2", 0.0, 10.0, 8, 0.0),
+        job("f3", 0.0, 20.0, 8, 0.0),
+        job("a", 5.0, 1000.0, 16, c),
+        job("b", 5.0, 1000.0, 16, c),
+    ];
+    let cfg = SimConfig {
+        policy: Policy {
+            name: "fifo".into(),
+            order: Order::Fifo,
+            topology: TopologyMode::None,
+        },
+        cycle: SimTime(0),
+        horizon: None,
+        comm: CommDefaults::default(),
+        timeline_points: 10,
+    };
+    let mut net = fabric_network(&cluster, RoutingConfig::default());
+    let r = simulate(&cluster, &trace, &cfg, &mut net, &mut |_| {}).unwrap();
+    let get = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap().clone();
+    let (a, b) = (get("a"), get("b"));
+    assert_eq!((a.start_s, b.start_s), (Some(10.0), Some(20.0)));
+    assert_eq!((a.highest_tier, b.highest_tier), (Some(1), Some(1)));
+    // Shared, each job's communicating share runs at half speed: slowdown s = (1 − c) + 2c.
+    let s = (1.0 - c) + c * 2.0;
+    // a: 10 s alone, then 990 s of work at slowdown s → ends at 20 + 990 s.
+    let a_end = 20.0 + 990.0 * s;
+    assert!((a.end_s.unwrap() - a_end).abs() < 0.01, "a ended at {:?}", a.end_s);
+    // b: (a_end − 20) / s of work shared, the rest alone.
+    let b_done_shared = (a_end - 20.0) / s;
+    let b_end = a_end + (1000.0 - b_done_shared);
+    assert!((b.end_s.unwrap() - b_end).abs() < 0.01, "b ended at {:?}", b.end_s);
+}
