@@ -14,6 +14,9 @@ pub enum CliError {
         /// The cause.
         source: std::io::Error,
     },
+    /// A check found several problems, one line each; printed as one `error: …` line apiece.
+    #[error("{}", .0.join("\nerror: "))]
+    Problems(Vec<String>),
 }
 
 impl CliError {

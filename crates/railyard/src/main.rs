@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use railyard::commands::topo;
+use railyard::commands::{place, queues, topo};
 use railyard::CliError;
 
 #[derive(Debug, Parser)]
@@ -22,6 +22,19 @@ enum Command {
     /// Inspect and export a cluster's fabric and locality levels.
     #[command(subcommand)]
     Topo(TopoCommand),
+    /// Place a job (gang) on a cluster with running jobs: nodes, tiers crossed, preemptions.
+    Place(place::PlaceArgs),
+    /// Check queue trees and compute fair shares.
+    #[command(subcommand)]
+    Queues(QueuesCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum QueuesCommand {
+    /// Report every problem of a queue tree (and of the jobs targeting it); exit 1 if any.
+    Validate(queues::ValidateArgs),
+    /// Each queue's fair share of GPUs, CPU and memory for a demand.
+    Share(queues::ShareArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -36,6 +49,9 @@ fn run(cli: Cli) -> Result<String, CliError> {
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
+        Command::Place(a) => place::place(&a),
+        Command::Queues(QueuesCommand::Validate(a)) => queues::validate(&a),
+        Command::Queues(QueuesCommand::Share(a)) => queues::share(&a),
     }
 }
 

@@ -30,24 +30,24 @@ pub enum StateError {
         node: NodeId,
     },
     /// A GPU index outside the node.
-    #[error("job `{job}`: GPU {gpu} does not exist on node `{node}` ({gpus} GPUs)")]
+    #[error("job `{job}`: GPU {gpu} does not exist on node #{} ({gpus} GPUs)", node.0)]
     UnknownGpu {
         /// The job.
         job: String,
-        /// Node name.
-        node: String,
+        /// The node.
+        node: NodeId,
         /// GPU index.
         gpu: u32,
         /// GPUs on the node.
         gpus: u32,
     },
     /// A GPU would be used above its capacity or memory.
-    #[error("job `{job}`: GPU {gpu} of node `{node}` would be used above its capacity or memory")]
+    #[error("job `{job}`: GPU {gpu} of node #{} would be used above its capacity or memory", node.0)]
     Oversubscribed {
         /// The job.
         job: String,
-        /// Node name.
-        node: String,
+        /// The node.
+        node: NodeId,
         /// GPU index.
         gpu: u32,
     },

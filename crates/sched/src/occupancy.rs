@@ -169,7 +169,7 @@ impl Occupancy {
                 if g >= gpus {
                     return Err(StateError::UnknownGpu {
                         job: job.name.clone(),
-                        node: format!("#{}", p.node.0),
+                        node: p.node,
                         gpu: g,
                         gpus,
                     });
@@ -184,7 +184,7 @@ impl Occupancy {
                 {
                     return Err(StateError::Oversubscribed {
                         job: job.name.clone(),
-                        node: format!("#{}", p.node.0),
+                        node: p.node,
                         gpu: g,
                     });
                 }

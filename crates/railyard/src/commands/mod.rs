@@ -1,5 +1,7 @@
 //! Command implementations. Each returns the text to print, so tests call them directly.
 
+pub mod place;
+pub mod queues;
 pub mod topo;
 
 /// Format a bandwidth given in Gb/s with a readable unit.
