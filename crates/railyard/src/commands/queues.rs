@@ -349,7 +349,7 @@ fn share_text(r: &ShareReport) -> String {
     for q in &r.queues {
         t.row(vec![
             q.queue.clone(),
-            q.parent.clone().unwrap_or_else(|| "-".to_owned()),
+            q.parent.clone().unwrap_or_else(|| "(top)".to_owned()),
             q.priority.to_string(),
             amount(q.gpu.quota),
             amount(q.gpu.limit),

@@ -77,6 +77,8 @@ pub struct PodSetDoc {
     pub preferred: Option<LevelRef>,
     /// Slice layers, outermost first: level and size.
     pub slices: Vec<(LevelRef, u32)>,
+    /// Where the GPU request is written (for the message when there is none).
+    pub gpu_field: String,
 }
 
 /// A job as read from a file.
@@ -321,6 +323,7 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
                     )
                 })
                 .collect(),
+            gpu_field: at("gpus"),
         });
     }
     Ok(JobDoc {
@@ -621,11 +624,6 @@ fn kueue_job(file: &str, at: &str, d: &Value) -> Result<JobDoc, CliError> {
         .unwrap_or(Value::Null);
     let f = "spec.template.spec";
     let gpus = container_sum(file, &at, &pod_spec, f, GPU_RESOURCE, parse_count)?;
-    if gpus == 0 {
-        return Err(err(format!(
-            "{f}.containers: no {GPU_RESOURCE} limit or request; railyard places GPU pods"
-        )));
-    }
     let cpu_millis = container_sum(file, &at, &pod_spec, f, "cpu", parse_cpu_millis)?;
     let memory_mib = container_sum(file, &at, &pod_spec, f, "memory", parse_memory_mib)?;
     let priority = pod_spec
@@ -656,6 +654,7 @@ fn kueue_job(file: &str, at: &str, d: &Value) -> Result<JobDoc, CliError> {
                 field: field(KUEUE_PREFERRED),
             }),
             slices,
+            gpu_field: format!("{at}: {f}.containers: no {GPU_RESOURCE} limit or request"),
         }],
     })
 }
@@ -708,11 +707,6 @@ fn kai_job(file: &str, at: &str, pod: &Value, group: Option<&Value>) -> Result<J
                 .filter(|&v| v >= 1)
                 .ok_or_else(|| err(format!("{}: expected MiB as a positive integer, got \"{m}\"", afield(KAI_GPU_MEMORY))))?;
             sched::GpuRequest::MemoryMib(v)
-        }
-        (None, None) if whole == 0 => {
-            return Err(err(format!(
-                "spec.containers: no {GPU_RESOURCE} limit, {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}; railyard places GPU pods"
-            )))
         }
         (None, None) => sched::GpuRequest::Whole(u32::try_from(whole).unwrap_or(u32::MAX)),
     };
@@ -776,6 +770,9 @@ fn kai_job(file: &str, at: &str, pod: &Value, group: Option<&Value>) -> Result<J
             required,
             preferred,
             slices: Vec::new(),
+            gpu_field: format!(
+                "{at}: spec.containers: no {GPU_RESOURCE} limit, {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}"
+            ),
         }],
     })
 }
@@ -804,6 +801,12 @@ impl JobDoc {
     pub fn resolve(&self, file: &str, cluster: &Cluster) -> Result<sched::Job, CliError> {
         let mut pod_sets = Vec::new();
         for s in &self.pod_sets {
+            if s.gpu == sched::GpuRequest::Whole(0) {
+                return Err(CliError::input(
+                    file,
+                    format!("{}; railyard places GPU pods", s.gpu_field),
+                ));
+            }
             let required = s
                 .required
                 .as_ref()

@@ -1,5 +1,7 @@
 //! Integration tests of the `railyard` CLI: one test binary, one module per command family.
 
+mod place;
+mod queues;
 mod topo;
 
 use std::path::Path;

@@ -1,0 +1,228 @@
+//! `railyard place`: the placement file it writes, state files it reads (its own output
+//! included), preemption, each job format, and one-line errors for bad input.
+
+use railyard::formats::placement::PlacementFile;
+
+use crate::{fails, ok, railyard, temp_dir};
+
+const KIND: &[&str] = &[
+    "--cluster",
+    "tests/fixtures/nodes/kind-workers.yaml",
+    "--topology",
+    "tests/fixtures/nodes/kueue-topology.yaml",
+];
+
+fn place(extra: &[&str]) -> PlacementFile {
+    let mut args = vec!["place"];
+    args.extend_from_slice(KIND);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--output", "json"]);
+    serde_json::from_str(&ok(&args)).expect("placement JSON")
+}
+
+fn block_of(node: &str) -> &'static str {
+    // kind-worker .. kind-worker4 are block b1, kind-worker5 .. 8 block b2.
+    match node {
+        "kind-worker" | "kind-worker2" | "kind-worker3" | "kind-worker4" => "b1",
+        _ => "b2",
+    }
+}
+
+#[test]
+fn json_is_the_placement_file_with_ranks_tiers_and_latency() {
+    let p = place(&["--job", "tests/fixtures/sched/jobs/native-train.yaml"]);
+    assert!(p.placed);
+    assert_eq!(p.job.as_deref(), Some("train-8"));
+    assert_eq!(
+        p.pods.iter().map(|p| p.rank).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    assert!(p.pods.iter().all(|q| q.gpus == 8.0 && q.gpu_ids.len() == 8));
+    // Required block, no rack holds 4 nodes: one block, tier 1 (5 µs).
+    let b = block_of(&p.pods[0].node);
+    assert!(p.pods.iter().all(|q| block_of(&q.node) == b));
+    assert_eq!(p.highest_tier, Some(1));
+    assert_eq!(p.worst_latency_us, Some(5.0));
+    assert!(p.preempted.is_empty());
+}
+
+#[test]
+fn previous_output_is_accepted_as_state_single_or_list() {
+    let dir = temp_dir("place-state");
+    let first = dir.join("first.json");
+    let mut args = vec!["place"];
+    args.extend_from_slice(KIND);
+    args.extend_from_slice(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--output",
+        "json",
+    ]);
+    std::fs::write(&first, ok(&args)).expect("write");
+    let second = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/kai-podgroup.yaml",
+        "--state",
+        first.to_str().expect("utf-8"),
+    ]);
+    assert!(second.placed);
+    let first_p: PlacementFile =
+        serde_json::from_str(&std::fs::read_to_string(&first).expect("read")).expect("json");
+    for pod in &second.pods {
+        assert!(
+            first_p.pods.iter().all(|f| f.node != pod.node),
+            "{} is used twice",
+            pod.node
+        );
+    }
+    // Both as a list: 7 of 8 nodes are full, a 2-node job no longer fits (no preemption of
+    // equal-priority work).
+    let list = dir.join("list.json");
+    std::fs::write(
+        &list,
+        serde_json::to_string(&vec![first_p, second]).expect("json"),
+    )
+    .expect("write");
+    let third = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/kueue-gpu-job.yaml",
+        "--state",
+        list.to_str().expect("utf-8"),
+    ]);
+    assert!(!third.placed);
+    assert!(third.reason.expect("a reason").contains("do not fit"));
+}
+
+#[test]
+fn preemption_frees_one_block_of_the_cheapest_jobs() {
+    let p = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--state",
+        "tests/fixtures/sched/state/running.yaml",
+    ]);
+    assert!(p.placed);
+    assert_eq!(p.preempted, vec!["low-a".to_owned(), "low-b".to_owned()]);
+    assert!(p.pods.iter().all(|q| block_of(&q.node) == "b1"));
+    let p = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--state",
+        "tests/fixtures/sched/state/running.yaml",
+        "--no-preempt",
+    ]);
+    assert!(!p.placed);
+    assert!(p.preempted.is_empty());
+}
+
+#[test]
+fn kueue_and_kai_jobs_place_by_their_annotations() {
+    let k = place(&["--job", "tests/fixtures/sched/jobs/kueue-gpu-job.yaml"]);
+    // 4 pods × 4 GPUs in one rack, slices of 2 pods per host: 2 hosts, 2 pods each.
+    assert_eq!(k.pods.len(), 4);
+    assert_eq!(k.highest_tier, Some(0));
+    assert_eq!(k.pods[0].node, k.pods[1].node);
+    assert_eq!(k.pods[2].node, k.pods[3].node);
+    let g = place(&["--job", "tests/fixtures/sched/jobs/kai-podgroup.yaml"]);
+    assert_eq!(g.pods.len(), 3);
+    let b = block_of(&g.pods[0].node);
+    assert!(g.pods.iter().all(|q| block_of(&q.node) == b));
+    let s = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/kai-gpu-sharing-pod.yaml",
+    ]);
+    assert_eq!(s.pods[0].gpus, 0.5);
+    assert_eq!(s.highest_tier, None);
+}
+
+#[test]
+fn text_output_summarises_the_placement() {
+    let mut args = vec!["place"];
+    args.extend_from_slice(KIND);
+    args.extend_from_slice(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--state",
+        "tests/fixtures/sched/state/running.yaml",
+    ]);
+    let out = ok(&args);
+    assert!(out.starts_with(
+        "job train-8: placed 4 pods on 4 nodes (32 GPUs); highest tier 1 (cloud.provider.com/topology-block), worst latency 5 µs\npreempted: low-a, low-b\n"
+    ), "{out}");
+}
+
+#[test]
+fn a_large_preset_places_a_64_node_gang_within_one_tier1_block() {
+    let dir = temp_dir("place-oci");
+    let job = dir.join("job.yaml");
+    std::fs::write(
+        &job,
+        "name: big\npod_sets:\n  - count: 64\n    gpus: 8\n    topology:\n      required: oci.oraclecloud.com/rdma.network_block_id\n      preferred: oci.oraclecloud.com/rdma.local_block_id\n",
+    )
+    .expect("write");
+    let out = ok(&[
+        "place",
+        "--cluster",
+        "preset:oci-h100-16k",
+        "--job",
+        job.to_str().expect("utf-8"),
+        "--output",
+        "json",
+    ]);
+    let p: PlacementFile = serde_json::from_str(&out).expect("json");
+    assert_eq!(p.pods.len(), 64);
+    assert_eq!(p.highest_tier, Some(1));
+    assert_eq!(p.worst_latency_us, Some(5.0));
+}
+
+#[test]
+fn bad_job_and_state_files_give_one_line_naming_file_and_field() {
+    let mut all = String::new();
+    let mut cases: Vec<String> = std::fs::read_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sched/jobs/bad"),
+    )
+    .expect("fixtures")
+    .map(|e| {
+        format!(
+            "tests/fixtures/sched/jobs/bad/{}",
+            e.expect("entry").file_name().to_string_lossy()
+        )
+    })
+    .collect();
+    cases.sort();
+    for job in &cases {
+        let mut args = vec!["place"];
+        args.extend_from_slice(KIND);
+        args.extend_from_slice(&["--job", job]);
+        all.push_str(&fails(&args));
+        all.push('\n');
+    }
+    let mut args = vec!["place"];
+    args.extend_from_slice(KIND);
+    args.extend_from_slice(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--state",
+        "tests/fixtures/sched/state/bad-oversubscribed.yaml",
+    ]);
+    all.push_str(&fails(&args));
+    all.push('\n');
+    all.push_str(&fails(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        "tests/fixtures/sched/jobs/kueue-sample-job-required.yaml",
+    ]));
+    all.push('\n');
+    insta::assert_snapshot!(all);
+    // A missing file is an error too, not a panic.
+    let r = railyard(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        "nope.yaml",
+    ]);
+    assert_eq!(r.code, 1);
+}
