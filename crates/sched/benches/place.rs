@@ -187,3 +187,45 @@ fn place_commit_release_1024(bencher: divan::Bencher) {
         occ.release("gang")
     });
 }
+
+/// 70% of the nodes run one-node jobs (priority 0); a priority-1 gang of 32 nodes required in
+/// one Tier-0 block must preempt a whole block's worth of them.
+#[divan::bench(sample_count = 10)]
+fn preempt_for_32_nodes_required_tier0(bencher: divan::Bencher) {
+    let cluster = oci_131k();
+    let mut rng = fastrand::Rng::with_seed(0x5eed);
+    let mut occ = Occupancy::new(&cluster);
+    for n in 0..cluster.nodes.len() {
+        if rng.f64() < 0.7 {
+            occ.allocate(
+                RunningJob {
+                    name: format!("bg-{n:05}"),
+                    queue: "q".to_owned(),
+                    priority: 0,
+                    preemptible: true,
+                },
+                vec![PodAllocation {
+                    node: NodeId::from_index(n),
+                    gpu_ids: (0..8).collect(),
+                    milli: 1000,
+                    memory_mib: 80 * 1024,
+                }],
+            )
+            .expect("valid occupancy");
+        }
+    }
+    let mut job = gang(
+        32,
+        TopologyRequest {
+            required: cluster.level_by_label(TIER0),
+            ..TopologyRequest::default()
+        },
+    );
+    job.priority = 1;
+    let policy = sched::PreemptionPolicy::default();
+    let d = sched::place_with_preemption(&cluster, &occ, &job, &policy).expect("preemption helps");
+    assert!(!d.victims.is_empty());
+    bencher.bench_local(|| {
+        sched::place_with_preemption(&cluster, &occ, divan::black_box(&job), &policy)
+    });
+}

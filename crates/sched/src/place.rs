@@ -122,6 +122,28 @@ pub fn running_job(job: &Job) -> RunningJob {
     }
 }
 
+/// Pods of the job's single pod set that fit on `nodes` (ignoring topology and slices): a
+/// necessary condition for the job to fit there. `None` for jobs with several pod sets.
+pub(crate) fn room_on(
+    cluster: &Cluster,
+    occupancy: &Occupancy,
+    job: &Job,
+    nodes: &[NodeId],
+) -> Option<u64> {
+    let [set] = job.pod_sets.as_slice() else {
+        return None;
+    };
+    Some(
+        nodes
+            .iter()
+            .filter(|&&n| {
+                cluster.is_schedulable(n, |t| job.tolerations.iter().any(|x| x.tolerates(t)))
+            })
+            .map(|&n| u64::from(node_capacity(occupancy, n, set.gpu)))
+            .sum(),
+    )
+}
+
 /// The highest switch tier the nodes must cross (`None` for fewer than two distinct nodes).
 pub fn highest_tier(cluster: &Cluster, nodes: &[NodeId]) -> Option<u8> {
     let first = *nodes.first()?;
@@ -144,15 +166,20 @@ fn place_scoped(
     scope: Option<DomainId>,
 ) -> Result<Placement, NotPlaced> {
     let view = View::new(cluster);
-    let schedulable: Vec<bool> = (0..cluster.nodes.len())
-        .map(|i| {
-            let id = NodeId::from_index(i);
-            let in_scope =
-                scope.is_none_or(|d| cluster.node(id).domains[cluster.domain(d).level] == d);
-            in_scope
-                && cluster.is_schedulable(id, |t| job.tolerations.iter().any(|x| x.tolerates(t)))
-        })
-        .collect();
+    let tolerated =
+        |id: NodeId| cluster.is_schedulable(id, |t| job.tolerations.iter().any(|x| x.tolerates(t)));
+    let schedulable: Vec<bool> = match scope {
+        None => (0..cluster.nodes.len())
+            .map(|i| tolerated(NodeId::from_index(i)))
+            .collect(),
+        Some(d) => {
+            let mut v = vec![false; cluster.nodes.len()];
+            for &n in &cluster.domain(d).nodes {
+                v[n.index()] = tolerated(n);
+            }
+            v
+        }
+    };
     let mut pods: Vec<PlacedPod> = Vec::new();
     if job.pod_sets.len() == 1 {
         pods = place_set(&view, occupancy, &schedulable, &job.pod_sets[0], 0, 0)?;

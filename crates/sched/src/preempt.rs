@@ -22,7 +22,11 @@ use topology::{Cluster, DomainId};
 
 use crate::job::Job;
 use crate::occupancy::{Allocation, Occupancy};
-use crate::place::{place, place_within, NotPlaced, Placement};
+use crate::place::{place, place_within, room_on, NotPlaced, Placement};
+
+/// Domains per level whose victims are fully verified (placement trials while giving victims
+/// back); the rest are ranked out by a cheap estimate. Bounds the cost on large clusters.
+const VERIFIED_DOMAINS_PER_LEVEL: usize = 8;
 
 /// Queue facts preemption needs for reclaim.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -71,30 +75,65 @@ pub fn place_with_preemption(
     let mut scratch = occupancy.clone();
     let topo = &job.pod_sets[0].topology;
     if let Some(pref) = topo.preferred.or(topo.required) {
+        let need = u64::from(job.pod_sets[0].min_count);
         for level in (topo.required.unwrap_or(0)..=pref).rev() {
-            let mut best: Option<(Cost, Vec<String>, Placement)> = None;
-            for &d in &cluster.levels[level].domains {
-                let touching: Vec<&str> = candidates
-                    .iter()
-                    .filter(|name| {
-                        occupancy.jobs()[**name]
-                            .pods
-                            .iter()
-                            .any(|p| cluster.node(p.node).domains[level] == d)
-                    })
-                    .copied()
-                    .collect();
-                if touching.is_empty() {
-                    continue;
-                }
-                let fits = |occ: &Occupancy| place_within(cluster, occ, job, d).ok();
-                if let Some((cost, victims, placement)) = give_back(&mut scratch, &touching, fits) {
-                    if best.as_ref().is_none_or(|(c, _, _)| cost < *c) {
-                        best = Some((cost, victims, placement));
+            // Estimate each domain: stop its eligible jobs cheapest first until the nodes have
+            // room for the pods (a necessary condition). Domains that cannot get there are out.
+            let mut estimates: Vec<(Cost, usize, DomainId, Vec<&str>)> = Vec::new();
+            // Eligible jobs touching each domain of the level, cheapest first.
+            let mut touching_by_domain: BTreeMap<DomainId, Vec<&str>> = BTreeMap::new();
+            for &name in &candidates {
+                for p in &occupancy.jobs()[name].pods {
+                    let list = touching_by_domain
+                        .entry(cluster.node(p.node).domains[level])
+                        .or_default();
+                    if list.last() != Some(&name) {
+                        list.push(name);
                     }
                 }
             }
-            if let Some((_, victims, placement)) = best {
+            for (order, &d) in cluster.levels[level].domains.iter().enumerate() {
+                let Some(touching) = touching_by_domain.remove(&d) else {
+                    continue;
+                };
+                let nodes = &cluster.domain(d).nodes;
+                let mut stopped = Vec::new();
+                let mut enough = room_on(cluster, &scratch, job, nodes).is_none_or(|r| r >= need);
+                for v in &touching {
+                    if enough {
+                        break;
+                    }
+                    stopped.push(scratch.release(v).expect("running"));
+                    enough = room_on(cluster, &scratch, job, nodes).is_none_or(|r| r >= need);
+                }
+                if enough {
+                    estimates.push((cost_of(&stopped), order, d, touching));
+                }
+                for a in stopped {
+                    scratch
+                        .allocate(a.job, a.pods)
+                        .expect("restoring a released job");
+                }
+            }
+            estimates.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.cmp(&y.1)));
+            let mut best: Option<(Cost, usize, Vec<String>, Placement)> = None;
+            for (_, order, d, touching) in estimates.into_iter().take(VERIFIED_DOMAINS_PER_LEVEL) {
+                let nodes = &cluster.domain(d).nodes;
+                let bound =
+                    |occ: &Occupancy| room_on(cluster, occ, job, nodes).is_none_or(|r| r >= need);
+                let fits = |occ: &Occupancy| place_within(cluster, occ, job, d).ok();
+                if let Some((cost, victims, placement)) =
+                    give_back(&mut scratch, &touching, bound, fits)
+                {
+                    if best
+                        .as_ref()
+                        .is_none_or(|(c, o, _, _)| (cost, order) < (*c, *o))
+                    {
+                        best = Some((cost, order, victims, placement));
+                    }
+                }
+            }
+            if let Some((_, _, victims, placement)) = best {
                 return Ok(Decision { placement, victims });
             }
         }
@@ -103,18 +142,19 @@ pub fn place_with_preemption(
         }
     }
     let fits = |occ: &Occupancy| place(cluster, occ, job).ok();
-    match give_back(&mut scratch, &candidates, fits) {
+    match give_back(&mut scratch, &candidates, |_| true, fits) {
         Some((_, victims, placement)) => Ok(Decision { placement, victims }),
         None => Err(first_failure),
     }
 }
 
 /// Stop all `victims` (given cheapest first); if the job then fits, restore them most expensive
-/// first while it still fits. Leaves `scratch` as it was. Returns the cost, the victims still
-/// stopped (sorted) and the placement.
+/// first while it still fits. `bound` is a cheap necessary condition for `fits`. Leaves
+/// `scratch` as it was. Returns the cost, the victims still stopped (sorted) and the placement.
 fn give_back(
     scratch: &mut Occupancy,
     victims: &[&str],
+    bound: impl Fn(&Occupancy) -> bool,
     fits: impl Fn(&Occupancy) -> Option<Placement>,
 ) -> Option<(Cost, Vec<String>, Placement)> {
     let mut stopped: Vec<Allocation> = victims
@@ -129,7 +169,7 @@ fn give_back(
             scratch
                 .allocate(a.job.clone(), a.pods.clone())
                 .expect("restoring a released job");
-            match fits(scratch) {
+            match bound(scratch).then(|| fits(scratch)).flatten() {
                 Some(p) => placement = p,
                 None => {
                     scratch.release(&name);
@@ -157,6 +197,18 @@ fn give_back(
             .expect("restoring a released job");
     }
     result
+}
+
+fn cost_of(stopped: &[Allocation]) -> Cost {
+    Cost {
+        max_priority: stopped
+            .iter()
+            .map(|a| a.job.priority)
+            .max()
+            .unwrap_or(i32::MIN),
+        milli: stopped.iter().map(Allocation::milli_gpus).sum(),
+        count: stopped.len(),
+    }
 }
 
 /// Running jobs the job may stop, cheapest first (priority, GPUs, name).

@@ -137,3 +137,61 @@ fn reclaim_takes_only_from_queues_above_their_fair_share() {
 }
 
 use sched::TopologyRequest;
+
+mod props {
+    use proptest::prelude::*;
+    use sched::{place, place_with_preemption, Occupancy, PreemptionPolicy};
+
+    use crate::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Victims are eligible, stopping them makes the job fit, and when no decision is
+        /// returned even stopping every eligible job would not help.
+        #[test]
+        fn decisions_are_valid_and_nothing_is_stopped_in_vain(
+            racks in prop::collection::vec(1usize..=3, 1..=4),
+            running in prop::collection::vec((0usize..12, 1u32..=8, 0i32..4, any::<bool>()), 0..10),
+            count in 1u32..=6,
+            topo in 0u8..=2,
+            prio in 0i32..5,
+        ) {
+            let c = cluster(&[racks.as_slice()], 8);
+            let mut occ = Occupancy::new(&c);
+            for (i, &(node, gpus, p, preemptible)) in running.iter().enumerate() {
+                let node = node % c.nodes.len();
+                let used: u32 = (0..8).filter(|&g| occ.used_milli(topology::NodeId::from_index(node), g) > 0).count() as u32;
+                let gpus = gpus.min(8 - used);
+                if gpus == 0 { continue; }
+                let free: Vec<u32> = (0..8).filter(|&g| occ.used_milli(topology::NodeId::from_index(node), g) == 0).take(gpus as usize).collect();
+                occ.allocate(
+                    sched::RunningJob { name: format!("r{i}"), queue: "q".into(), priority: p, preemptible },
+                    vec![sched::PodAllocation { node: topology::NodeId::from_index(node), gpu_ids: free, milli: 1000, memory_mib: 80 * 1024 }],
+                ).expect("valid");
+            }
+            let t = match topo { 0 => TopologyRequest::default(), 1 => required(&c, RACK), _ => preferred(&c, RACK) };
+            let mut j = job("p", count, 4, t);
+            j.priority = prio;
+            let d = place_with_preemption(&c, &occ, &j, &PreemptionPolicy::default());
+            prop_assert_eq!(&d, &place_with_preemption(&c, &occ, &j, &PreemptionPolicy::default()));
+            let eligible: Vec<String> = occ.jobs().values().filter(|a| a.job.preemptible && a.job.priority < prio).map(|a| a.job.name.clone()).collect();
+            match d {
+                Ok(d) => {
+                    let mut after = occ.clone();
+                    for v in &d.victims {
+                        prop_assert!(eligible.contains(v), "{} is not eligible", v);
+                        after.release(v);
+                    }
+                    prop_assert!(place(&c, &after, &j).is_ok());
+                    if place(&c, &occ, &j).is_ok() { prop_assert!(d.victims.is_empty()); }
+                }
+                Err(_) => {
+                    let mut all = occ.clone();
+                    for v in &eligible { all.release(v); }
+                    prop_assert!(place(&c, &all, &j).is_err(), "stopping every eligible job would have made it fit");
+                }
+            }
+        }
+    }
+}
