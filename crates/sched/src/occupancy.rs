@@ -145,7 +145,7 @@ impl Occupancy {
         out
     }
 
-    /// Record a running job. Checks every pod first; on error nothing changes.
+    /// Record a running job. Checks every pod; on error nothing changes. O(pods).
     pub fn allocate(
         &mut self,
         job: RunningJob,
@@ -154,51 +154,16 @@ impl Occupancy {
         if self.jobs.contains_key(&job.name) {
             return Err(StateError::DuplicateJob(job.name));
         }
-        // Check on a scratch list of (gpu slot, milli, memory) so that two pods of the same job
-        // sharing a GPU are checked together.
-        let mut adds: BTreeMap<usize, (u32, u64)> = BTreeMap::new();
-        for p in &pods {
-            if p.node.index() >= self.node_count() {
-                return Err(StateError::UnknownNode {
-                    job: job.name.clone(),
-                    node: p.node,
-                });
-            }
-            let gpus = self.gpus(p.node);
-            for &g in &p.gpu_ids {
-                if g >= gpus {
-                    return Err(StateError::UnknownGpu {
-                        job: job.name.clone(),
-                        node: p.node,
-                        gpu: g,
-                        gpus,
-                    });
+        // Apply pod by pod, checking as we go (pods of one job may share a GPU); on a problem,
+        // undo what was applied. O(pods × GPUs per pod).
+        for (i, p) in pods.iter().enumerate() {
+            if let Err(e) = self.check_pod(&job.name, p) {
+                for q in pods[..i].iter().rev() {
+                    self.unapply(q);
                 }
-                let slot = (self.gpu_start[p.node.index()] + g) as usize;
-                let e = adds.entry(slot).or_default();
-                e.0 += p.milli;
-                e.1 += u64::from(p.memory_mib);
-                if u32::from(self.used_milli[slot]) + e.0 > MILLI_PER_GPU
-                    || u64::from(self.used_memory[slot]) + e.1
-                        > u64::from(self.gpu_memory_mib[p.node.index()])
-                {
-                    return Err(StateError::Oversubscribed {
-                        job: job.name.clone(),
-                        node: p.node,
-                        gpu: g,
-                    });
-                }
+                return Err(e);
             }
-        }
-        for p in &pods {
-            for &g in &p.gpu_ids {
-                let slot = (self.gpu_start[p.node.index()] + g) as usize;
-                if self.used_milli[slot] == 0 && self.used_memory[slot] == 0 {
-                    self.free_whole[p.node.index()] -= 1;
-                }
-                self.used_milli[slot] += p.milli as u16;
-                self.used_memory[slot] += p.memory_mib;
-            }
+            self.apply(p);
         }
         self.jobs.insert(job.name.clone(), Allocation { job, pods });
         Ok(())
@@ -208,15 +173,66 @@ impl Occupancy {
     pub fn release(&mut self, name: &str) -> Option<Allocation> {
         let a = self.jobs.remove(name)?;
         for p in &a.pods {
-            for &g in &p.gpu_ids {
-                let slot = (self.gpu_start[p.node.index()] + g) as usize;
-                self.used_milli[slot] -= p.milli as u16;
-                self.used_memory[slot] -= p.memory_mib;
-                if self.used_milli[slot] == 0 && self.used_memory[slot] == 0 {
-                    self.free_whole[p.node.index()] += 1;
-                }
-            }
+            self.unapply(p);
         }
         Some(a)
+    }
+
+    fn check_pod(&self, job: &str, p: &PodAllocation) -> Result<(), StateError> {
+        if p.node.index() >= self.node_count() {
+            return Err(StateError::UnknownNode {
+                job: job.to_owned(),
+                node: p.node,
+            });
+        }
+        let gpus = self.gpus(p.node);
+        for (k, &g) in p.gpu_ids.iter().enumerate() {
+            if g >= gpus {
+                return Err(StateError::UnknownGpu {
+                    job: job.to_owned(),
+                    node: p.node,
+                    gpu: g,
+                    gpus,
+                });
+            }
+            let slot = (self.gpu_start[p.node.index()] + g) as usize;
+            let twice = p.gpu_ids[..k].contains(&g);
+            if twice
+                || u32::from(self.used_milli[slot]) + p.milli > MILLI_PER_GPU
+                || u64::from(self.used_memory[slot]) + u64::from(p.memory_mib)
+                    > u64::from(self.gpu_memory_mib[p.node.index()])
+            {
+                return Err(StateError::Oversubscribed {
+                    job: job.to_owned(),
+                    node: p.node,
+                    gpu: g,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, p: &PodAllocation) {
+        for &g in &p.gpu_ids {
+            let slot = (self.gpu_start[p.node.index()] + g) as usize;
+            let was_free = self.used_milli[slot] == 0 && self.used_memory[slot] == 0;
+            self.used_milli[slot] += p.milli as u16;
+            self.used_memory[slot] += p.memory_mib;
+            if was_free && (self.used_milli[slot] > 0 || self.used_memory[slot] > 0) {
+                self.free_whole[p.node.index()] -= 1;
+            }
+        }
+    }
+
+    fn unapply(&mut self, p: &PodAllocation) {
+        for &g in &p.gpu_ids {
+            let slot = (self.gpu_start[p.node.index()] + g) as usize;
+            let was_used = self.used_milli[slot] > 0 || self.used_memory[slot] > 0;
+            self.used_milli[slot] -= p.milli as u16;
+            self.used_memory[slot] -= p.memory_mib;
+            if was_used && self.used_milli[slot] == 0 && self.used_memory[slot] == 0 {
+                self.free_whole[p.node.index()] += 1;
+            }
+        }
     }
 }
