@@ -216,6 +216,12 @@ fn text(cluster: &Cluster, f: &PlacementFile) -> String {
     if let Some(l) = leaf {
         header.push(cluster.levels[l].label.as_str());
     }
+    let by_name: std::collections::HashMap<&str, topology::NodeId> = cluster
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), topology::NodeId::from_index(i)))
+        .collect();
     let mut t = Table::new(&header);
     for p in &f.pods {
         let mut row = vec![
@@ -228,7 +234,7 @@ fn text(cluster: &Cluster, f: &PlacementFile) -> String {
                 .collect::<Vec<_>>()
                 .join(","),
         ];
-        if let (Some(l), Some(n)) = (leaf, cluster.node_by_name(&p.node)) {
+        if let (Some(l), Some(&n)) = (leaf, by_name.get(p.node.as_str())) {
             row.push(cluster.domain(cluster.node(n).domains[l]).value.clone());
         }
         t.row(row);
