@@ -17,6 +17,7 @@ fn main() {
 
 const TIER0: &str = "oci.oraclecloud.com/rdma.local_block_id";
 const TIER1: &str = "oci.oraclecloud.com/rdma.network_block_id";
+const TIER2: &str = "oci.oraclecloud.com/rdma.hpc_island_id";
 
 /// The same shape as the `oci-h100-131k` preset.
 fn oci_131k() -> Cluster {
@@ -166,6 +167,22 @@ fn gang_1024_nodes_required_tier1_does_not_fit(bencher: divan::Bencher) {
         },
     );
     assert!(place(&cluster, &occ, &job).is_err());
+    bencher.bench_local(|| place(&cluster, &occ, divan::black_box(&job)));
+}
+
+#[divan::bench(sample_count = 50)]
+fn gang_1024_nodes_required_tier2(bencher: divan::Bencher) {
+    let cluster = oci_131k();
+    let occ = occupied(&cluster, &[]);
+    let job = gang(
+        1024,
+        TopologyRequest {
+            required: cluster.level_by_label(TIER2),
+            preferred: cluster.level_by_label(TIER1),
+            ..TopologyRequest::default()
+        },
+    );
+    assert!(place(&cluster, &occ, &job).is_ok());
     bencher.bench_local(|| place(&cluster, &occ, divan::black_box(&job)));
 }
 
