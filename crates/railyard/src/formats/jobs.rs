@@ -280,6 +280,24 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
         if s.count == 0 {
             return Err(err(at("count"), "expected at least 1 pod".into()));
         }
+        if let Some(m) = s.min_count {
+            if m == 0 || m > s.count {
+                return Err(err(
+                    at("min_count"),
+                    format!("expected 1..={} (the count), got {m}", s.count),
+                ));
+            }
+        }
+        if s.topology.slices.len() > sched::MAX_SLICE_LAYERS {
+            return Err(err(
+                at("topology.slices"),
+                format!(
+                    "expected at most {} slice layers, got {}",
+                    sched::MAX_SLICE_LAYERS,
+                    s.topology.slices.len()
+                ),
+            ));
+        }
         let cpu_millis = match &s.cpu {
             Some(v) => parse_cpu_millis(v).ok_or_else(|| {
                 err(

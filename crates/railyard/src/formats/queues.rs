@@ -72,6 +72,18 @@ pub fn read(files: &[(String, String)]) -> QueueFiles {
         };
         let has_jobs = docs.iter().any(jobs::is_job_doc)
             || (docs.len() == 1 && docs[0].get("pod_sets").is_some());
+        let has_queues = docs.iter().any(|d| {
+            matches!(
+                d.get("kind").and_then(Value::as_str),
+                Some("Queue" | "ClusterQueue" | "Cohort" | "LocalQueue")
+            )
+        });
+        if !has_jobs && !has_queues {
+            out.problems.push(format!(
+                "{file}: no queue or job found; expected KAI Queues, Kueue ClusterQueues/Cohorts/LocalQueues or jobs"
+            ));
+            continue;
+        }
         for (i, d) in docs.iter().enumerate() {
             let kind = d.get("kind").and_then(Value::as_str).unwrap_or("");
             let api = d.get("apiVersion").and_then(Value::as_str).unwrap_or("");
