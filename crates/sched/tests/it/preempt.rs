@@ -145,7 +145,7 @@ mod props {
     use crate::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
         /// Victims are eligible, stopping them makes the job fit, and when no decision is
         /// returned even stopping every eligible job would not help.

@@ -150,7 +150,7 @@ fn check_no_oversubscription(c: &Cluster, occ: &Occupancy) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn random_job_mixes_keep_every_invariant(c in arb_cluster(), specs in prop::collection::vec(arb_job(), 1..10)) {
@@ -296,6 +296,37 @@ proptest! {
         for p in 0..2 {
             let kids: f64 = (2..specs.len()).filter(|i| (i - 2) % 2 == p).map(|i| s[i].gpu).sum();
             prop_assert!(kids <= s[p].gpu + eps);
+        }
+        // Quotas hold: when the in-quota amounts of a set of siblings fit in what they share,
+        // each gets at least min(quota, demand capped by limit).
+        let in_quota = |i: usize, eff: f64| {
+            let q = specs[i].quota(sched::Resource::Gpu).quota;
+            if q < 0.0 { eff } else { q.min(eff) }
+        };
+        let eff_of = |i: usize| {
+            let l = specs[i].quota(sched::Resource::Gpu).limit;
+            let d = if i < 2 {
+                (2..specs.len()).filter(|k| (k - 2) % 2 == i).map(|k| {
+                    let lk = specs[k].quota(sched::Resource::Gpu).limit;
+                    if lk < 0.0 { demand[k].gpu } else { demand[k].gpu.min(lk) }
+                }).sum()
+            } else {
+                demand[i].gpu
+            };
+            if l < 0.0 { d } else { d.min(l) }
+        };
+        if in_quota(0, eff_of(0)) + in_quota(1, eff_of(1)) <= capacity {
+            for p in 0..2 {
+                prop_assert!(s[p].gpu >= in_quota(p, eff_of(p)) - eps, "p{} below its in-quota share", p);
+            }
+        }
+        for p in 0..2 {
+            let kids: Vec<usize> = (2..specs.len()).filter(|i| (i - 2) % 2 == p).collect();
+            if kids.iter().map(|&k| in_quota(k, eff_of(k))).sum::<f64>() <= s[p].gpu {
+                for &k in &kids {
+                    prop_assert!(s[k].gpu >= in_quota(k, eff_of(k)) - eps, "{} below its in-quota share", specs[k].name);
+                }
+            }
         }
         // Work conserving: when demand (capped by limits) exceeds capacity, capacity is used up.
         let eff = |i: usize| { let l = specs[i].quota(sched::Resource::Gpu).limit; if l < 0.0 { demand[i].gpu } else { demand[i].gpu.min(l) } };
