@@ -226,3 +226,67 @@ fn bad_job_and_state_files_give_one_line_naming_file_and_field() {
     ]);
     assert_eq!(r.code, 1);
 }
+
+mod fuzz {
+    //! Mangled job, state and queue files never panic the readers: they give a value or a
+    //! one-line error naming the file.
+
+    use proptest::prelude::*;
+    use railyard::cluster_arg::{load_cluster_quiet, ClusterArgs};
+    use railyard::formats::{jobs, queues, state};
+
+    const FIXTURES: &[&str] = &[
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "tests/fixtures/sched/jobs/kueue-gpu-job.yaml",
+        "tests/fixtures/sched/jobs/kai-podgroup.yaml",
+        "tests/fixtures/sched/state/running.yaml",
+        "tests/fixtures/sched/queues/kueue-cohort-tree.yaml",
+        "tests/fixtures/sched/queues/kai-teams.yaml",
+    ];
+
+    fn read(f: &str) -> String {
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(f))
+            .expect("fixture")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        #[test]
+        fn mangled_files_give_values_or_one_line_errors(
+            which in 0..FIXTURES.len(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), prop::sample::select(vec!["", "-1", "x", ":", "\n", "  ", "0", "[", "{}", "99999999999"])), 1..4),
+        ) {
+            // Integration tests run from the crate directory, so fixture paths are relative.
+            let cluster = load_cluster_quiet(&ClusterArgs {
+                cluster: "tests/fixtures/nodes/kind-workers.yaml".into(),
+                topology: Some("tests/fixtures/nodes/kueue-topology.yaml".into()),
+                ..ClusterArgs::default()
+            })
+            .expect("the kind cluster loads")
+            .cluster;
+            let mut text = read(FIXTURES[which]);
+            for (at, s) in &edits {
+                let mut i = at.index(text.len().max(1));
+                while !text.is_char_boundary(i) { i -= 1; }
+                let end = (i + 3).min(text.len());
+                let mut end = end;
+                while !text.is_char_boundary(end) { end -= 1; }
+                text.replace_range(i..end, s);
+            }
+            let one_line = |e: &railyard::CliError| {
+                let m = e.to_string();
+                m.starts_with("f.yaml") && !m.contains('\n')
+            };
+            match jobs::read_jobs("f.yaml", &text) {
+                Ok(js) => for j in js {
+                    if let Err(e) = j.resolve("f.yaml", &cluster) { prop_assert!(one_line(&e), "{e}"); }
+                },
+                Err(e) => prop_assert!(one_line(&e), "{e}"),
+            }
+            if let Err(e) = state::read("f.yaml", &text, &cluster) { prop_assert!(one_line(&e), "{e}"); }
+            let q = queues::read(&[("f.yaml".to_owned(), text.clone())]);
+            for p in q.problems { prop_assert!(p.starts_with("f.yaml") && !p.contains('\n'), "{p}"); }
+        }
+    }
+}
