@@ -316,8 +316,8 @@ proptest! {
             if l < 0.0 { d } else { d.min(l) }
         };
         if in_quota(0, eff_of(0)) + in_quota(1, eff_of(1)) <= capacity {
-            for p in 0..2 {
-                prop_assert!(s[p].gpu >= in_quota(p, eff_of(p)) - eps, "p{} below its in-quota share", p);
+            for (p, share) in s.iter().enumerate().take(2) {
+                prop_assert!(share.gpu >= in_quota(p, eff_of(p)) - eps, "p{} below its in-quota share", p);
             }
         }
         for p in 0..2 {
