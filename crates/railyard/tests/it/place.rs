@@ -290,3 +290,24 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn reclaim_across_queues_needs_queue_files_and_frees_the_rack() {
+    let args = [
+        "--job",
+        "tests/fixtures/sched/jobs/team-b-pair.yaml",
+        "--state",
+        "tests/fixtures/sched/state/team-a-full.yaml",
+    ];
+    // Without queues: another queue's work is never touched.
+    let p = place(&args);
+    assert!(!p.placed);
+    // With queues: team-a is above its fair share (limit 12 GPUs), team-b within its own; one
+    // team-a job goes, the one sharing a rack with the free node.
+    let mut with_queues = args.to_vec();
+    with_queues.extend_from_slice(&["--queues", "tests/fixtures/sched/queues/kai-teams.yaml"]);
+    let p = place(&with_queues);
+    assert!(p.placed, "{:?}", p.reason);
+    assert_eq!(p.preempted, vec!["a7".to_owned()]);
+    assert_eq!(p.highest_tier, Some(0));
+}
