@@ -7,8 +7,9 @@
 //! domain's pods among its children. Cost: O(nodes + domains · log) per pod set; nothing is
 //! quadratic in nodes.
 //!
-//! - `required: L`: the tightest level-L domain that fits (fewest units, then fewest free pods,
-//!   then domain order), or the job waits.
+//! - `required: L`: the tightest level-L domain that fits (fewest units, then fewest free pods;
+//!   among equals the one whose pods can stay lowest in the tree, i.e. cross fewer tiers; then
+//!   domain order), or the job waits.
 //! - `preferred: P` (optionally bounded by `required: R` above it): the tightest fitting domain
 //!   at P, else at the level above, up to R (or the top); then, without R, spread over the
 //!   top-level domains.
@@ -417,7 +418,14 @@ fn children(view: &View, e: Entry, a: Option<usize>) -> Vec<Entry> {
 
 /// Take `need` units from candidates: greedily in sorted order, the last piece from the
 /// tightest candidate that still fits. `None` if they hold fewer than `need`.
-fn take(cands: &mut [Cand], need: u64, mode: Mode) -> Option<Vec<(Entry, u64)>> {
+fn take(
+    view: &View,
+    caps: &Caps,
+    level: usize,
+    cands: &mut [Cand],
+    need: u64,
+    mode: Mode,
+) -> Option<Vec<(Entry, u64)>> {
     match mode {
         Mode::BestFit => cands.sort_by(|x, y| {
             y.units
@@ -434,17 +442,12 @@ fn take(cands: &mut [Cand], need: u64, mode: Mode) -> Option<Vec<(Entry, u64)>> 
             break;
         }
         if cands[i].units >= rem {
-            let best = cands[i..]
+            let fitting = cands[i..]
                 .iter()
                 .filter(|c| c.units >= rem)
-                .min_by(|x, y| {
-                    x.units
-                        .cmp(&y.units)
-                        .then(x.pods.cmp(&y.pods))
-                        .then(x.entry.cmp(&y.entry))
-                })
-                .expect("cands[i] fits");
-            out.push((best.entry, rem));
+                .map(|c| c.entry);
+            let best = tightest(view, caps, level, fitting, rem).expect("cands[i] fits");
+            out.push((best, rem));
             rem = 0;
             break;
         }
@@ -454,6 +457,62 @@ fn take(cands: &mut [Cand], need: u64, mode: Mode) -> Option<Vec<(Entry, u64)>> 
         }
     }
     (rem == 0).then_some(out)
+}
+
+/// The tightest of `fitting` (entries at placement level `level` that hold `units` units):
+/// fewest units, then fewest free pods; among equals, the one whose pods can stay lowest in the
+/// tree (fewer tiers crossed), then domain order.
+fn tightest(
+    view: &View,
+    caps: &Caps,
+    level: usize,
+    fitting: impl Iterator<Item = Entry>,
+    units: u64,
+) -> Option<Entry> {
+    let mut ties: Vec<Entry> = Vec::new();
+    let mut key = (u64::MAX, u64::MAX);
+    for e in fitting {
+        let k = (caps.units(e), caps.pods(e));
+        if k < key {
+            key = k;
+            ties.clear();
+        }
+        if k == key {
+            ties.push(e);
+        }
+    }
+    if ties.len() <= 1 {
+        return ties.first().copied();
+    }
+    ties.into_iter()
+        .map(|e| (std::cmp::Reverse(fit_depth(view, caps, e, level, units)), e))
+        .min()
+        .map(|(_, e)| e)
+}
+
+/// How many levels below `e` (at placement level `level`, holding `units` of its units) a
+/// single child still holds all the pods: more means fewer tiers crossed.
+fn fit_depth(view: &View, caps: &Caps, e: Entry, level: usize, units: u64) -> usize {
+    let pods = units * caps.unit[level];
+    let mut depth = 0;
+    let (mut cur, mut level) = (e, level);
+    while level < view.node_level() {
+        let child_level = level + 1;
+        let need = pods / caps.unit[child_level];
+        let next = children(view, cur, Some(level))
+            .into_iter()
+            .filter(|&c| caps.units(c) >= need)
+            .min_by_key(|&c| (caps.units(c), caps.pods(c), c));
+        match next {
+            Some(c) => {
+                depth += 1;
+                cur = c;
+                level = child_level;
+            }
+            None => break,
+        }
+    }
+    depth
 }
 
 /// Split `units` of entry `e` (at placement level `a`, `None` = root) down to nodes.
@@ -486,7 +545,8 @@ fn descend(
         })
         .filter(|c| c.units > 0)
         .collect();
-    let picked = take(&mut cands, need, mode).expect("a domain's units fit in its children");
+    let picked = take(view, caps, child_level, &mut cands, need, mode)
+        .expect("a domain's units fit in its children");
     for (c, u) in picked {
         descend(view, caps, c, Some(child_level), u, mode, out);
     }
@@ -520,11 +580,8 @@ fn try_count(
     let req = t.required.map(|l| view.pos(l));
     for a in (req.unwrap_or(0)..=pref).rev() {
         let need = count / caps.unit[a];
-        let best = level_entries(view, a)
-            .map(|e| (caps.units(e), caps.pods(e), e))
-            .filter(|&(u, _, _)| u >= need)
-            .min();
-        if let Some((_, _, e)) = best {
+        let fitting = level_entries(view, a).filter(|&e| caps.units(e) >= need);
+        if let Some(e) = tightest(view, caps, a, fitting, need) {
             descend(view, caps, e, Some(a), need, Mode::BestFit, &mut out);
             return Ok(out);
         }
