@@ -38,7 +38,7 @@ enum TopoCommand {
 #[derive(Debug, Subcommand)]
 enum FabricCommand {
     /// Bus bandwidth, hot links and latency a placement gets for a collective.
-    Collective(fabric::CollectiveArgs),
+    Collective(Box<fabric::CollectiveArgs>),
     /// The most loaded of M equal paths when N flows are ECMP-hashed onto them.
     Ecmp(fabric::EcmpArgs),
     /// The active RoCE MTU a netdev MTU allows and the wire frame size.
