@@ -207,7 +207,7 @@ impl<'c> Fabric<'c> {
         cfg: &RoutingConfig,
         job_id: u64,
     ) -> Result<RoutedJob, FabricError> {
-        let routed = self.route_only(job, cfg, job_id)?;
+        let routed = self.route_flows(job, cfg, job_id)?;
         let ideal_cfg = RoutingConfig {
             mode: RoutingMode::Adaptive,
             qps: 1,
@@ -216,7 +216,7 @@ impl<'c> Fabric<'c> {
         let ideal = if cfg.mode == RoutingMode::Adaptive && cfg.qps == 1 {
             self.solve(&[&routed]).busbw_gbps[0]
         } else {
-            let alone = self.route_only(job, &ideal_cfg, job_id)?;
+            let alone = self.route_flows(job, &ideal_cfg, job_id)?;
             self.solve(&[&alone]).busbw_gbps[0]
         };
         Ok(RoutedJob {
@@ -225,7 +225,9 @@ impl<'c> Fabric<'c> {
         })
     }
 
-    fn route_only(
+    /// Like [`Fabric::route`] but without the ideal reference (`ideal_busbw_gbps` is left at
+    /// 0): for callers that already know it, or only want the flows.
+    pub fn route_flows(
         &mut self,
         job: &JobTraffic,
         cfg: &RoutingConfig,
@@ -296,7 +298,7 @@ impl<'c> Fabric<'c> {
         })
     }
 
-    #[allow(clippy::too_many_arguments)] // private helper of route_only
+    #[allow(clippy::too_many_arguments)] // private helper of route_flows
     fn push_network(
         &mut self,
         c: &Connection,
