@@ -312,3 +312,102 @@ fn bad_jobs_are_refused() {
         FabricError::TooFewRanks(1)
     );
 }
+
+/// GB200 NVL72-like: 4 GPUs and 4 × 400G per host, 18 hosts per NVLink domain.
+fn nvl72(nodes: u32) -> Cluster {
+    let tier = |l: &str, n, lat, s| TierSpec {
+        label: l.to_owned(),
+        value_prefix: format!("{l}-"),
+        nodes_per_domain: n,
+        latency_us: lat,
+        switches_per_domain: Some(s),
+        oversubscription: None,
+    };
+    build_from_spec(&ClusterSpec {
+        name: "nvl72".to_owned(),
+        node: NodeSpec {
+            gpus: 4,
+            nvlink_gbps: 14_400.0,
+            nvlink_domain_nodes: 18,
+            ..node(4, 1, 400.0)
+        },
+        fabric: FabricSpec {
+            fat_tree: None,
+            clos: Some(ClosSpec {
+                nodes,
+                rail_optimized: true,
+                host_label: topology::HOSTNAME_LABEL.to_owned(),
+                tiers: vec![tier("lb", 36, 2.0, 4), tier("island", nodes, 5.0, 16)],
+            }),
+        },
+    })
+    .expect("valid")
+}
+
+#[test]
+fn multi_node_nvlink_domains_talk_over_nvlink() {
+    let c = nvl72(144);
+    // One rack: the ring never leaves NVLink (1.8 TB/s per GPU).
+    let rack = whole_nodes(&c, &(0..18).collect::<Vec<_>>());
+    let r = one(&c, rack, Collective::AllReduce, &cfg(RoutingMode::Ecmp, 1));
+    assert!((r.busbw_gb_s - 1800.0).abs() < 1e-9, "{r:?}");
+    assert_eq!(r.latency_us, 0.0);
+    // Two racks: 4 rails × 400G leave each rack: 200 GB/s.
+    let two = whole_nodes(&c, &(0..36).collect::<Vec<_>>());
+    let r = one(
+        &c,
+        two,
+        Collective::AllReduce,
+        &cfg(RoutingMode::Adaptive, 1),
+    );
+    assert!((r.ideal_busbw_gb_s - 200.0).abs() < 1e-9, "{r:?}");
+    assert!((r.latency_us - 2.0).abs() < 1e-12);
+}
+
+#[test]
+fn the_same_hash_seed_on_every_switch_polarises_ecmp() {
+    let c = fat_tree_k8();
+    let ranks = whole_nodes(&c, &cross_pod_order());
+    let mean = |seeds| {
+        (0..4)
+            .map(|seed| {
+                let cfg = RoutingConfig {
+                    qps: 16,
+                    seeds,
+                    seed,
+                    ..RoutingConfig::default()
+                };
+                one(&c, ranks.clone(), Collective::AllReduce, &cfg).efficiency
+            })
+            .sum::<f64>()
+            / 4.0
+    };
+    let per_switch = mean(fabric::SwitchSeeds::PerSwitch);
+    let same = mean(fabric::SwitchSeeds::Same);
+    assert!(
+        same < 0.75 * per_switch,
+        "same {same} per-switch {per_switch}"
+    );
+}
+
+#[test]
+fn a_simulator_can_route_once_and_resolve_when_jobs_change() {
+    let c = fat_tree_k8();
+    let mut f = Fabric::new(&c);
+    let job = |nodes: &[usize]| JobTraffic {
+        ranks: whole_nodes(&c, nodes),
+        collective: Collective::AllReduce,
+    };
+    let cfg = cfg(RoutingMode::Ecmp, 4);
+    let a = f.route(&job(&[0, 16, 32, 48]), &cfg, 1).expect("valid");
+    let b = f.route(&job(&[1, 17, 33, 49]), &cfg, 2).expect("valid");
+    let alone = f.solve(&[&a]).busbw_gbps[0];
+    let both = f.solve(&[&a, &b]);
+    assert!(both.busbw_gbps[0] <= alone * (1.0 + 1e-12));
+    let ra = f.job_result(&a, both.busbw_gbps[0]);
+    assert!(ra.efficiency <= 1.0 + 1e-12 && ra.efficiency > 0.0);
+    // Loads never exceed capacity at the achieved pace.
+    for (l, cap) in both.load_gbps.iter().zip(f.capacity()) {
+        assert!(*l <= cap * (1.0 + 1e-9));
+    }
+}
