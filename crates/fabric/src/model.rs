@@ -123,6 +123,10 @@ pub struct LinkLoad {
 }
 
 /// The fabric of one cluster: capacities and routing caches.
+///
+/// Resources are every link in each direction (`2·link` up, `2·link + 1` down; see
+/// [`crate::link_resource`]) followed by every GPU's NVLink port out and in. A node whose
+/// `nvlink_gbps` is 0 (unknown) puts no limit on its GPUs' NVLink traffic.
 #[derive(Debug)]
 pub struct Fabric<'c> {
     cluster: &'c Cluster,
@@ -258,8 +262,14 @@ impl<'c> Fabric<'c> {
             match c.hop {
                 Hop::Nvlink { src, dst } => {
                     path.clear();
-                    path.push((self.nvlink_resource(src, true), 1.0));
-                    path.push((self.nvlink_resource(dst, false), 1.0));
+                    // NVLink speed 0 means unknown (an imported node without a known shape):
+                    // no limit rather than no bandwidth.
+                    if self.cluster.node(src.node).nvlink_gbps > 0.0 {
+                        path.push((self.nvlink_resource(src, true), 1.0));
+                    }
+                    if self.cluster.node(dst.node).nvlink_gbps > 0.0 {
+                        path.push((self.nvlink_resource(dst, false), 1.0));
+                    }
                     flows.push(&path, c.fairness);
                     shares.push(c.share);
                 }

@@ -235,3 +235,46 @@ fn bad_input_is_one_line_and_exit_1() {
         "--paths",
     );
 }
+
+/// A placement of whole nodes `gpu-0000…` in order, written to the test's temp dir.
+fn whole_node_placement(name: &str, nodes: usize) -> PathBuf {
+    let pods: Vec<String> = (0..nodes)
+        .map(|i| format!(r#"{{"rank": {i}, "node": "gpu-{i:04}", "gpus": 8}}"#))
+        .collect();
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(
+        &path,
+        format!(r#"{{"placed": true, "pods": [{}]}}"#, pods.join(",")),
+    )
+    .expect("write temp file");
+    path
+}
+
+#[test]
+fn ring_across_whole_nodes_is_bound_by_the_node_nic_aggregate() {
+    let placement = whole_node_placement("fabric-64-nodes.json", 64);
+    // oci-h100-16k: 8 rails × 2 × 200G = 3.2 Tb/s per node → 400 GB/s.
+    let r = collective_report(&args("preset:oci-h100-16k", placement.clone(), "ecmp", 1))
+        .expect("valid");
+    assert!((r.ideal_busbw_gb_s - 400.0).abs() < 1e-9, "{r:?}");
+    // The same cluster with one 200G port per rail (BM.GPU4.8, 1.6 Tb/s per node) → 200 GB/s.
+    let preset = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/oci-h100-16k.yaml"),
+    )
+    .expect("preset");
+    assert!(preset.contains("ports_per_rail: 2"));
+    let spec = preset
+        .replace("ports_per_rail: 2", "ports_per_rail: 1")
+        .replace("shape: BM.GPU.H100.8", "shape: BM.GPU4.8");
+    let spec_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fabric-1.6t.yaml");
+    std::fs::write(&spec_path, spec).expect("write temp file");
+    let r = collective_report(&args(
+        spec_path.to_str().expect("utf-8 path"),
+        placement,
+        "adaptive",
+        1,
+    ))
+    .expect("valid");
+    assert!((r.ideal_busbw_gb_s - 200.0).abs() < 1e-9, "{r:?}");
+    assert!((r.busbw_gb_s - 200.0).abs() < 1e-9, "{r:?}");
+}
