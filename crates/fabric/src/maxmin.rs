@@ -75,10 +75,15 @@ impl FlowPaths {
 
     /// Append all flows of `other`.
     pub fn extend(&mut self, other: &FlowPaths) {
-        for f in 0..other.len() {
-            let p: Vec<(u32, f64)> = other.path(f).collect();
-            self.push(&p, other.fairness(f));
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
         }
+        let base = *self.offsets.last().expect("offsets start with 0");
+        self.offsets
+            .extend(other.offsets.iter().skip(1).map(|&o| base + o));
+        self.resources.extend_from_slice(&other.resources);
+        self.fractions.extend_from_slice(&other.fractions);
+        self.fairness.extend_from_slice(&other.fairness);
     }
 
     /// Load each resource carries when flow `f` runs at `rates[f]`.
@@ -232,6 +237,23 @@ mod tests {
             (r[0] - 0.4).abs() < 1e-12 && (r[1] - 0.8).abs() < 1e-12,
             "{r:?}"
         );
+    }
+
+    #[test]
+    fn extend_appends_paths() {
+        let mut a = FlowPaths::new();
+        a.push(&[(0, 1.0)], 1.0);
+        let mut b = FlowPaths::new();
+        b.push(&[(1, 0.5), (2, 0.5)], 2.0);
+        b.push(&[(3, 1.0)], 1.0);
+        a.extend(&b);
+        assert_eq!(a.len(), 3);
+        assert_eq!(a.path(1).collect::<Vec<_>>(), vec![(1, 0.5), (2, 0.5)]);
+        assert_eq!(a.path(2).collect::<Vec<_>>(), vec![(3, 1.0)]);
+        assert_eq!(a.fairness(1), 2.0);
+        let mut empty = FlowPaths::default();
+        empty.extend(&b);
+        assert_eq!(empty.path(0).count(), 2);
     }
 
     #[test]

@@ -394,7 +394,7 @@ impl<'c> Fabric<'c> {
         }
     }
 
-    /// The result of job `i` of an allocation over `jobs`.
+    /// What `job` gets when it achieves `busbw_gbps` (from [`Allocation::busbw_gbps`]).
     pub fn job_result(&self, job: &RoutedJob, busbw_gbps: f64) -> JobResult {
         let busbw = busbw_gbps / 8.0;
         let ideal = job.ideal_busbw_gbps / 8.0;

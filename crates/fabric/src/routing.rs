@@ -192,6 +192,11 @@ impl Router {
                 Endpoint::Nic { .. } => unreachable!("filtered to switch ends"),
             }
         }
+        debug_assert_eq!(
+            x,
+            cluster.link(dst_nic).upper,
+            "the descent ends at the leaf"
+        );
         out.push((link_resource(dst_nic, false), 1.0));
     }
 
@@ -245,6 +250,10 @@ impl Router {
             merge(next);
             std::mem::swap(&mut layer, next);
         }
+        debug_assert!(
+            layer.len() == 1 && layer[0].0 == cluster.link(dst_nic).upper.0,
+            "the descent ends at the leaf"
+        );
         out.push((link_resource(dst_nic, false), 1.0));
     }
 }

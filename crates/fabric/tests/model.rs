@@ -411,3 +411,43 @@ fn a_simulator_can_route_once_and_resolve_when_jobs_change() {
         assert!(*l <= cap * (1.0 + 1e-9));
     }
 }
+
+#[test]
+fn fewer_parents_than_children_merge_rail_planes_and_routes_still_reach_the_leaf() {
+    // 4 rails, 4 leaves per block but only 2 spine switches per group: leaf i goes to spine
+    // i mod 2, so the descent has a choice only where the wiring allows and must end at the
+    // destination's rail leaf.
+    let tier = |l: &str, n, lat, s| TierSpec {
+        label: l.to_owned(),
+        value_prefix: format!("{l}-"),
+        nodes_per_domain: n,
+        latency_us: lat,
+        switches_per_domain: Some(s),
+        oversubscription: None,
+    };
+    let c = build_from_spec(&ClusterSpec {
+        name: "merge".to_owned(),
+        node: NodeSpec {
+            gpus: 4,
+            ..node(4, 1, 400.0)
+        },
+        fabric: FabricSpec {
+            fat_tree: None,
+            clos: Some(ClosSpec {
+                nodes: 32,
+                rail_optimized: true,
+                host_label: topology::HOSTNAME_LABEL.to_owned(),
+                tiers: vec![tier("lb", 8, 1.0, 4), tier("top", 32, 3.0, 2)],
+            }),
+        },
+    })
+    .expect("valid");
+    let ranks = whole_nodes(&c, &[0, 9, 17, 25, 3]);
+    for mode in [RoutingMode::Ecmp, RoutingMode::Adaptive] {
+        for coll in [Collective::AllReduce, Collective::AllToAll] {
+            let r = one(&c, ranks.clone(), coll, &cfg(mode, 2));
+            assert!(r.busbw_gb_s > 0.0 && r.efficiency <= 1.0 + 1e-12, "{r:?}");
+            assert!((r.latency_us - 3.0).abs() < 1e-12);
+        }
+    }
+}
