@@ -299,6 +299,17 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
     })
 }
 
+/// A duration given in µs with a readable unit.
+fn fmt_us(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{} s", trim_float(us / 1e6))
+    } else if us >= 1e3 {
+        format!("{} ms", trim_float(us / 1e3))
+    } else {
+        format!("{} µs", trim_float(us))
+    }
+}
+
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
@@ -324,14 +335,14 @@ fn collective_text(r: &CollectiveReport) -> String {
         ),
         ("efficiency", pct(r.efficiency)),
         ("max link utilization", pct(r.max_link_utilization)),
-        ("worst latency", format!("{} µs", trim_float(r.latency_us))),
+        ("worst latency", fmt_us(r.latency_us)),
         (
             "time (alpha-beta)",
-            format!("{} µs for {} bytes", trim_float(r.time_us), r.size_bytes),
+            format!("{} for {} bytes", fmt_us(r.time_us), r.size_bytes),
         ),
         (
             "small-message time",
-            format!("{} µs for 8 bytes", trim_float(r.small_message_time_us)),
+            format!("{} for 8 bytes", fmt_us(r.small_message_time_us)),
         ),
         (
             "flows",
@@ -536,6 +547,13 @@ pub fn mtu(args: &MtuArgs) -> Result<String, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(fmt_us(3.0), "3 µs");
+        assert_eq!(fmt_us(49_045.73), "49.046 ms");
+        assert_eq!(fmt_us(2_102_504.668), "2.103 s");
+    }
 
     #[test]
     fn sizes() {
