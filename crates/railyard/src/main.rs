@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use railyard::commands::topo;
+use railyard::commands::{fabric, topo};
 use railyard::CliError;
 
 #[derive(Debug, Parser)]
@@ -22,6 +22,9 @@ enum Command {
     /// Inspect and export a cluster's fabric and locality levels.
     #[command(subcommand)]
     Topo(TopoCommand),
+    /// Model the network: collectives as flows, ECMP collisions, RoCE MTU.
+    #[command(subcommand)]
+    Fabric(FabricCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -32,10 +35,23 @@ enum TopoCommand {
     Export(topo::ExportArgs),
 }
 
+#[derive(Debug, Subcommand)]
+enum FabricCommand {
+    /// Bus bandwidth, hot links and latency a placement gets for a collective.
+    Collective(Box<fabric::CollectiveArgs>),
+    /// The most loaded of M equal paths when N flows are ECMP-hashed onto them.
+    Ecmp(fabric::EcmpArgs),
+    /// The active RoCE MTU a netdev MTU allows and the wire frame size.
+    Mtu(fabric::MtuArgs),
+}
+
 fn run(cli: Cli) -> Result<String, CliError> {
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
+        Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),
+        Command::Fabric(FabricCommand::Ecmp(a)) => fabric::ecmp(&a),
+        Command::Fabric(FabricCommand::Mtu(a)) => fabric::mtu(&a),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Integration tests of the `railyard` CLI: one test binary, one module per command family.
 
+mod fabric;
 mod tidy;
 mod topo;
 
