@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use railyard::commands::topo;
+use railyard::commands::{doctor, topo};
 use railyard::CliError;
 
 #[derive(Debug, Parser)]
@@ -22,6 +22,8 @@ enum Command {
     /// Inspect and export a cluster's fabric and locality levels.
     #[command(subcommand)]
     Topo(TopoCommand),
+    /// Check this node (or a tree under --root): RDMA ports, RoCE MTU, host name, PCIe, rails.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -36,6 +38,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
+        Command::Doctor(a) => doctor::doctor(&a),
     }
 }
 
@@ -49,6 +52,9 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
+            if let CliError::CheckFailed { report, .. } = &e {
+                let _ = std::io::stdout().lock().write_all(report.as_bytes());
+            }
             eprintln!("error: {e}");
             ExitCode::from(1)
         }

@@ -1,5 +1,6 @@
 //! Command implementations. Each returns the text to print, so tests call them directly.
 
+pub mod doctor;
 pub mod topo;
 
 /// Format a bandwidth given in Gb/s with a readable unit.
