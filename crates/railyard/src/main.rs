@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use railyard::commands::{doctor, topo};
+use railyard::commands::{doctor, launch, topo};
 use railyard::CliError;
 
 #[derive(Debug, Parser)]
@@ -24,6 +24,8 @@ enum Command {
     Topo(TopoCommand),
     /// Check this node (or a tree under --root): RDMA ports, RoCE MTU, host name, PCIe, rails.
     Doctor(doctor::DoctorArgs),
+    /// Write the torchrun/NCCL launch of a placement: shell, env file, Kubernetes patch, hostfile.
+    Launch(launch::LaunchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -39,6 +41,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
         Command::Doctor(a) => doctor::doctor(&a),
+        Command::Launch(a) => launch::launch(&a),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Command implementations. Each returns the text to print, so tests call them directly.
 
 pub mod doctor;
+pub mod launch;
 pub mod topo;
 
 /// Format a bandwidth given in Gb/s with a readable unit.

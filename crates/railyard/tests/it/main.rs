@@ -1,6 +1,7 @@
 //! CLI integration tests: one test binary, one module per command.
 
 mod doctor;
+mod launch;
 
 use std::path::PathBuf;
 use std::process::Command;
