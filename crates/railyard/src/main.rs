@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use railyard::commands::{doctor, launch, topo};
+use railyard::commands::{doctor, launch, lint, topo};
 use railyard::CliError;
 
 #[derive(Debug, Parser)]
@@ -26,6 +26,8 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     /// Write the torchrun/NCCL launch of a placement: shell, env file, Kubernetes patch, hostfile.
     Launch(launch::LaunchArgs),
+    /// Check manifests: NicClusterPolicy, RDMA NetworkAttachmentDefinitions and the pods using them.
+    Lint(lint::LintArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -42,6 +44,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
         Command::Doctor(a) => doctor::doctor(&a),
         Command::Launch(a) => launch::launch(&a),
+        Command::Lint(a) => lint::lint(&a),
     }
 }
 

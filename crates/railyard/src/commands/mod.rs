@@ -2,6 +2,7 @@
 
 pub mod doctor;
 pub mod launch;
+pub mod lint;
 pub mod topo;
 
 /// Format a bandwidth given in Gb/s with a readable unit.

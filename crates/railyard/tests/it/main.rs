@@ -2,6 +2,7 @@
 
 mod doctor;
 mod launch;
+mod lint;
 
 use std::path::PathBuf;
 use std::process::Command;
