@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use railyard::commands::{doctor, launch, lint, topo};
+use railyard::commands::{cables, doctor, launch, lint, topo};
 use railyard::CliError;
 
 #[derive(Debug, Parser)]
@@ -28,6 +28,15 @@ enum Command {
     Launch(launch::LaunchArgs),
     /// Check manifests: NicClusterPolicy, RDMA NetworkAttachmentDefinitions and the pods using them.
     Lint(lint::LintArgs),
+    /// Plan the cables of a cluster's links: DAC, active copper or optics, and a bill of materials.
+    #[command(subcommand)]
+    Cables(CablesCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum CablesCommand {
+    /// For each link its length, speed and cable; a bill of materials; links beyond DAC reach.
+    Plan(cables::PlanArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -45,6 +54,7 @@ fn run(cli: Cli) -> Result<String, CliError> {
         Command::Doctor(a) => doctor::doctor(&a),
         Command::Launch(a) => launch::launch(&a),
         Command::Lint(a) => lint::lint(&a),
+        Command::Cables(CablesCommand::Plan(a)) => cables::plan_command(&a),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Command implementations. Each returns the text to print, so tests call them directly.
 
+pub mod cables;
 pub mod doctor;
 pub mod launch;
 pub mod lint;

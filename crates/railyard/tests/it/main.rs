@@ -1,5 +1,6 @@
 //! CLI integration tests: one test binary, one module per command.
 
+mod cables;
 mod doctor;
 mod launch;
 mod lint;
