@@ -434,6 +434,11 @@ pub fn plan(cluster: &Cluster, layout: Option<&Layout>) -> CablePlan {
             Endpoint::Nic { node, .. } => cluster.node(node).nics.port_gbps,
             Endpoint::Switch(_) => fabric_port_gbps,
         };
+        let cable_gbps = if cable_gbps > 0.0 {
+            cable_gbps
+        } else {
+            link.gbps
+        };
         let cables = ((link.gbps / cable_gbps).round() as u32).max(1);
         let (length_m, measured) = run_length(cluster, link, layout);
         let to_nic = matches!(link.lower, Endpoint::Nic { .. });

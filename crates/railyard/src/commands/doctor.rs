@@ -265,6 +265,14 @@ impl Tree<'_> {
         }
     }
 
+    /// A file's trimmed text, or `None` when missing or unreadable, without recording anything:
+    /// for files the kernel refuses to read in normal operation (an unused GID table entry
+    /// answers EINVAL).
+    fn read_quiet(&self, rel: &str) -> Option<String> {
+        let bytes = std::fs::read(self.root.join(rel)).ok()?;
+        String::from_utf8(bytes).ok().map(|s| s.trim().to_owned())
+    }
+
     /// A file parsed with `parse`; a parse failure is recorded with `expected`.
     fn parse<T>(
         &mut self,
@@ -364,7 +372,7 @@ fn collect_rdma(tree: &mut Tree<'_>) -> Option<Vec<RdmaDevice>> {
                 .list(&format!("{p}/gid_attrs/ndevs"))
                 .unwrap_or_default()
             {
-                if let Some(n) = tree.read(&format!("{p}/gid_attrs/ndevs/{idx}")) {
+                if let Some(n) = tree.read_quiet(&format!("{p}/gid_attrs/ndevs/{idx}")) {
                     if !n.is_empty() && !netdev_names.contains(&n) {
                         netdev_names.push(n);
                     }

@@ -207,6 +207,52 @@ pub fn parse_addresses(file: &str, text: &str) -> Result<BTreeMap<String, IpAddr
     Ok(out)
 }
 
+/// Values that end up unquoted in env files and command lines must be plain words.
+fn check_options(options: &LaunchOptions) -> Result<(), CliError> {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.:/^,=@+".contains(c))
+    };
+    for dev in &options.hca {
+        if !plain(dev) || dev.contains(',') {
+            return Err(CliError::input(
+                "--hca",
+                format!("expected RDMA device names like mlx5_0, got \"{dev}\""),
+            ));
+        }
+    }
+    if !plain(&options.hca_prefix) {
+        return Err(CliError::input(
+            "--hca-prefix",
+            format!(
+                "expected a device name prefix like mlx5_, got \"{}\"",
+                options.hca_prefix
+            ),
+        ));
+    }
+    if !plain(&options.socket_ifname) {
+        return Err(CliError::input(
+            "--socket-ifname",
+            format!(
+                "expected interface names (NCCL_SOCKET_IFNAME syntax), got \"{}\"",
+                options.socket_ifname
+            ),
+        ));
+    }
+    if !plain(&options.rdzv_id) || options.rdzv_id.contains(['=', ',', '/', '^']) {
+        return Err(CliError::input(
+            "rendezvous id",
+            format!(
+                "expected letters, digits, `-`, `_`, `.` (from --rdzv-id or the placement's job \
+                 name), got \"{}\"",
+                options.rdzv_id
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn check_usable(ip: IpAddr) -> Result<(), String> {
     if ip.is_loopback() || ip.is_unspecified() {
         Err(format!(
@@ -227,6 +273,13 @@ pub fn plan(
     placement_file: &str,
     address_source: &str,
 ) -> Result<LaunchPlan, CliError> {
+    if pods.is_empty() {
+        return Err(CliError::input(
+            placement_file,
+            "pods: expected at least one pod",
+        ));
+    }
+    check_options(options)?;
     let mut agents = Vec::with_capacity(pods.len());
     let nnodes = pods.len();
     let mut missing: Vec<&str> = Vec::new();

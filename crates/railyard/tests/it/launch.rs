@@ -315,3 +315,31 @@ fn bad_input_is_one_line() {
     ]);
     assert_one_line_error(&run, "missing.json");
 }
+
+#[test]
+fn unsafe_option_values_are_refused() {
+    for (flag, value, expected) in [
+        (
+            "--hca",
+            "mlx5_0,,mlx5_1",
+            "--hca: expected RDMA device names",
+        ),
+        (
+            "--socket-ifname",
+            "eth0 eth1",
+            "--socket-ifname: expected interface names",
+        ),
+        ("--rdzv-id", "job\nX=1", "rendezvous id: expected letters"),
+    ] {
+        let run = railyard(&[
+            "launch",
+            "--cluster",
+            NODES,
+            "--placement",
+            PLACEMENT_4,
+            flag,
+            value,
+        ]);
+        assert_one_line_error(&run, expected);
+    }
+}
