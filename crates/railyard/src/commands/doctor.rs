@@ -63,11 +63,9 @@ pub struct Finding {
     pub subject: String,
     /// What was seen.
     pub seen: String,
-    /// Why it matters (empty for most `ok` findings).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    /// Why it matters.
     pub why: String,
-    /// What to do (empty for `ok` findings).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    /// What to do (`nothing` for `ok` findings).
     pub action: String,
 }
 
@@ -181,8 +179,8 @@ pub fn diagnose(root: &Path, hostname: Option<&str>) -> Result<Vec<Finding>, Cli
     Ok(check(&facts))
 }
 
-/// The findings as text: one line per finding, `why` and `do` lines under each problem, and a
-/// count at the end.
+/// The findings as text: one line per finding, `why` and `do` lines under each warn and fail,
+/// and a count at the end.
 pub fn render_text(findings: &[Finding]) -> String {
     let check_w = findings.iter().map(|f| f.check.len()).max().unwrap_or(0);
     let mut out = String::new();
@@ -194,6 +192,9 @@ pub fn render_text(findings: &[Finding]) -> String {
             f.subject,
             f.seen
         ));
+        if f.level == Level::Ok {
+            continue; // why and what to do are in the JSON; people need them for problems
+        }
         let indent = " ".repeat(6 + check_w + 2);
         if !f.why.is_empty() {
             out.push_str(&format!("{indent}why: {}\n", f.why));
@@ -600,8 +601,8 @@ fn check_rdma_devices(facts: &NodeFacts, out: &mut Vec<Finding>) {
                 if names.len() == 1 { "" } else { "s" },
                 names.join(", ")
             ),
-            why: String::new(),
-            action: String::new(),
+            why: "NCCL can use InfiniBand/RoCE instead of TCP sockets".to_owned(),
+            action: "nothing".to_owned(),
         });
     }
     for nic in facts.pci.iter().filter(|d| d.kind == PciKind::Nic) {
@@ -644,8 +645,8 @@ fn check_ports(facts: &NodeFacts, out: &mut Vec<Finding>) {
                     check: "rdma.port",
                     subject: subject.clone(),
                     seen: format!("ACTIVE, {layer}"),
-                    why: String::new(),
-                    action: String::new(),
+                    why: "NCCL uses only ACTIVE ports".to_owned(),
+                    action: "nothing".to_owned(),
                 }),
                 Some(state) => out.push(Finding {
                     level: Level::Fail,
@@ -718,8 +719,9 @@ fn check_mtu(subject: &str, port: &RdmaPort, out: &mut Vec<Finding>) {
                 check: "roce.mtu",
                 subject: format!("{subject} ({netdev})"),
                 seen: format!("netdev MTU {mtu}: {active_text}"),
-                why: String::new(),
-                action: String::new(),
+                why: "RoCE carries the largest IB MTU, 4096, when the netdev MTU is at least 4192"
+                    .to_owned(),
+                action: "nothing".to_owned(),
             });
         } else {
             out.push(Finding {
@@ -782,8 +784,8 @@ fn check_hostname(facts: &NodeFacts, out: &mut Vec<Finding>) {
             check: "hostname",
             subject,
             seen: format!("resolves to {} in /etc/hosts", e.address),
-            why: String::new(),
-            action: String::new(),
+            why: "other nodes reach this node under its name (the rendezvous endpoint should still be an IP address)".to_owned(),
+            action: "nothing".to_owned(),
         }),
         None => out.push(Finding {
             level: Level::Warn,
@@ -880,8 +882,8 @@ fn check_pcie(facts: &NodeFacts, out: &mut Vec<Finding>) {
                     full.len(),
                     kinds.join(", ")
                 ),
-                why: String::new(),
-                action: String::new(),
+                why: "a full-speed link carries host-to-device and GPUDirect RDMA traffic without a cap".to_owned(),
+                action: "nothing".to_owned(),
             });
         }
     }
@@ -923,8 +925,8 @@ fn check_rails(facts: &NodeFacts, out: &mut Vec<Finding>) {
             check: "rails.balance",
             subject: "GPUs and RDMA devices".to_owned(),
             seen: format!("{seen}: {ratio}"),
-            why: String::new(),
-            action: String::new(),
+            why: "each GPU has a whole number of NICs (or each NIC a whole number of GPUs), so no rail carries more than its share".to_owned(),
+            action: "nothing".to_owned(),
         });
     } else {
         out.push(Finding {

@@ -1,7 +1,7 @@
 //! `railyard doctor` on fixture trees (`tests/fixtures/doctor/<case>/`, made by
 //! `make-fixtures.sh`): snapshots of the findings, exit codes, bad roots.
 
-use railyard::commands::doctor::{diagnose, render_text, Level};
+use railyard::commands::doctor::{diagnose, render_json, render_text, Level};
 
 use crate::{assert_one_line_error, fixture, railyard};
 
@@ -111,4 +111,10 @@ fn bad_root_is_a_one_line_error() {
     assert_one_line_error(&run, "no-such-case");
     let run = railyard(&["doctor", "--root", "tests/fixtures/doctor"]);
     assert_one_line_error(&run, "no sys/ directory");
+}
+
+#[test]
+fn json_report_of_mtu_1500() {
+    let findings = diagnose(&fixture("doctor/mtu-1500"), None).unwrap();
+    insta::assert_snapshot!(render_json(&findings));
 }
