@@ -605,8 +605,23 @@ fn check_rdma_devices(facts: &NodeFacts, out: &mut Vec<Finding>) {
             action: "nothing".to_owned(),
         });
     }
+    let lag = has_roce_lag(facts);
     for nic in facts.pci.iter().filter(|d| d.kind == PciKind::Nic) {
-        if nic.rdma_devices.is_empty() {
+        if nic.rdma_devices.is_empty() && lag {
+            out.push(Finding {
+                level: Level::Warn,
+                check: "rdma.devices",
+                subject: format!("PCI {}", nic.address),
+                seen: "Mellanox/NVIDIA NIC with no RDMA device of its own, on a node with a \
+                       RoCE LAG (mlx5_bond_*)"
+                    .to_owned(),
+                why: "in a RoCE LAG only the first function of the bond carries the RDMA \
+                      device; any other function without one has lost its rail"
+                    .to_owned(),
+                action: "check with `rdma link` that this function is a member of a bond"
+                    .to_owned(),
+            });
+        } else if nic.rdma_devices.is_empty() {
             out.push(Finding {
                 level: Level::Fail,
                 check: "rdma.devices",
@@ -621,6 +636,17 @@ fn check_rdma_devices(facts: &NodeFacts, out: &mut Vec<Finding>) {
             });
         }
     }
+}
+
+/// Whether the node bonds RoCE ports (RoCE LAG): the RDMA device is then `mlx5_bond_N` on the
+/// bond's first PCI function and the other functions have none.
+fn has_roce_lag(facts: &NodeFacts) -> bool {
+    facts
+        .rdma
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .any(|d| d.name.contains("_bond_"))
 }
 
 fn check_ports(facts: &NodeFacts, out: &mut Vec<Finding>) {
@@ -906,7 +932,11 @@ fn check_rails(facts: &NodeFacts, out: &mut Vec<Finding>) {
         });
         return;
     }
-    let nic_functions = facts.pci.iter().filter(|d| d.kind == PciKind::Nic).count();
+    let nic_functions = if has_roce_lag(facts) {
+        0 // bonded functions share one RDMA device: the function count says nothing
+    } else {
+        facts.pci.iter().filter(|d| d.kind == PciKind::Nic).count()
+    };
     let mut seen = format!(
         "{gpus} GPUs, {nics} RDMA device{}",
         if nics == 1 { "" } else { "s" }
@@ -971,6 +1001,36 @@ mod tests {
         let mut v = vec!["mlx5_10", "mlx5_2", "mlx5_1"];
         v.sort_by(|a, b| natural_cmp(a, b));
         assert_eq!(v, ["mlx5_1", "mlx5_2", "mlx5_10"]);
+    }
+
+    #[test]
+    fn roce_lag_function_without_device_is_a_warning() {
+        let nic = |address: &str, devs: &[&str]| PciDevice {
+            address: address.to_owned(),
+            kind: PciKind::Nic,
+            current_gt_s: Some(32.0),
+            current_width: Some(16),
+            max_gt_s: Some(32.0),
+            max_width: Some(16),
+            rdma_devices: devs.iter().map(|d| (*d).to_owned()).collect(),
+        };
+        let facts = NodeFacts {
+            rdma: Some(vec![RdmaDevice {
+                name: "mlx5_bond_0".to_owned(),
+                ports: Vec::new(),
+            }]),
+            pci: vec![
+                nic("0000:18:00.0", &["mlx5_bond_0"]),
+                nic("0000:18:00.1", &[]),
+            ],
+            ..NodeFacts::default()
+        };
+        let findings = check(&facts);
+        let f = findings
+            .iter()
+            .find(|f| f.subject == "PCI 0000:18:00.1")
+            .expect("a finding for the bonded function");
+        assert_eq!(f.level, Level::Warn);
     }
 
     #[test]
