@@ -78,6 +78,9 @@ pub struct LaunchArgs {
     /// Container name the Kubernetes patch targets.
     #[arg(long, default_value = "trainer", value_name = "NAME")]
     pub container: String,
+    /// Only the pods on this node (e.g. to write one node's env file); not with `hostfile`.
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
 }
 
 /// Options of [`plan`] that do not come from the cluster or the placement.
@@ -104,6 +107,10 @@ pub struct LaunchOptions {
 pub struct LaunchPlan {
     /// `IP:PORT` of the rank-0 node (`[IPv6]:PORT`).
     pub endpoint: String,
+    /// Pods in the whole job (agents may be filtered to one node).
+    pub n_pods: usize,
+    /// GPUs in the whole job.
+    pub n_gpus: u32,
     /// One torchrun agent per pod, in rank order.
     pub agents: Vec<Agent>,
     /// Rendezvous ID.
@@ -160,7 +167,7 @@ pub fn launch(args: &LaunchArgs) -> Result<String, CliError> {
             .or(placement.job.clone())
             .unwrap_or_else(|| "railyard".to_owned()),
     };
-    let plan = plan(
+    let mut plan = plan(
         &cluster,
         &pods,
         &addresses,
@@ -168,6 +175,21 @@ pub fn launch(args: &LaunchArgs) -> Result<String, CliError> {
         &placement_file,
         &address_source,
     )?;
+    if let Some(node) = &args.node {
+        if args.format == LaunchFormat::Hostfile {
+            return Err(CliError::input(
+                "--node",
+                "a hostfile lists every node; drop --node",
+            ));
+        }
+        plan.agents.retain(|a| &a.node == node);
+        if plan.agents.is_empty() {
+            return Err(CliError::input(
+                &placement_file,
+                format!("--node {node}: no pod of the placement is on this node"),
+            ));
+        }
+    }
     Ok(match args.format {
         LaunchFormat::Shell => render_shell(&plan),
         LaunchFormat::Env => render_env(&plan),
@@ -408,6 +430,8 @@ pub fn plan(
     }
     Ok(LaunchPlan {
         endpoint,
+        n_pods: agents.len(),
+        n_gpus: agents.iter().map(|a| a.nproc).sum(),
         agents,
         rdzv_id: options.rdzv_id.clone(),
         script: options.script.clone(),
@@ -416,16 +440,16 @@ pub fn plan(
 
 /// The comment every format starts with: why an IP, and what NCCL_IB_HCA assumes.
 fn header(plan: &LaunchPlan) -> String {
-    let gpus: u32 = plan.agents.iter().map(|a| a.nproc).sum();
     format!(
-        "# railyard launch: {} pods, {gpus} GPUs, rendezvous {} (id {}).\n\
+        "# railyard launch: {} pods, {} GPUs, rendezvous {} (id {}).\n\
          # The rendezvous endpoint is the rank-0 node's IP address, not its host name: with host\n\
          # networking a node resolves its own name to 127.0.1.1 (the Debian/Ubuntu /etc/hosts\n\
          # default) and other nodes cannot resolve it at all, so a name-based rendezvous hangs.\n\
          # NCCL_IB_HCA assumes one RDMA device per NIC port, named PREFIX0..PREFIX(n-1) rail-major\n\
          # (override with --hca); the leading `=` makes NCCL match names exactly (`mlx5_1` would\n\
          # otherwise also select mlx5_10..mlx5_19). Check the names with `ibv_devices`.\n",
-        plan.agents.len(),
+        plan.n_pods,
+        plan.n_gpus,
         plan.endpoint,
         plan.rdzv_id
     )

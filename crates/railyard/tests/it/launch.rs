@@ -343,3 +343,34 @@ fn unsafe_option_values_are_refused() {
         assert_one_line_error(&run, expected);
     }
 }
+
+#[test]
+fn one_node_only() {
+    let text = launch(&[
+        "--placement",
+        PLACEMENT_4,
+        "--format",
+        "env",
+        "--node",
+        "gpu-003",
+    ]);
+    assert!(
+        text.contains("4 pods, 32 GPUs"),
+        "the header describes the whole job"
+    );
+    assert_eq!(text.matches("PET_NODE_RANK=").count(), 1);
+    assert!(text.contains("PET_NODE_RANK=2\n"));
+    let run = railyard(&[
+        "launch",
+        "--cluster",
+        NODES,
+        "--placement",
+        PLACEMENT_4,
+        "--node",
+        "gpu-000",
+    ]);
+    assert_one_line_error(
+        &run,
+        "--node gpu-000: no pod of the placement is on this node",
+    );
+}
