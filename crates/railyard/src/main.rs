@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use railyard::commands::{fabric, topo};
+use railyard::commands::{cables, doctor, fabric, launch, lint, topo};
 use railyard::CliError;
 
 #[derive(Debug, Parser)]
@@ -25,6 +25,21 @@ enum Command {
     /// Model the network: collectives as flows, ECMP collisions, RoCE MTU.
     #[command(subcommand)]
     Fabric(FabricCommand),
+    /// Check this node (or a tree under --root): RDMA ports, RoCE MTU, host name, PCIe, rails.
+    Doctor(doctor::DoctorArgs),
+    /// Write the torchrun/NCCL launch of a placement: shell, env file, Kubernetes patch, hostfile.
+    Launch(launch::LaunchArgs),
+    /// Check manifests: NicClusterPolicy, RDMA NetworkAttachmentDefinitions and the pods using them.
+    Lint(lint::LintArgs),
+    /// Plan the cables of a cluster's links: DAC, active copper or optics, and a bill of materials.
+    #[command(subcommand)]
+    Cables(CablesCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum CablesCommand {
+    /// For each link its length, speed and cable; a bill of materials; links beyond DAC reach.
+    Plan(cables::PlanArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -52,6 +67,10 @@ fn run(cli: Cli) -> Result<String, CliError> {
         Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),
         Command::Fabric(FabricCommand::Ecmp(a)) => fabric::ecmp(&a),
         Command::Fabric(FabricCommand::Mtu(a)) => fabric::mtu(&a),
+        Command::Doctor(a) => doctor::doctor(&a),
+        Command::Launch(a) => launch::launch(&a),
+        Command::Lint(a) => lint::lint(&a),
+        Command::Cables(CablesCommand::Plan(a)) => cables::plan_command(&a),
     }
 }
 
@@ -65,6 +84,9 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
+            if let CliError::CheckFailed { report, .. } = &e {
+                let _ = std::io::stdout().lock().write_all(report.as_bytes());
+            }
             eprintln!("error: {e}");
             ExitCode::from(1)
         }

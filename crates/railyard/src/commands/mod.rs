@@ -1,6 +1,10 @@
 //! Command implementations. Each returns the text to print, so tests call them directly.
 
+pub mod cables;
+pub mod doctor;
 pub mod fabric;
+pub mod launch;
+pub mod lint;
 pub mod topo;
 
 /// Format a bandwidth given in Gb/s with a readable unit.
