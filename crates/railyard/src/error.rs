@@ -17,6 +17,15 @@ pub enum CliError {
     /// A check found several problems, one line each; printed as one `error: …` line apiece.
     #[error("{}", .0.join("\nerror: "))]
     Problems(Vec<String>),
+    /// A check ran and found problems (doctor, lint): `report` is printed on standard output,
+    /// then `summary` as the one-line error.
+    #[error("{summary}")]
+    CheckFailed {
+        /// The full report, as on success.
+        report: String,
+        /// One line: what failed.
+        summary: String,
+    },
 }
 
 impl CliError {

@@ -8,6 +8,7 @@ pub mod error;
 pub mod formats;
 pub mod input;
 pub mod output;
+pub mod report;
 pub mod table;
 
 pub use error::CliError;

@@ -7,3 +7,4 @@ pub mod placement;
 pub mod queues;
 pub mod slurm;
 pub mod state;
+pub mod trace;

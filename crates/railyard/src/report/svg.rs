@@ -1,0 +1,333 @@
+//! Minimal SVG charts: line charts (linear or log x) and grouped bar charts, with axes, ticks
+//! and a legend. Numbers are printed with fixed precision so output is deterministic.
+
+use std::fmt::Write;
+
+/// Colours for series, in order (Okabe–Ito, readable by colour-blind people).
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000",
+];
+
+const W: f64 = 640.0;
+const H: f64 = 320.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 28.0;
+const BOTTOM: f64 = 48.0;
+
+/// One line of a line chart.
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// Legend label.
+    pub label: String,
+    /// Points, in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Escape text for XML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn fmt_tick(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".to_owned()
+    } else if a >= 1.0e6 {
+        format!("{:.1}M", v / 1.0e6)
+    } else if a >= 1.0e4 {
+        format!("{:.0}k", v / 1.0e3)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// "Nice" ticks covering [lo, hi].
+fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / n as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let start = (lo / step).ceil() * step;
+    let mut out = Vec::new();
+    let mut v = start;
+    while v <= hi + step * 1e-9 && out.len() < 50 {
+        out.push(v);
+        v += step;
+    }
+    out
+}
+
+fn frame(out: &mut String, title: &str, x_label: &str, y_label: &str) {
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="16" font-size="13" font-weight="bold">{}</text>"#,
+        LEFT,
+        esc(title)
+    );
+    let _ = write!(
+        out,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        LEFT + (W - LEFT - RIGHT) / 2.0,
+        H - 8.0,
+        esc(x_label)
+    );
+    let _ = write!(
+        out,
+        r#"<text transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        TOP + (H - TOP - BOTTOM) / 2.0,
+        esc(y_label)
+    );
+}
+
+fn legend(out: &mut String, labels: &[&str]) {
+    for (i, l) in labels.iter().enumerate() {
+        let y = TOP + 6.0 + 14.0 * i as f64;
+        let x = W - RIGHT - 170.0;
+        let _ = write!(
+            out,
+            r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            y - 9.0,
+            PALETTE[i % PALETTE.len()],
+            x + 14.0,
+            y,
+            esc(l)
+        );
+    }
+}
+
+/// A line chart. With `log_x`, x values ≤ 0 are dropped and the axis is log10.
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    log_x: bool,
+    y_range: Option<(f64, f64)>,
+) -> String {
+    let tx = |x: f64| if log_x { x.log10() } else { x };
+    let pts = || {
+        series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!log_x || *x > 0.0))
+    };
+    let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
+    for &(x, y) in pts() {
+        x0 = x0.min(tx(x));
+        x1 = x1.max(tx(x));
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if !x0.is_finite() {
+        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    }
+    if let Some((a, b)) = y_range {
+        (y0, y1) = (a, b);
+    } else {
+        y0 = y0.min(0.0);
+        if y1 <= y0 {
+            y1 = y0 + 1.0;
+        }
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let px = |x: f64| LEFT + (tx(x) - x0) / (x1 - x0) * (W - LEFT - RIGHT);
+    let py = |y: f64| H - BOTTOM - (y - y0) / (y1 - y0) * (H - TOP - BOTTOM);
+    let mut out = String::new();
+    frame(&mut out, title, x_label, y_label);
+    // Axes and grid.
+    let _ = write!(out, r##"<g stroke="#ccc">"##);
+    for t in ticks(y0, y1, 5) {
+        let _ = write!(
+            out,
+            r#"<line x1="{LEFT}" x2="{:.1}" y1="{:.1}" y2="{:.1}"/>"#,
+            W - RIGHT,
+            py(t),
+            py(t)
+        );
+    }
+    out.push_str("</g>");
+    for t in ticks(y0, y1, 5) {
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            LEFT - 4.0,
+            py(t) + 4.0,
+            fmt_tick(t)
+        );
+    }
+    let xt: Vec<f64> = if log_x {
+        (x0.floor() as i32..=x1.ceil() as i32)
+            .map(|e| 10f64.powi(e))
+            .collect()
+    } else {
+        ticks(x0, x1, 6)
+    };
+    for t in xt {
+        let x = px(t);
+        if !(LEFT - 0.5..=W - RIGHT + 0.5).contains(&x) {
+            continue;
+        }
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#999"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            H - BOTTOM,
+            H - BOTTOM + 4.0,
+            H - BOTTOM + 16.0,
+            fmt_tick(t)
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<line x1="{LEFT}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#333"/><line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{:.1}" stroke="#333"/>"##,
+        W - RIGHT,
+        H - BOTTOM,
+        H - BOTTOM,
+        H - BOTTOM
+    );
+    for (i, s) in series.iter().enumerate() {
+        let mut d = String::new();
+        for &(x, y) in s
+            .points
+            .iter()
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!log_x || *x > 0.0))
+        {
+            let _ = write!(
+                d,
+                "{}{:.1},{:.1}",
+                if d.is_empty() { "M" } else { " L" },
+                px(x),
+                py(y.clamp(y0, y1))
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.6"/>"#,
+            PALETTE[i % PALETTE.len()]
+        );
+    }
+    let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
+    legend(&mut out, &labels);
+    out.push_str("</svg>");
+    out
+}
+
+/// A grouped bar chart: `groups` along x, one bar per series in each group.
+pub fn bar_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    groups: &[String],
+    series: &[(String, Vec<f64>)],
+) -> String {
+    let y1 = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(0.0f64, f64::max)
+        .max(1.0);
+    let py = |y: f64| H - BOTTOM - y / y1 * (H - TOP - BOTTOM);
+    let mut out = String::new();
+    frame(&mut out, title, x_label, y_label);
+    for t in ticks(0.0, y1, 5) {
+        let _ = write!(
+            out,
+            r##"<line x1="{LEFT}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#ccc"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            W - RIGHT,
+            py(t),
+            py(t),
+            LEFT - 4.0,
+            py(t) + 4.0,
+            fmt_tick(t)
+        );
+    }
+    let gw = (W - LEFT - RIGHT) / groups.len().max(1) as f64;
+    let bw = gw * 0.8 / series.len().max(1) as f64;
+    for (g, name) in groups.iter().enumerate() {
+        let gx = LEFT + gw * g as f64;
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            gx + gw / 2.0,
+            H - BOTTOM + 16.0,
+            esc(name)
+        );
+        for (s, (_, values)) in series.iter().enumerate() {
+            let v = values.get(g).copied().unwrap_or(0.0);
+            let _ = write!(
+                out,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"/>"#,
+                gx + gw * 0.1 + bw * s as f64,
+                py(v),
+                bw,
+                H - BOTTOM - py(v),
+                PALETTE[s % PALETTE.len()]
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        r##"<line x1="{LEFT}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#333"/>"##,
+        W - RIGHT,
+        H - BOTTOM,
+        H - BOTTOM
+    );
+    let labels: Vec<&str> = series.iter().map(|(l, _)| l.as_str()).collect();
+    legend(&mut out, &labels);
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_nice_and_cover_the_range() {
+        assert_eq!(
+            ticks(0.0, 1.0, 5),
+            vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
+        );
+        let t = ticks(0.0, 730.0, 6);
+        assert_eq!(t.first(), Some(&0.0));
+        assert!(t.last().unwrap() <= &730.0 && t.len() >= 4);
+    }
+
+    #[test]
+    fn charts_escape_labels_and_are_deterministic() {
+        let s = vec![Series {
+            label: "a<b".into(),
+            points: vec![(1.0, 0.1), (10.0, 0.5), (100.0, 1.0)],
+        }];
+        let a = line_chart("t", "x", "y", &s, true, Some((0.0, 1.0)));
+        assert_eq!(a, line_chart("t", "x", "y", &s, true, Some((0.0, 1.0))));
+        assert!(a.contains("a&lt;b") && a.starts_with("<svg") && a.ends_with("</svg>"));
+        let b = bar_chart(
+            "t",
+            "x",
+            "y",
+            &["0".into(), "1".into()],
+            &[("p".into(), vec![3.0, 4.0])],
+        );
+        assert_eq!(b.matches("<rect").count(), 2 + 1);
+    }
+}

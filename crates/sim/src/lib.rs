@@ -1,0 +1,15 @@
+//! Deterministic discrete-event simulation of a GPU cluster replaying a job trace: arrivals,
+//! starts, completions and preemptions in `(time, sequence)` order, jobs slowed by the network
+//! they actually get. Pure: the clock is [`SimTime`], advanced only by events.
+
+pub mod events;
+pub mod metrics;
+pub mod runtime;
+pub mod time;
+pub mod trace;
+
+pub use events::{EventQueue, Scheduled};
+pub use metrics::{percentile, Cdf};
+pub use runtime::{slowdown, CommProfile};
+pub use time::SimTime;
+pub use trace::{TopologyAsk, TraceJob};

@@ -1,0 +1,42 @@
+//! Trace jobs as the simulator sees them, whatever file they came from.
+
+use serde::Serialize;
+
+use crate::runtime::CommProfile;
+
+/// Where a job asks to be placed, by level label.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum TopologyAsk {
+    /// Anywhere.
+    #[default]
+    None,
+    /// Try one domain of this level, then climb.
+    Preferred(String),
+    /// One domain of this level or wait.
+    Required(String),
+}
+
+/// One job of a trace.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceJob {
+    /// Name (unique within the trace).
+    pub name: String,
+    /// Line of the trace file it came from (1-based, header = line 1).
+    pub line: u64,
+    /// Submission time, seconds since the trace's epoch (any origin; the simulator shifts it).
+    pub submit_s: f64,
+    /// Run time on an ideal network, seconds.
+    pub duration_s: f64,
+    /// GPUs requested.
+    pub gpus: u32,
+    /// Queue (virtual cluster).
+    pub queue: String,
+    /// Priority; higher runs first.
+    pub priority: i32,
+    /// May be preempted.
+    pub preemptible: bool,
+    /// Placement request.
+    pub topology: TopologyAsk,
+    /// Communication profile, when the trace gives one.
+    pub comm: Option<CommProfile>,
+}
