@@ -311,3 +311,36 @@ fn reclaim_across_queues_needs_queue_files_and_frees_the_rack() {
     assert_eq!(p.preempted, vec!["a7".to_owned()]);
     assert_eq!(p.highest_tier, Some(0));
 }
+
+#[test]
+fn place_output_feeds_fabric_collective() {
+    let dir = temp_dir("place-fabric");
+    let job = dir.join("job.yaml");
+    std::fs::write(
+        &job,
+        "name: ring\npod_sets:\n  - count: 16\n    gpus: 8\n    topology:\n      preferred: oci.oraclecloud.com/rdma.local_block_id\n",
+    )
+    .expect("write");
+    let placement = dir.join("placement.json");
+    let out = ok(&[
+        "place",
+        "--cluster",
+        "preset:oci-h100-16k",
+        "--job",
+        job.to_str().expect("utf-8"),
+        "--output",
+        "json",
+    ]);
+    std::fs::write(&placement, out).expect("write");
+    let report = ok(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:oci-h100-16k",
+        "--placement",
+        placement.to_str().expect("utf-8"),
+        "--collective",
+        "allreduce",
+    ]);
+    assert!(report.contains("128 ranks on 16 nodes"), "{report}");
+}
