@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use railyard::commands::{cables, doctor, fabric, launch, lint, topo};
+use railyard::commands::{cables, doctor, fabric, launch, lint, place, queues, topo};
 use railyard::CliError;
 
 #[derive(Debug, Parser)]
@@ -34,12 +34,25 @@ enum Command {
     /// Plan the cables of a cluster's links: DAC, active copper or optics, and a bill of materials.
     #[command(subcommand)]
     Cables(CablesCommand),
+    /// Place a job (gang) on a cluster with running jobs: nodes, tiers crossed, preemptions.
+    Place(place::PlaceArgs),
+    /// Check queue trees and compute fair shares.
+    #[command(subcommand)]
+    Queues(QueuesCommand),
 }
 
 #[derive(Debug, Subcommand)]
 enum CablesCommand {
     /// For each link its length, speed and cable; a bill of materials; links beyond DAC reach.
     Plan(cables::PlanArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum QueuesCommand {
+    /// Report every problem of a queue tree (and of the jobs targeting it); exit 1 if any.
+    Validate(queues::ValidateArgs),
+    /// Each queue's fair share of GPUs, CPU and memory for a demand.
+    Share(queues::ShareArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -71,6 +84,9 @@ fn run(cli: Cli) -> Result<String, CliError> {
         Command::Launch(a) => launch::launch(&a),
         Command::Lint(a) => lint::lint(&a),
         Command::Cables(CablesCommand::Plan(a)) => cables::plan_command(&a),
+        Command::Place(a) => place::place(&a),
+        Command::Queues(QueuesCommand::Validate(a)) => queues::validate(&a),
+        Command::Queues(QueuesCommand::Share(a)) => queues::share(&a),
     }
 }
 

@@ -5,6 +5,8 @@ pub mod doctor;
 pub mod fabric;
 pub mod launch;
 pub mod lint;
+pub mod place;
+pub mod queues;
 pub mod topo;
 
 /// Format a bandwidth given in Gb/s with a readable unit.

@@ -5,6 +5,8 @@ mod doctor;
 mod fabric;
 mod launch;
 mod lint;
+mod place;
+mod queues;
 mod tidy;
 mod topo;
 
