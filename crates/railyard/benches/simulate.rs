@@ -27,7 +27,11 @@ fn philly_full_trace(bencher: divan::Bencher, order: &str) {
     let config = SimConfig {
         policy: Policy {
             name: order.to_owned(),
-            order: if order == "fair-share" { Order::FairShare } else { Order::BestEffortFifo },
+            order: if order == "fair-share" {
+                Order::FairShare
+            } else {
+                Order::BestEffortFifo
+            },
             topology: TopologyMode::None,
         },
         cycle: SimTime::from_secs_f64(10.0),

@@ -14,6 +14,18 @@ pub enum CliError {
         /// The cause.
         source: std::io::Error,
     },
+    /// A check found several problems, one line each; printed as one `error: …` line apiece.
+    #[error("{}", .0.join("\nerror: "))]
+    Problems(Vec<String>),
+    /// A check ran and found problems (doctor, lint): `report` is printed on standard output,
+    /// then `summary` as the one-line error.
+    #[error("{summary}")]
+    CheckFailed {
+        /// The full report, as on success.
+        report: String,
+        /// One line: what failed.
+        summary: String,
+    },
 }
 
 impl CliError {

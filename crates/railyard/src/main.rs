@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use railyard::commands::{simulate, topo};
+use railyard::commands::{cables, doctor, fabric, launch, lint, place, queues, simulate, topo};
 use railyard::CliError;
 
 #[derive(Debug, Parser)]
@@ -24,6 +24,37 @@ enum Command {
     Topo(TopoCommand),
     /// Replay a job trace on a cluster under one or several scheduling policies.
     Simulate(simulate::SimulateArgs),
+    /// Model the network: collectives as flows, ECMP collisions, RoCE MTU.
+    #[command(subcommand)]
+    Fabric(FabricCommand),
+    /// Check this node (or a tree under --root): RDMA ports, RoCE MTU, host name, PCIe, rails.
+    Doctor(doctor::DoctorArgs),
+    /// Write the torchrun/NCCL launch of a placement: shell, env file, Kubernetes patch, hostfile.
+    Launch(launch::LaunchArgs),
+    /// Check manifests: NicClusterPolicy, RDMA NetworkAttachmentDefinitions and the pods using them.
+    Lint(lint::LintArgs),
+    /// Plan the cables of a cluster's links: DAC, active copper or optics, and a bill of materials.
+    #[command(subcommand)]
+    Cables(CablesCommand),
+    /// Place a job (gang) on a cluster with running jobs: nodes, tiers crossed, preemptions.
+    Place(place::PlaceArgs),
+    /// Check queue trees and compute fair shares.
+    #[command(subcommand)]
+    Queues(QueuesCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum CablesCommand {
+    /// For each link its length, speed and cable; a bill of materials; links beyond DAC reach.
+    Plan(cables::PlanArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum QueuesCommand {
+    /// Report every problem of a queue tree (and of the jobs targeting it); exit 1 if any.
+    Validate(queues::ValidateArgs),
+    /// Each queue's fair share of GPUs, CPU and memory for a demand.
+    Share(queues::ShareArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -34,11 +65,31 @@ enum TopoCommand {
     Export(topo::ExportArgs),
 }
 
+#[derive(Debug, Subcommand)]
+enum FabricCommand {
+    /// Bus bandwidth, hot links and latency a placement gets for a collective.
+    Collective(Box<fabric::CollectiveArgs>),
+    /// The most loaded of M equal paths when N flows are ECMP-hashed onto them.
+    Ecmp(fabric::EcmpArgs),
+    /// The active RoCE MTU a netdev MTU allows and the wire frame size.
+    Mtu(fabric::MtuArgs),
+}
+
 fn run(cli: Cli) -> Result<String, CliError> {
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
         Command::Simulate(a) => simulate::run(&a),
+        Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),
+        Command::Fabric(FabricCommand::Ecmp(a)) => fabric::ecmp(&a),
+        Command::Fabric(FabricCommand::Mtu(a)) => fabric::mtu(&a),
+        Command::Doctor(a) => doctor::doctor(&a),
+        Command::Launch(a) => launch::launch(&a),
+        Command::Lint(a) => lint::lint(&a),
+        Command::Cables(CablesCommand::Plan(a)) => cables::plan_command(&a),
+        Command::Place(a) => place::place(&a),
+        Command::Queues(QueuesCommand::Validate(a)) => queues::validate(&a),
+        Command::Queues(QueuesCommand::Share(a)) => queues::share(&a),
     }
 }
 
@@ -52,6 +103,9 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
+            if let CliError::CheckFailed { report, .. } = &e {
+                let _ = std::io::stdout().lock().write_all(report.as_bytes());
+            }
             eprintln!("error: {e}");
             ExitCode::from(1)
         }

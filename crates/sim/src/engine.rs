@@ -17,7 +17,10 @@
 
 use std::collections::BTreeMap;
 
-use sched::{GpuRequest, Job, Occupancy, PodSet, PreemptionPolicy, QueueSpec, QueueTree, Resources, TopologyRequest};
+use sched::{
+    GpuRequest, Job, Occupancy, PodSet, PreemptionPolicy, QueueSpec, QueueTree, Resources,
+    TopologyRequest,
+};
 use serde::Serialize;
 use topology::{Cluster, NodeId};
 
@@ -248,7 +251,9 @@ impl SimResult {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
     /// A trace job names a level the cluster does not have.
-    #[error("job \"{job}\" (line {line}): unknown level `{level}`; the cluster's levels are {levels}")]
+    #[error(
+        "job \"{job}\" (line {line}): unknown level `{level}`; the cluster's levels are {levels}"
+    )]
     UnknownLevel {
         /// Job name.
         job: String,
@@ -341,7 +346,13 @@ pub fn simulate(
                 .by_nodes
                 .iter()
                 .find(|(max, _)| pods <= *max)
-                .map_or(CommProfile { comm_share: 0.0, bytes_per_step: 0.0 }, |(_, p)| *p)
+                .map_or(
+                    CommProfile {
+                        comm_share: 0.0,
+                        bytes_per_step: 0.0,
+                    },
+                    |(_, p)| *p,
+                )
         });
         comm.push(profile);
         jobs.push(job);
@@ -460,7 +471,10 @@ pub fn simulate(
 
 fn shape_key(job: &Job) -> String {
     let s = &job.pod_sets[0];
-    format!("{}x{:?}/{:?}/{:?}", s.count, s.gpu, s.topology.required, s.topology.preferred)
+    format!(
+        "{}x{:?}/{:?}/{:?}",
+        s.count, s.gpu, s.topology.required, s.topology.preferred
+    )
 }
 
 /// Build the scheduler's job for a trace row: jobs that fit one node are one pod; larger ones
@@ -477,17 +491,19 @@ fn to_sched_job(
         (t.gpus.div_ceil(node_gpus), node_gpus)
     };
     let level = |l: &str| {
-        cluster.level_by_label(l).ok_or_else(|| SimError::UnknownLevel {
-            job: t.name.clone(),
-            line: t.line,
-            level: l.to_owned(),
-            levels: cluster
-                .levels
-                .iter()
-                .map(|x| x.label.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
+        cluster
+            .level_by_label(l)
+            .ok_or_else(|| SimError::UnknownLevel {
+                job: t.name.clone(),
+                line: t.line,
+                level: l.to_owned(),
+                levels: cluster
+                    .levels
+                    .iter()
+                    .map(|x| x.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
     };
     let topology = match &t.topology {
         TopologyAsk::Required(l) => TopologyRequest {
@@ -565,7 +581,13 @@ fn advance(r: &mut Running, now: SimTime) {
     r.last_update = now;
 }
 
-fn start(st: &mut State<'_>, events: &mut EventQueue<Event>, i: usize, placement: &sched::Placement, now: SimTime) {
+fn start(
+    st: &mut State<'_>,
+    events: &mut EventQueue<Event>,
+    i: usize,
+    placement: &sched::Placement,
+    now: SimTime,
+) {
     sched::commit(&mut st.occupancy, &st.jobs[i], placement).expect("a fresh placement commits");
     let nodes: Vec<NodeId> = placement.pods.iter().map(|p| p.node).collect();
     let rec = &mut st.records[i];
@@ -592,7 +614,10 @@ fn start(st: &mut State<'_>, events: &mut EventQueue<Event>, i: usize, placement
     if multi && st.comm[i].comm_share > 0.0 {
         st.network_dirty = true;
     }
-    events.push(now.plus_secs(st.durations[i]), Event::Completion { job: i, version });
+    events.push(
+        now.plus_secs(st.durations[i]),
+        Event::Completion { job: i, version },
+    );
 }
 
 fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
@@ -603,7 +628,11 @@ fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
     rec.gpu_seconds += f64::from(rec.gpus) * run;
     rec.end_s = Some(now.as_secs_f64());
     rec.outcome = Outcome::Completed;
-    rec.network_slowdown = Some(if st.durations[i] > 0.0 { run / st.durations[i] } else { 1.0 });
+    rec.network_slowdown = Some(if st.durations[i] > 0.0 {
+        run / st.durations[i]
+    } else {
+        1.0
+    });
     let gpus = f64::from(rec.gpus);
     if r.nodes.len() > 1 && st.comm[i].comm_share > 0.0 {
         st.network_dirty = true;
@@ -612,11 +641,7 @@ fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
 }
 
 fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
-    let Some((&i, _)) = st
-        .running
-        .iter()
-        .find(|(&i, _)| st.jobs[i].name == name)
-    else {
+    let Some((&i, _)) = st.running.iter().find(|(&i, _)| st.jobs[i].name == name) else {
         return;
     };
     let r = st.running.remove(&i).expect("victim is running");
@@ -729,9 +754,18 @@ fn fair_order(st: &State<'_>) -> Vec<usize> {
         .map(|&(t, i)| {
             let q = &st.jobs[i].queue;
             let s = fair.get(q).copied().unwrap_or(0.0);
-            let ratio = if s > 0.0 { used[st.queue_index[q]] / s } else { f64::MAX };
+            let ratio = if s > 0.0 {
+                used[st.queue_index[q]] / s
+            } else {
+                f64::MAX
+            };
             // Quantise so equal ratios compare equal regardless of float noise.
-            ((ratio * 1e6).min(u64::MAX as f64) as u64, -st.jobs[i].priority, t, i)
+            (
+                (ratio * 1e6).min(u64::MAX as f64) as u64,
+                -st.jobs[i].priority,
+                t,
+                i,
+            )
         })
         .collect();
     v.sort();
@@ -799,7 +833,13 @@ fn refresh_network(
             st.next_version += 1;
             if s.is_finite() {
                 let at = now.plus_secs(r.remaining_s * s);
-                events.push(at, Event::Completion { job: i, version: r.version });
+                events.push(
+                    at,
+                    Event::Completion {
+                        job: i,
+                        version: r.version,
+                    },
+                );
             }
         }
     }
@@ -840,7 +880,13 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
             wait.push(s - r.submit_s);
         }
     }
-    let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
     let avg_jct = mean(&jct);
     let avg_wait = mean(&wait);
     let avg_slow = if slow.is_empty() { 1.0 } else { mean(&slow) };
@@ -858,10 +904,18 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         p99_jct_s: percentile(&jct, 99.0),
         avg_wait_s: avg_wait,
         p99_wait_s: percentile(&wait, 99.0),
-        gpu_utilization: if capacity > 0.0 { st.busy_integral / capacity } else { 0.0 },
+        gpu_utilization: if capacity > 0.0 {
+            st.busy_integral / capacity
+        } else {
+            0.0
+        },
         makespan_s: makespan,
         avg_network_slowdown: avg_slow,
-        fragmentation: if makespan > 0.0 { st.frag_integral / makespan } else { 0.0 },
+        fragmentation: if makespan > 0.0 {
+            st.frag_integral / makespan
+        } else {
+            0.0
+        },
         preemptions: st.preemptions,
         lost_gpu_seconds: st.lost_gpu_seconds,
         tier_span,
@@ -875,7 +929,12 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
 }
 
 /// Busy-GPU share averaged over `points` equal buckets of [0, end].
-fn timeline(changes: &[(SimTime, f64)], end: SimTime, total: f64, points: usize) -> Vec<(f64, f64)> {
+fn timeline(
+    changes: &[(SimTime, f64)],
+    end: SimTime,
+    total: f64,
+    points: usize,
+) -> Vec<(f64, f64)> {
     let points = points.max(1);
     let end_s = end.as_secs_f64().max(1e-9);
     let width = end_s / points as f64;

@@ -1,9 +1,14 @@
 //! Simulator behaviour on small hand-computed scenarios, and conservation laws on random traces.
 
 use proptest::prelude::*;
-use sim::engine::{simulate, CommDefaults, NetJob, NetRate, Order, Outcome, Policy, SimConfig, SimResult, TopologyMode};
+use sim::engine::{
+    simulate, CommDefaults, NetJob, NetRate, Order, Outcome, Policy, SimConfig, SimResult,
+    TopologyMode,
+};
 use sim::{CommProfile, SimTime, TopologyAsk, TraceJob};
-use topology::{build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, NodeSpec, TierSpec, HOSTNAME_LABEL};
+use topology::{
+    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, NodeSpec, TierSpec, HOSTNAME_LABEL,
+};
 
 /// `nodes` hosts of 8 GPUs, racks of `rack` nodes, one top tier.
 fn cluster(nodes: u32, rack: u32) -> Cluster {
@@ -119,7 +124,14 @@ fn half_bandwidth_stretches_the_communicating_share() {
         comm_share: 0.25,
         bytes_per_step: 1e9,
     });
-    let r = simulate(&c, &[j], &config(Order::Fifo), &mut scaled(0.5), &mut |_| {}).unwrap();
+    let r = simulate(
+        &c,
+        &[j],
+        &config(Order::Fifo),
+        &mut scaled(0.5),
+        &mut |_| {},
+    )
+    .unwrap();
     // (1 − 0.25) + 0.25 · 2 = 1.25.
     assert_eq!(times(&r, "big"), (0.0, 1250.0));
     assert!((r.summary.avg_network_slowdown - 1.25).abs() < 1e-9);
@@ -130,7 +142,11 @@ fn jobs_larger_than_the_cluster_fail_and_required_levels_bind() {
     let c = cluster(4, 2);
     let mut req = job("rack", 0.0, 10.0, 24, "q");
     req.topology = TopologyAsk::Required("rack".into());
-    let trace = [job("huge", 0.0, 10.0, 64, "q"), req, job("ok", 0.0, 10.0, 16, "q")];
+    let trace = [
+        job("huge", 0.0, 10.0, 64, "q"),
+        req,
+        job("ok", 0.0, 10.0, 16, "q"),
+    ];
     let r = run(&c, &trace, &config(Order::BestEffortFifo));
     let outcome = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap().outcome;
     assert_eq!(outcome("huge"), Outcome::Failed);
@@ -138,7 +154,14 @@ fn jobs_larger_than_the_cluster_fail_and_required_levels_bind() {
     assert_eq!(outcome("ok"), Outcome::Completed);
     let mut bad = job("x", 0.0, 1.0, 16, "q");
     bad.topology = TopologyAsk::Preferred("nope".into());
-    let err = simulate(&c, &[bad], &config(Order::Fifo), &mut scaled(1.0), &mut |_| {}).unwrap_err();
+    let err = simulate(
+        &c,
+        &[bad],
+        &config(Order::Fifo),
+        &mut scaled(1.0),
+        &mut |_| {},
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("unknown level `nope`"), "{err}");
 }
 
@@ -186,13 +209,34 @@ fn topology_mode_keeps_gangs_in_one_rack() {
 
 fn arb_trace() -> impl Strategy<Value = Vec<TraceJob>> {
     proptest::collection::vec(
-        (0u32..500, 1u32..300, prop_oneof![Just(1u32), Just(2), Just(4), Just(8), Just(16), Just(24), Just(40)], 0usize..3),
+        (
+            0u32..500,
+            1u32..300,
+            prop_oneof![
+                Just(1u32),
+                Just(2),
+                Just(4),
+                Just(8),
+                Just(16),
+                Just(24),
+                Just(40)
+            ],
+            0usize..3,
+        ),
         1..40,
     )
     .prop_map(|v| {
         v.into_iter()
             .enumerate()
-            .map(|(i, (t, d, g, q))| job(&format!("j{i}"), f64::from(t), f64::from(d), g, ["x", "y", "z"][q]))
+            .map(|(i, (t, d, g, q))| {
+                job(
+                    &format!("j{i}"),
+                    f64::from(t),
+                    f64::from(d),
+                    g,
+                    ["x", "y", "z"][q],
+                )
+            })
             .collect()
     })
 }

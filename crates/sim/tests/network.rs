@@ -5,7 +5,9 @@ use fabric::RoutingConfig;
 use sim::engine::{simulate, CommDefaults, Order, Policy, SimConfig, TopologyMode};
 use sim::network::fabric_network;
 use sim::{CommProfile, SimTime, TopologyAsk, TraceJob};
-use topology::{build_from_spec, ClosSpec, ClusterSpec, FabricSpec, NodeSpec, TierSpec, HOSTNAME_LABEL};
+use topology::{
+    build_from_spec, ClosSpec, ClusterSpec, FabricSpec, NodeSpec, TierSpec, HOSTNAME_LABEL,
+};
 
 fn job(name: &str, submit: f64, duration: f64, gpus: u32, comm_share: f64) -> TraceJob {
     TraceJob {
@@ -94,9 +96,17 @@ fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
     let s = (1.0 - c) + c * 2.0;
     // a: 10 s alone, then 990 s of work at slowdown s → ends at 20 + 990 s.
     let a_end = 20.0 + 990.0 * s;
-    assert!((a.end_s.unwrap() - a_end).abs() < 0.01, "a ended at {:?}", a.end_s);
+    assert!(
+        (a.end_s.unwrap() - a_end).abs() < 0.01,
+        "a ended at {:?}",
+        a.end_s
+    );
     // b: (a_end − 20) / s of work shared, the rest alone.
     let b_done_shared = (a_end - 20.0) / s;
     let b_end = a_end + (1000.0 - b_done_shared);
-    assert!((b.end_s.unwrap() - b_end).abs() < 0.01, "b ended at {:?}", b.end_s);
+    assert!(
+        (b.end_s.unwrap() - b_end).abs() < 0.01,
+        "b ended at {:?}",
+        b.end_s
+    );
 }

@@ -1,5 +1,12 @@
 //! Command implementations. Each returns the text to print, so tests call them directly.
 
+pub mod cables;
+pub mod doctor;
+pub mod fabric;
+pub mod launch;
+pub mod lint;
+pub mod place;
+pub mod queues;
 pub mod simulate;
 pub mod topo;
 

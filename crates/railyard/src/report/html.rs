@@ -39,7 +39,12 @@ fn hours(s: f64) -> String {
 pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    let _ = write!(h, "<title>railyard: {} on {}</title>", esc(ctx.trace), esc(ctx.cluster));
+    let _ = write!(
+        h,
+        "<title>railyard: {} on {}</title>",
+        esc(ctx.trace),
+        esc(ctx.cluster)
+    );
     h.push_str(
         "<style>body{font-family:sans-serif;margin:24px;max-width:1340px;color:#222}\
          table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}\
@@ -47,9 +52,9 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
          .plots{display:flex;flex-wrap:wrap;gap:12px}.plots svg{border:1px solid #eee}\
          p.note{color:#555;font-size:13px;max-width:1000px}</style></head><body>\n",
     );
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<h1>railyard simulation</h1><p>Trace <b>{}</b> ({} jobs{}) on cluster <b>{}</b> ({} GPUs). {}</p>\n",
+        "<h1>railyard simulation</h1><p>Trace <b>{}</b> ({} jobs{}) on cluster <b>{}</b> ({} GPUs). {}</p>",
         esc(ctx.trace),
         fmt_count(runs.first().map_or(0, |r| r.summary.jobs) as u64),
         if ctx.skipped_rows > 0 {
@@ -154,12 +159,12 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
         &bars,
     ));
     h.push_str("</div>\n");
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<p class=\"note\">Tiers: {}. JCT = completion − submission; wait = first start − submission. \
          Network slowdown = actual run time ÷ trace duration for completed multi-node jobs: the communicating share of each step \
          stretches by ideal ÷ achieved bus bandwidth, recomputed whenever the set of running multi-node jobs changes. \
-         Fragmentation = time-averaged share of GPUs that were free while jobs waited and none of the smallest waiting jobs fit.</p>\n",
+         Fragmentation = time-averaged share of GPUs that were free while jobs waited and none of the smallest waiting jobs fit.</p>",
         ctx.tier_names
             .iter()
             .enumerate()

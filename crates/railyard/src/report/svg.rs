@@ -199,7 +199,11 @@ pub fn line_chart(
     } else {
         ticks(x0, x1, 6)
     };
-    let x_step = if log_x || xt.len() < 2 { 1.0 } else { xt[1] - xt[0] };
+    let x_step = if log_x || xt.len() < 2 {
+        1.0
+    } else {
+        xt[1] - xt[0]
+    };
     for t in xt {
         let x = px(t);
         if !(LEFT - 0.5..=W - RIGHT + 0.5).contains(&x) {

@@ -1,21 +1,31 @@
 //! Integration tests of the `railyard` CLI: one test binary, one module per command family.
 
+mod cables;
+mod doctor;
+mod fabric;
+mod launch;
+mod lint;
+mod place;
+mod queues;
 mod simulate;
 mod tidy;
 mod topo;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The result of running the CLI.
+/// The outcome of running the `railyard` binary.
 #[derive(Debug)]
 pub struct Run {
+    /// Exit code.
     pub code: i32,
+    /// Standard output.
     pub stdout: String,
+    /// Standard error.
     pub stderr: String,
 }
 
-/// Run `railyard` with `args` from the crate directory (so fixture paths are relative).
+/// Run `railyard ARGS…` from the crate directory (so fixture paths are relative).
 pub fn railyard(args: &[&str]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_railyard"))
         .args(args)
@@ -59,10 +69,40 @@ pub fn fails(args: &[&str]) -> String {
     errors[0].to_owned()
 }
 
+/// Assert a failed run printed exactly one `error:` line (besides notes) mentioning `contains`
+/// and exited 1.
+pub fn assert_one_line_error(run: &Run, contains: &str) {
+    assert_eq!(run.code, 1, "exit code; stderr: {}", run.stderr);
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| !l.starts_with("note:"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one error line, got: {}", run.stderr);
+    assert!(lines[0].starts_with("error: "), "{}", lines[0]);
+    assert!(
+        lines[0].contains(contains),
+        "error should mention `{contains}`: {}",
+        lines[0]
+    );
+}
+
+/// A path under `tests/fixtures/`.
+pub fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
+
 /// A fresh temporary directory for one test.
-pub fn temp_dir(name: &str) -> std::path::PathBuf {
+pub fn temp_dir(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
+}
+
+/// A fresh scratch directory for one test (same as [`temp_dir`]).
+pub fn scratch(name: &str) -> PathBuf {
+    temp_dir(name)
 }

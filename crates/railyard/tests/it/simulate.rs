@@ -12,9 +12,17 @@ fn same_inputs_give_byte_identical_json_and_html() {
     let run = |tag: &str| {
         let report = dir.join(format!("{tag}.html"));
         let json = ok(&[
-            "simulate", "--cluster", "preset:philly-512", "--trace", SMALL, "--compare",
-            "fifo,best-effort,fair-share,best-effort+required:tier0", "--output", "json",
-            "--report", report.to_str().unwrap(),
+            "simulate",
+            "--cluster",
+            "preset:philly-512",
+            "--trace",
+            SMALL,
+            "--compare",
+            "fifo,best-effort,fair-share,best-effort+required:tier0",
+            "--output",
+            "json",
+            "--report",
+            report.to_str().unwrap(),
         ]);
         (json, std::fs::read(report).unwrap())
     };
@@ -23,14 +31,23 @@ fn same_inputs_give_byte_identical_json_and_html() {
     assert_eq!(j1, j2);
     assert_eq!(h1, h2);
     let html = String::from_utf8(h1).unwrap();
-    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg") && !html.contains("<script"));
+    assert!(
+        html.starts_with("<!DOCTYPE html>") && html.contains("<svg") && !html.contains("<script")
+    );
     let v: Value = serde_json::from_str(&j1).unwrap();
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4);
     for r in runs {
         for f in [
-            "jobs", "completed", "avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_wait_s",
-            "gpu_utilization", "makespan_s", "avg_network_slowdown",
+            "jobs",
+            "completed",
+            "avg_jct_s",
+            "p50_jct_s",
+            "p99_jct_s",
+            "avg_wait_s",
+            "gpu_utilization",
+            "makespan_s",
+            "avg_network_slowdown",
         ] {
             assert!(r.get(f).is_some(), "missing {f}");
         }
@@ -41,14 +58,26 @@ fn same_inputs_give_byte_identical_json_and_html() {
 
 #[test]
 fn bad_rows_stop_the_run_unless_skipped() {
-    let line = fails(&["simulate", "--cluster", "preset:philly-512", "--trace", "tests/fixtures/traces/bad-row.csv"]);
+    let line = fails(&[
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        "tests/fixtures/traces/bad-row.csv",
+    ]);
     assert_eq!(
         line,
         "error: tests/fixtures/traces/bad-row.csv: line 3: num_gpus: expected a non-negative number, got \"many\" (pass --skip-bad-rows to count and skip such rows)"
     );
     let v: Value = serde_json::from_str(&ok(&[
-        "simulate", "--cluster", "preset:philly-512", "--trace", "tests/fixtures/traces/bad-row.csv",
-        "--skip-bad-rows", "--output", "json",
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        "tests/fixtures/traces/bad-row.csv",
+        "--skip-bad-rows",
+        "--output",
+        "json",
     ]))
     .unwrap();
     assert_eq!(v["skipped_rows"], 1);
@@ -57,7 +86,13 @@ fn bad_rows_stop_the_run_unless_skipped() {
 
 #[test]
 fn bad_policies_and_levels_are_rejected() {
-    let base = ["simulate", "--cluster", "preset:philly-512", "--trace", SMALL];
+    let base = [
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        SMALL,
+    ];
     let with = |extra: &[&str]| {
         let mut a = base.to_vec();
         a.extend_from_slice(extra);
@@ -73,8 +108,22 @@ fn bad_policies_and_levels_are_rejected() {
 #[test]
 fn text_output_is_a_table_per_policy() {
     let text = ok(&[
-        "simulate", "--cluster", "preset:philly-512", "--trace", SMALL, "--compare", "fifo,fair-share",
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        SMALL,
+        "--compare",
+        "fifo,fair-share",
     ]);
-    assert!(text.starts_with("8 jobs from tests/fixtures/traces/small.csv on philly-512 (512 GPUs)"), "{text}");
-    assert_eq!(text.lines().filter(|l| l.starts_with("fifo") || l.starts_with("fair-share")).count(), 2);
+    assert!(
+        text.starts_with("8 jobs from tests/fixtures/traces/small.csv on philly-512 (512 GPUs)"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("fifo") || l.starts_with("fair-share"))
+            .count(),
+        2
+    );
 }

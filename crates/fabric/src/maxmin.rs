@@ -1,0 +1,409 @@
+//! Exact max-min fair rates by progressive filling.
+//!
+//! Each flow crosses a set of resources (a link direction, a GPU's NVLink port) with a weight:
+//! the fraction of the flow that crosses it (1 for a single path; 1/k on each of k sprayed
+//! paths). Each flow also has a fairness weight φ ≥ 0 (1 for one connection; the number of
+//! connections when several identical ones are merged into one flow). All unfrozen flows grow
+//! together, flow `f` at rate φ_f·t; when a resource fills, every flow crossing it is frozen at
+//! its current rate. The result is the weighted max-min fair allocation: every flow has a
+//! saturated resource on which no other flow has a larger rate per unit of φ.
+//!
+//! Levels only rise as flows freeze, so a lazy min-heap of resource levels finds the next
+//! bottleneck in O(log R); the whole solve is O((F·L + R) log R) for F flows of L resources.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// Flows as compressed rows: for each flow, the resources it crosses and the fraction of the
+/// flow on each, plus its fairness weight.
+#[derive(Clone, Debug, Default)]
+pub struct FlowPaths {
+    offsets: Vec<u32>,
+    resources: Vec<u32>,
+    fractions: Vec<f64>,
+    fairness: Vec<f64>,
+}
+
+impl FlowPaths {
+    /// No flows.
+    pub fn new() -> Self {
+        Self {
+            offsets: vec![0],
+            ..Self::default()
+        }
+    }
+
+    /// Add a flow crossing `(resource, fraction)` pairs, with fairness weight `phi`; returns its
+    /// index. A resource listed twice counts twice.
+    pub fn push(&mut self, path: &[(u32, f64)], phi: f64) -> usize {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        for &(r, w) in path {
+            self.resources.push(r);
+            self.fractions.push(w);
+        }
+        self.offsets
+            .push(u32::try_from(self.resources.len()).expect("fewer than 2^32 path entries"));
+        self.fairness.push(phi);
+        self.fairness.len() - 1
+    }
+
+    /// Number of flows.
+    pub fn len(&self) -> usize {
+        self.fairness.len()
+    }
+
+    /// Whether there are no flows.
+    pub fn is_empty(&self) -> bool {
+        self.fairness.is_empty()
+    }
+
+    /// The `(resource, fraction)` pairs of flow `f`.
+    pub fn path(&self, f: usize) -> impl Iterator<Item = (u32, f64)> + '_ {
+        let (a, b) = (self.offsets[f] as usize, self.offsets[f + 1] as usize);
+        self.resources[a..b]
+            .iter()
+            .copied()
+            .zip(self.fractions[a..b].iter().copied())
+    }
+
+    /// The fairness weight φ of flow `f`.
+    pub fn fairness(&self, f: usize) -> f64 {
+        self.fairness[f]
+    }
+
+    /// Append all flows of `other`.
+    pub fn extend(&mut self, other: &FlowPaths) {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        let base = *self.offsets.last().expect("offsets start with 0");
+        self.offsets
+            .extend(other.offsets.iter().skip(1).map(|&o| base + o));
+        self.resources.extend_from_slice(&other.resources);
+        self.fractions.extend_from_slice(&other.fractions);
+        self.fairness.extend_from_slice(&other.fairness);
+    }
+
+    /// Load each resource carries when flow `f` runs at `rates[f]`.
+    pub fn loads(&self, n_resources: usize, rates: &[f64]) -> Vec<f64> {
+        let mut load = vec![0.0; n_resources];
+        for (f, &r) in rates.iter().enumerate() {
+            for (e, w) in self.path(f) {
+                load[e as usize] += w * r;
+            }
+        }
+        load
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Level(f64, u32);
+
+impl Eq for Level {}
+
+impl Ord for Level {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Reversed: BinaryHeap is a max-heap and we want the lowest level first, then the lowest
+        // resource index (deterministic order among ties).
+        other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
+    }
+}
+
+impl PartialOrd for Level {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The weighted max-min fair rate of every flow, in the unit of `capacity`.
+///
+/// A flow that crosses no resource with a positive fraction is unconstrained and gets
+/// `f64::INFINITY`; a flow with φ = 0 gets 0. Panics if a resource index is out of range.
+pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
+    let n_res = capacity.len();
+    let n_flows = flows.len();
+    // Transpose: flows crossing each resource, with coefficient fraction·φ.
+    let mut count = vec![0u32; n_res + 1];
+    for f in 0..n_flows {
+        for (e, w) in flows.path(f) {
+            if w > 0.0 && flows.fairness(f) > 0.0 {
+                count[e as usize + 1] += 1;
+            }
+        }
+    }
+    for i in 0..n_res {
+        count[i + 1] += count[i];
+    }
+    let start = count.clone();
+    let mut fill = count;
+    let mut members = vec![0u32; start[n_res] as usize];
+    let mut active_coef = vec![0.0f64; n_res];
+    let mut active_n = vec![0u32; n_res];
+    for f in 0..n_flows {
+        let phi = flows.fairness(f);
+        for (e, w) in flows.path(f) {
+            if w > 0.0 && phi > 0.0 {
+                let e = e as usize;
+                members[fill[e] as usize] = f as u32;
+                fill[e] += 1;
+                active_coef[e] += w * phi;
+                active_n[e] += 1;
+            }
+        }
+    }
+    let mut frozen_load = vec![0.0f64; n_res];
+    let mut rate = vec![f64::NAN; n_flows];
+    let mut heap = BinaryHeap::with_capacity(n_res);
+    for e in 0..n_res {
+        if active_n[e] > 0 {
+            heap.push(Level((capacity[e].max(0.0)) / active_coef[e], e as u32));
+        }
+    }
+    let mut t_last = 0.0f64;
+    while let Some(Level(stored, e)) = heap.pop() {
+        let ei = e as usize;
+        if active_n[ei] == 0 {
+            continue;
+        }
+        let level = ((capacity[ei] - frozen_load[ei]).max(0.0) / active_coef[ei]).max(t_last);
+        if level > stored {
+            heap.push(Level(level, e));
+            continue;
+        }
+        let t = level;
+        t_last = t;
+        for i in start[ei]..start[ei + 1] {
+            let f = members[i as usize] as usize;
+            if !rate[f].is_nan() {
+                continue;
+            }
+            let phi = flows.fairness(f);
+            let r = phi * t;
+            rate[f] = r;
+            for (e2, w) in flows.path(f) {
+                if w > 0.0 {
+                    let e2 = e2 as usize;
+                    frozen_load[e2] += w * r;
+                    active_n[e2] -= 1;
+                    if active_n[e2] == 0 {
+                        active_coef[e2] = 0.0;
+                    } else {
+                        active_coef[e2] -= w * phi;
+                    }
+                }
+            }
+        }
+    }
+    for (f, r) in rate.iter_mut().enumerate() {
+        if r.is_nan() {
+            *r = if flows.fairness(f) > 0.0 {
+                f64::INFINITY
+            } else {
+                0.0
+            };
+        }
+    }
+    rate
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn classic_three_flows_two_links() {
+        // Link 0 (cap 1): flows A, B. Link 1 (cap 2): flows B, C. A = B = 0.5, C = 1.5.
+        let mut p = FlowPaths::new();
+        p.push(&[(0, 1.0)], 1.0);
+        p.push(&[(0, 1.0), (1, 1.0)], 1.0);
+        p.push(&[(1, 1.0)], 1.0);
+        let r = max_min_fair(&[1.0, 2.0], &p);
+        assert_eq!(r, vec![0.5, 0.5, 1.5]);
+    }
+
+    #[test]
+    fn sprayed_flow_and_fairness_weights() {
+        // Flow 0 is split over resources 0 and 1 (cap 1 each); flow 1 (φ = 2) uses resource 1.
+        // Level t: res 1 load 0.5t + 2t = 1 → t = 0.4; flow 0 = 0.4, flow 1 = 0.8;
+        // then nothing else can grow.
+        let mut p = FlowPaths::new();
+        p.push(&[(0, 0.5), (1, 0.5)], 1.0);
+        p.push(&[(1, 1.0)], 2.0);
+        let r = max_min_fair(&[1.0, 1.0], &p);
+        assert!(
+            (r[0] - 0.4).abs() < 1e-12 && (r[1] - 0.8).abs() < 1e-12,
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn extend_appends_paths() {
+        let mut a = FlowPaths::new();
+        a.push(&[(0, 1.0)], 1.0);
+        let mut b = FlowPaths::new();
+        b.push(&[(1, 0.5), (2, 0.5)], 2.0);
+        b.push(&[(3, 1.0)], 1.0);
+        a.extend(&b);
+        assert_eq!(a.len(), 3);
+        assert_eq!(a.path(1).collect::<Vec<_>>(), vec![(1, 0.5), (2, 0.5)]);
+        assert_eq!(a.path(2).collect::<Vec<_>>(), vec![(3, 1.0)]);
+        assert_eq!(a.fairness(1), 2.0);
+        let mut empty = FlowPaths::default();
+        empty.extend(&b);
+        assert_eq!(empty.path(0).count(), 2);
+    }
+
+    #[test]
+    fn unconstrained_flow_is_infinite() {
+        let mut p = FlowPaths::new();
+        p.push(&[], 1.0);
+        assert_eq!(max_min_fair(&[], &p), vec![f64::INFINITY]);
+    }
+
+    /// Exact rationals for the reference solver (small numbers only).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct Q(i128, i128);
+
+    fn gcd(a: i128, b: i128) -> i128 {
+        if b == 0 {
+            a.abs()
+        } else {
+            gcd(b, a % b)
+        }
+    }
+
+    impl Q {
+        fn new(n: i128, d: i128) -> Q {
+            assert!(d != 0);
+            let g = gcd(n, d).max(1);
+            let s = if d < 0 { -1 } else { 1 };
+            Q(s * n / g, s * d / g)
+        }
+        fn add(self, o: Q) -> Q {
+            Q::new(self.0 * o.1 + o.0 * self.1, self.1 * o.1)
+        }
+        fn sub(self, o: Q) -> Q {
+            Q::new(self.0 * o.1 - o.0 * self.1, self.1 * o.1)
+        }
+        fn mul(self, o: Q) -> Q {
+            Q::new(self.0 * o.0, self.1 * o.1)
+        }
+        fn div(self, o: Q) -> Q {
+            Q::new(self.0 * o.1, self.1 * o.0)
+        }
+        fn lt(self, o: Q) -> bool {
+            self.0 * o.1 < o.0 * self.1
+        }
+        fn f(self) -> f64 {
+            self.0 as f64 / self.1 as f64
+        }
+    }
+
+    /// A naive reference: at each round, compute every resource's level exactly, take the
+    /// minimum and freeze every unfrozen flow on every resource at that minimum.
+    fn reference(cap: &[i64], flows: &[(Vec<(usize, Q)>, Q)]) -> Vec<Q> {
+        let mut rate: Vec<Option<Q>> = vec![None; flows.len()];
+        loop {
+            let mut best: Option<Q> = None;
+            let mut levels = vec![None; cap.len()];
+            for (e, &c) in cap.iter().enumerate() {
+                let mut frozen = Q(0, 1);
+                let mut coef = Q(0, 1);
+                for (f, (path, phi)) in flows.iter().enumerate() {
+                    for &(r, w) in path {
+                        if r == e {
+                            match rate[f] {
+                                Some(x) => frozen = frozen.add(w.mul(x)),
+                                None => coef = coef.add(w.mul(*phi)),
+                            }
+                        }
+                    }
+                }
+                if coef.0 > 0 {
+                    let l = Q(i128::from(c), 1).sub(frozen).div(coef);
+                    levels[e] = Some(l);
+                    if best.is_none_or(|b| l.lt(b)) {
+                        best = Some(l);
+                    }
+                }
+            }
+            let Some(t) = best else { break };
+            for (e, l) in levels.iter().enumerate() {
+                if *l == Some(t) {
+                    for (f, (path, phi)) in flows.iter().enumerate() {
+                        if rate[f].is_none() && path.iter().any(|&(r, _)| r == e) {
+                            rate[f] = Some(phi.mul(t));
+                        }
+                    }
+                }
+            }
+        }
+        rate.into_iter()
+            .map(|r| r.expect("every flow crosses a resource"))
+            .collect()
+    }
+
+    /// Capacities, and flows as (resource, k) pairs (fraction 1/k) with a fairness weight.
+    type Instance = (Vec<i64>, Vec<(Vec<(usize, i128)>, i128)>);
+
+    fn instance() -> impl Strategy<Value = Instance> {
+        (1usize..7).prop_flat_map(|n_res| {
+            (
+                prop::collection::vec(1i64..20, n_res),
+                prop::collection::vec(
+                    (
+                        prop::collection::btree_map(0..n_res, 1i128..4, 1..=n_res.min(4)),
+                        1i128..4,
+                    )
+                        .prop_map(|(m, phi)| (m.into_iter().collect::<Vec<_>>(), phi)),
+                    1..9,
+                ),
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn matches_exact_reference_and_bottleneck_property((cap, raw) in instance()) {
+            // Fractions 1/k (k in 1..4) as sprayed paths produce; φ in 1..4.
+            let flows: Vec<(Vec<(usize, Q)>, Q)> = raw
+                .iter()
+                .map(|(p, phi)| (p.iter().map(|&(r, k)| (r, Q::new(1, k))).collect(), Q(*phi, 1)))
+                .collect();
+            let expected = reference(&cap, &flows);
+            let mut paths = FlowPaths::new();
+            for (p, phi) in &flows {
+                let v: Vec<(u32, f64)> = p.iter().map(|&(r, w)| (r as u32, w.f())).collect();
+                paths.push(&v, phi.f());
+            }
+            let capf: Vec<f64> = cap.iter().map(|&c| c as f64).collect();
+            let got = max_min_fair(&capf, &paths);
+            for (g, e) in got.iter().zip(&expected) {
+                let e = e.f();
+                prop_assert!((g - e).abs() <= 1e-9 * e.abs().max(1e-12), "got {g}, expected {e}");
+            }
+            // Defining property: feasible, and every flow has a saturated resource on which its
+            // rate per unit of φ is the largest.
+            let load = paths.loads(capf.len(), &got);
+            for (e, l) in load.iter().enumerate() {
+                prop_assert!(*l <= capf[e] * (1.0 + 1e-9));
+            }
+            for f in 0..paths.len() {
+                let norm = got[f] / paths.fairness(f);
+                let has_bottleneck = paths.path(f).any(|(e, _)| {
+                    let e = e as usize;
+                    load[e] >= capf[e] * (1.0 - 1e-9)
+                        && (0..paths.len()).all(|g| {
+                            !paths.path(g).any(|(e2, _)| e2 as usize == e)
+                                || got[g] / paths.fairness(g) <= norm * (1.0 + 1e-9)
+                        })
+                });
+                prop_assert!(has_bottleneck, "flow {f} has no bottleneck");
+            }
+        }
+    }
+}

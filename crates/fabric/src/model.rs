@@ -1,0 +1,496 @@
+//! The fabric model: resources (link directions and NVLink ports) with capacities, jobs routed
+//! into flows, max-min fair rates over all running jobs, and what a job gets out of them.
+//!
+//! Design note (2026-11-29). [`Fabric`] owns the capacities and the routing caches and is the
+//! single place where flows are made ([`Fabric::route`]) and rates decided ([`Fabric::solve`]).
+//! A [`RoutedJob`] is immutable once made and carries its *ideal* bus bandwidth (the same ranks
+//! alone on the fabric with perfect load balance, i.e. adaptive routing), so a simulator routes a
+//! job once when it starts and only re-solves rates when the set of running jobs changes.
+
+use topology::{Cluster, Endpoint, NodeId};
+
+use crate::collective::{connections, validate_ranks, Collective, Connection, Hop, Rank};
+use crate::error::{FabricError, MAX_FLOWS};
+use crate::hash::{FiveTuple, IPPROTO_UDP};
+use crate::maxmin::{max_min_fair, FlowPaths};
+use crate::routing::{endpoint_name, plan_for, Router, RoutingConfig, RoutingMode};
+use crate::sport::{mix64, qp_number, udp_source_port};
+
+/// One job's traffic: its ranks (GPUs, in rank order) and the collective they run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobTraffic {
+    /// Ranks in rank order.
+    pub ranks: Vec<Rank>,
+    /// The collective.
+    pub collective: Collective,
+}
+
+/// What a resource is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    /// A cable in one direction: `up` from its lower end to its upper switch, else down.
+    Link {
+        /// The cable.
+        link: topology::LinkId,
+        /// Direction.
+        up: bool,
+    },
+    /// A GPU's NVLink port: sending (`out`) or receiving.
+    Nvlink {
+        /// The host.
+        node: NodeId,
+        /// GPU index.
+        gpu: u32,
+        /// Direction.
+        out: bool,
+    },
+}
+
+/// A job routed into flows, ready to share the fabric with others.
+#[derive(Clone, Debug)]
+pub struct RoutedJob {
+    /// Number of ranks.
+    pub n_ranks: usize,
+    /// The collective.
+    pub collective: Collective,
+    /// The flows (one per QP of each network connection, one per NVLink connection).
+    pub flows: FlowPaths,
+    /// Fraction of the job's bus bytes each flow carries.
+    pub shares: Vec<f64>,
+    /// Flows that cross the switch fabric.
+    pub network_flows: usize,
+    /// Bus bandwidth the job gets alone with perfect load balance, Gb/s.
+    pub ideal_busbw_gbps: f64,
+    /// Worst one-way latency between two ranks that exchange data, ns.
+    pub latency_ns: f64,
+}
+
+/// Rates of all flows of several jobs.
+#[derive(Clone, Debug)]
+pub struct Allocation {
+    /// Max-min fair rate of each flow, per job, Gb/s.
+    pub rates: Vec<Vec<f64>>,
+    /// Bus bandwidth each job achieves, Gb/s: its slowest flow paces it.
+    pub busbw_gbps: Vec<f64>,
+    /// Load on each resource when every job runs at its achieved pace, Gb/s.
+    pub load_gbps: Vec<f64>,
+}
+
+/// What one job gets from the fabric.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobResult {
+    /// Number of ranks.
+    pub n_ranks: usize,
+    /// The collective.
+    pub collective: Collective,
+    /// Algorithm bandwidth, GB/s.
+    pub algbw_gb_s: f64,
+    /// nccl-tests bus bandwidth, GB/s.
+    pub busbw_gb_s: f64,
+    /// Bus bandwidth alone with perfect load balance, GB/s.
+    pub ideal_busbw_gb_s: f64,
+    /// busbw / ideal (1 when ideal is 0).
+    pub efficiency: f64,
+    /// Worst one-way latency between ranks that exchange data, µs.
+    pub latency_us: f64,
+}
+
+impl JobResult {
+    /// Alpha-beta estimate of the collective's time for a buffer of `bytes`, µs: latency-bound
+    /// steps × worst latency + bytes / algbw.
+    pub fn time_us(&self, bytes: f64) -> f64 {
+        let alpha = self.collective.latency_steps(self.n_ranks) * self.latency_us;
+        let beta = if self.algbw_gb_s > 0.0 {
+            bytes / (self.algbw_gb_s * 1e3)
+        } else {
+            f64::INFINITY
+        };
+        alpha + beta
+    }
+}
+
+/// A link direction's utilisation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkLoad {
+    /// The lower end's name for up, the upper switch's for down.
+    pub from: String,
+    /// The other end.
+    pub to: String,
+    /// Tier of the link's upper switch.
+    pub tier: u8,
+    /// Load over capacity at the jobs' achieved pace.
+    pub utilization: f64,
+}
+
+/// The fabric of one cluster: capacities and routing caches.
+///
+/// Resources are every link in each direction (`2·link` up, `2·link + 1` down; see
+/// [`crate::link_resource`]) followed by every GPU's NVLink port out and in. A node whose
+/// `nvlink_gbps` is 0 (unknown) puts no limit on its GPUs' NVLink traffic.
+#[derive(Debug)]
+pub struct Fabric<'c> {
+    cluster: &'c Cluster,
+    gpu_offset: Vec<u32>,
+    capacity: Vec<f64>,
+    router: Router,
+}
+
+impl<'c> Fabric<'c> {
+    /// The model of a cluster's fabric.
+    pub fn new(cluster: &'c Cluster) -> Self {
+        let mut gpu_offset = Vec::with_capacity(cluster.nodes.len() + 1);
+        let mut total = 0u32;
+        for n in &cluster.nodes {
+            gpu_offset.push(total);
+            total += n.gpus;
+        }
+        gpu_offset.push(total);
+        let mut capacity = Vec::with_capacity(cluster.links.len() * 2 + total as usize * 2);
+        for l in &cluster.links {
+            capacity.push(l.gbps);
+            capacity.push(l.gbps);
+        }
+        for n in &cluster.nodes {
+            for _ in 0..n.gpus * 2 {
+                capacity.push(n.nvlink_gbps);
+            }
+        }
+        Self {
+            cluster,
+            gpu_offset,
+            capacity,
+            router: Router::new(cluster),
+        }
+    }
+
+    /// The cluster.
+    pub fn cluster(&self) -> &'c Cluster {
+        self.cluster
+    }
+
+    /// Capacity of every resource, Gb/s, indexed by resource.
+    pub fn capacity(&self) -> &[f64] {
+        &self.capacity
+    }
+
+    /// Number of resources.
+    pub fn n_resources(&self) -> usize {
+        self.capacity.len()
+    }
+
+    /// What resource `r` is.
+    pub fn resource(&self, r: u32) -> Resource {
+        let n_link_res = self.cluster.links.len() as u32 * 2;
+        if r < n_link_res {
+            Resource::Link {
+                link: topology::LinkId(r / 2),
+                up: r % 2 == 0,
+            }
+        } else {
+            let g = (r - n_link_res) / 2;
+            let node = self.gpu_offset.partition_point(|&o| o <= g) - 1;
+            Resource::Nvlink {
+                node: NodeId::from_index(node),
+                gpu: g - self.gpu_offset[node],
+                out: (r - n_link_res) % 2 == 0,
+            }
+        }
+    }
+
+    fn nvlink_resource(&self, rank: Rank, out: bool) -> u32 {
+        self.cluster.links.len() as u32 * 2
+            + (self.gpu_offset[rank.node.index()] + rank.gpu) * 2
+            + u32::from(!out)
+    }
+
+    /// Route a job's collective into flows under `cfg`. `job_id` makes QP numbers differ between
+    /// jobs. Also computes the job's ideal bus bandwidth (alone, adaptive routing).
+    pub fn route(
+        &mut self,
+        job: &JobTraffic,
+        cfg: &RoutingConfig,
+        job_id: u64,
+    ) -> Result<RoutedJob, FabricError> {
+        let routed = self.route_flows(job, cfg, job_id)?;
+        let ideal_cfg = RoutingConfig {
+            mode: RoutingMode::Adaptive,
+            qps: 1,
+            ..*cfg
+        };
+        let ideal = if cfg.mode == RoutingMode::Adaptive && cfg.qps == 1 {
+            self.solve(&[&routed]).busbw_gbps[0]
+        } else {
+            let alone = self.route_flows(job, &ideal_cfg, job_id)?;
+            self.solve(&[&alone]).busbw_gbps[0]
+        };
+        Ok(RoutedJob {
+            ideal_busbw_gbps: ideal,
+            ..routed
+        })
+    }
+
+    /// Like [`Fabric::route`] but without the ideal reference (`ideal_busbw_gbps` is left at
+    /// 0): for callers that already know it, or only want the flows.
+    pub fn route_flows(
+        &mut self,
+        job: &JobTraffic,
+        cfg: &RoutingConfig,
+        job_id: u64,
+    ) -> Result<RoutedJob, FabricError> {
+        if cfg.qps == 0 {
+            return Err(FabricError::ZeroQps);
+        }
+        validate_ranks(self.cluster, &job.ranks)?;
+        let conns = connections(self.cluster, &job.ranks, job.collective, cfg.qps)?;
+        let n_flows: u64 = conns
+            .iter()
+            .map(|c| match c.hop {
+                Hop::Nvlink { .. } => 1,
+                Hop::Network { .. } => u64::from(cfg.qps),
+            })
+            .sum();
+        if n_flows > MAX_FLOWS {
+            return Err(FabricError::TooManyFlows(n_flows));
+        }
+        let mut flows = FlowPaths::new();
+        let mut shares = Vec::with_capacity(n_flows as usize);
+        let mut network_flows = 0;
+        let mut path: Vec<(u32, f64)> = Vec::with_capacity(16);
+        let mut latency_ns = 0.0f64;
+        let qp_seed = mix64(cfg.seed ^ mix64(job_id));
+        for (ci, c) in conns.iter().enumerate() {
+            match c.hop {
+                Hop::Nvlink { src, dst } => {
+                    path.clear();
+                    // NVLink speed 0 means unknown (an imported node without a known shape):
+                    // no limit rather than no bandwidth.
+                    if self.cluster.node(src.node).nvlink_gbps > 0.0 {
+                        path.push((self.nvlink_resource(src, true), 1.0));
+                    }
+                    if self.cluster.node(dst.node).nvlink_gbps > 0.0 {
+                        path.push((self.nvlink_resource(dst, false), 1.0));
+                    }
+                    flows.push(&path, c.fairness);
+                    shares.push(c.share);
+                }
+                Hop::Network {
+                    src,
+                    src_rail,
+                    dst,
+                    dst_rail,
+                } => {
+                    latency_ns = latency_ns.max(self.cluster.latency_ns(src, dst) as f64);
+                    self.push_network(
+                        c,
+                        ci as u64,
+                        (src, src_rail),
+                        (dst, dst_rail),
+                        cfg,
+                        qp_seed,
+                        &mut flows,
+                        &mut shares,
+                    )?;
+                    network_flows += cfg.qps as usize;
+                }
+            }
+        }
+        if job.collective == Collective::AllToAll {
+            latency_ns = worst_pair_latency_ns(self.cluster, &job.ranks);
+        }
+        Ok(RoutedJob {
+            n_ranks: job.ranks.len(),
+            collective: job.collective,
+            flows,
+            shares,
+            network_flows,
+            ideal_busbw_gbps: 0.0,
+            latency_ns,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)] // private helper of route_flows
+    fn push_network(
+        &mut self,
+        c: &Connection,
+        conn_index: u64,
+        (src, src_rail): (NodeId, u32),
+        (dst, dst_rail): (NodeId, u32),
+        cfg: &RoutingConfig,
+        qp_seed: u64,
+        flows: &mut FlowPaths,
+        shares: &mut Vec<f64>,
+    ) -> Result<(), FabricError> {
+        let cluster = self.cluster;
+        let src_nic = cluster.node(src).nic_links[src_rail as usize];
+        let dst_nic = cluster.node(dst).nic_links[dst_rail as usize];
+        let plan = plan_for(&mut self.router, cluster, src_nic, dst_nic)?;
+        let share = c.share / f64::from(cfg.qps);
+        let mut path: Vec<(u32, f64)> = Vec::with_capacity(16);
+        match cfg.mode {
+            RoutingMode::Adaptive => {
+                self.router
+                    .spray(cluster, &plan, src_nic, dst_nic, &mut path);
+                for _ in 0..cfg.qps {
+                    flows.push(&path, c.fairness);
+                    shares.push(share);
+                }
+            }
+            RoutingMode::Ecmp => {
+                for q in 0..cfg.qps {
+                    let lqpn = qp_number(qp_seed, conn_index, q, 0);
+                    let rqpn = qp_number(qp_seed, conn_index, q, 1);
+                    let tuple = FiveTuple {
+                        src_ip: nic_ip(src, src_rail),
+                        dst_ip: nic_ip(dst, dst_rail),
+                        src_port: udp_source_port(lqpn, rqpn),
+                        dst_port: topology::roce::ROCE_V2_UDP_PORT,
+                        protocol: IPPROTO_UDP,
+                    };
+                    path.clear();
+                    self.router
+                        .ecmp(cluster, &plan, src_nic, dst_nic, &tuple, cfg, &mut path);
+                    flows.push(&path, c.fairness);
+                    shares.push(share);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Max-min fair rates over all flows of `jobs` together, each job's achieved bus bandwidth
+    /// (its slowest flow relative to its share paces it) and the resulting load per resource.
+    pub fn solve(&self, jobs: &[&RoutedJob]) -> Allocation {
+        let mut all = FlowPaths::new();
+        for j in jobs {
+            all.extend(&j.flows);
+        }
+        let rates = max_min_fair(&self.capacity, &all);
+        let mut per_job = Vec::with_capacity(jobs.len());
+        let mut busbw = Vec::with_capacity(jobs.len());
+        let mut load = vec![0.0; self.capacity.len()];
+        let mut at = 0;
+        for j in jobs {
+            let r = rates[at..at + j.flows.len()].to_vec();
+            at += j.flows.len();
+            let worst = j
+                .shares
+                .iter()
+                .zip(&r)
+                .map(|(s, r)| s / r)
+                .fold(0.0f64, f64::max);
+            let b = if worst > 0.0 { 1.0 / worst } else { 0.0 };
+            for (f, s) in j.shares.iter().enumerate() {
+                for (e, w) in j.flows.path(f) {
+                    load[e as usize] += w * s * b;
+                }
+            }
+            busbw.push(b);
+            per_job.push(r);
+        }
+        Allocation {
+            rates: per_job,
+            busbw_gbps: busbw,
+            load_gbps: load,
+        }
+    }
+
+    /// What `job` gets when it achieves `busbw_gbps` (from [`Allocation::busbw_gbps`]).
+    pub fn job_result(&self, job: &RoutedJob, busbw_gbps: f64) -> JobResult {
+        let busbw = busbw_gbps / 8.0;
+        let ideal = job.ideal_busbw_gbps / 8.0;
+        JobResult {
+            n_ranks: job.n_ranks,
+            collective: job.collective,
+            algbw_gb_s: busbw / job.collective.bus_factor(job.n_ranks),
+            busbw_gb_s: busbw,
+            ideal_busbw_gb_s: ideal,
+            efficiency: if ideal > 0.0 { busbw / ideal } else { 1.0 },
+            latency_us: job.latency_ns / 1000.0,
+        }
+    }
+
+    /// The `top` most utilised link directions of the switch fabric (NIC cables included,
+    /// NVLink excluded), highest first, ties in resource order.
+    pub fn hot_links(&self, load_gbps: &[f64], top: usize) -> Vec<LinkLoad> {
+        let n_link_res = self.cluster.links.len() * 2;
+        let mut idx: Vec<(f64, usize)> = (0..n_link_res)
+            .filter(|&r| load_gbps[r] > 0.0)
+            .map(|r| (load_gbps[r] / self.capacity[r], r))
+            .collect();
+        idx.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        idx.truncate(top);
+        idx.into_iter()
+            .map(|(u, r)| {
+                let link = self.cluster.link(topology::LinkId::from_index(r / 2));
+                let lower = endpoint_name(self.cluster, link.lower);
+                let upper = endpoint_name(self.cluster, Endpoint::Switch(link.upper));
+                let (from, to) = if r % 2 == 0 {
+                    (lower, upper)
+                } else {
+                    (upper, lower)
+                };
+                LinkLoad {
+                    from,
+                    to,
+                    tier: link.tier,
+                    utilization: u,
+                }
+            })
+            .collect()
+    }
+
+    /// Highest utilisation of any switch-fabric link direction.
+    pub fn max_link_utilization(&self, load_gbps: &[f64]) -> f64 {
+        (0..self.cluster.links.len() * 2)
+            .map(|r| load_gbps[r] / self.capacity[r])
+            .fold(0.0, f64::max)
+    }
+}
+
+/// A synthetic IPv4 address for a NIC (10.0.0.0/8 space), unique per (node, rail).
+pub fn nic_ip(node: NodeId, rail: u32) -> u32 {
+    0x0A00_0000u32.wrapping_add(node.0.wrapping_mul(64).wrapping_add(rail & 63))
+}
+
+/// One-way latency between two ranks, ns: 0 inside one NVLink domain (NVLink latency is not
+/// modelled), else the latency of the lowest switch tier joining their hosts
+/// ([`Cluster::latency_ns`]; the hops of any shortest path add up to it).
+pub fn pair_latency_ns(cluster: &Cluster, a: Rank, b: Rank) -> f64 {
+    if cluster.node(a.node).nvlink_domain == cluster.node(b.node).nvlink_domain {
+        0.0
+    } else {
+        cluster.latency_ns(a.node, b.node) as f64
+    }
+}
+
+/// Worst latency between any two ranks, ns. Any pair crossing tier T has a member outside the
+/// first rank's tier-(T−1) group, and that member crosses at least tier T with the first rank,
+/// so the pairs with the first rank suffice (tier latencies never decrease upwards).
+fn worst_pair_latency_ns(cluster: &Cluster, ranks: &[Rank]) -> f64 {
+    ranks
+        .iter()
+        .map(|&r| pair_latency_ns(cluster, ranks[0], r))
+        .fold(0.0, f64::max)
+}
+
+/// Evaluate several concurrent jobs: route each (job `i` gets job ID `i`), solve max-min fair
+/// rates over all of them together, and report each job's achieved and ideal bus bandwidth.
+pub fn evaluate(
+    cluster: &Cluster,
+    jobs: &[JobTraffic],
+    cfg: &RoutingConfig,
+) -> Result<Vec<JobResult>, FabricError> {
+    let mut fabric = Fabric::new(cluster);
+    let routed: Vec<RoutedJob> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| fabric.route(j, cfg, i as u64))
+        .collect::<Result<_, _>>()?;
+    let refs: Vec<&RoutedJob> = routed.iter().collect();
+    let alloc = fabric.solve(&refs);
+    Ok(routed
+        .iter()
+        .zip(&alloc.busbw_gbps)
+        .map(|(j, &b)| fabric.job_result(j, b))
+        .collect())
+}

@@ -1,0 +1,303 @@
+//! Routing NIC-to-NIC flows over the up/down switch fabric: ECMP (hash the 5-tuple at every
+//! switch with more than one shortest next hop) or adaptive routing / packet spraying (split the
+//! flow evenly over every shortest next hop at every switch).
+//!
+//! A shortest path climbs from the source leaf to the lowest tier `T` where an ancestor of the
+//! source leaf is also an ancestor of the destination leaf, then descends. Ancestors are found by
+//! walking up-links, so whatever the wiring (striped, rail planes), only switches that can still
+//! reach the destination are candidates; on a rail-optimized fabric this keeps a rail's traffic
+//! on its rail plane.
+
+use topology::{Cluster, Endpoint, LinkId, SwitchId};
+
+use crate::error::FabricError;
+use crate::hash::{choose, switch_seed, FiveTuple, HashFn, SwitchSeeds};
+
+/// How flows are spread over equal-cost paths.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RoutingMode {
+    /// Per-flow ECMP: each switch hashes the 5-tuple to pick one next hop.
+    #[default]
+    Ecmp,
+    /// Adaptive routing / packet spraying: each switch splits a flow evenly over all next hops.
+    Adaptive,
+}
+
+/// Routing and transport settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoutingConfig {
+    /// ECMP or adaptive.
+    pub mode: RoutingMode,
+    /// QPs per connection (`NCCL_IB_QPS_PER_CONNECTION`); each QP is its own flow. At least 1.
+    pub qps: u32,
+    /// The switches' hash function.
+    pub hash: HashFn,
+    /// How each switch's seed is chosen.
+    pub seeds: SwitchSeeds,
+    /// Seed for QP numbers and switch hash seeds.
+    pub seed: u64,
+}
+
+impl Default for RoutingConfig {
+    fn default() -> Self {
+        Self {
+            mode: RoutingMode::Ecmp,
+            qps: 1,
+            hash: HashFn::Crc32,
+            seeds: SwitchSeeds::PerSwitch,
+            seed: 0,
+        }
+    }
+}
+
+/// Resource index of a link direction: up (towards the upper switch) or down.
+pub fn link_resource(link: LinkId, up: bool) -> u32 {
+    link.0 * 2 + u32::from(!up)
+}
+
+/// The valid switches at each tier of the shortest paths between two leaves.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// Highest tier climbed.
+    pub top: usize,
+    /// `up[t]`: switches at tier t the climb may use (sorted); `up[0] = [src leaf]`.
+    up: Vec<Vec<u32>>,
+    /// `down[t]`: switches at tier t the descent may use (sorted); `down[0] = [dst leaf]`.
+    down: Vec<Vec<u32>>,
+}
+
+/// Path finding with a cache of each leaf's ancestors per tier.
+#[derive(Debug)]
+pub(crate) struct Router {
+    ancestors: Vec<Option<Vec<Vec<u32>>>>,
+    scratch: Vec<(u32, f64)>,
+}
+
+fn contains(sorted: &[u32], x: u32) -> bool {
+    sorted.binary_search(&x).is_ok()
+}
+
+impl Router {
+    pub fn new(cluster: &Cluster) -> Self {
+        Self {
+            ancestors: vec![None; cluster.switches.len()],
+            scratch: Vec::new(),
+        }
+    }
+
+    fn ancestors(&mut self, cluster: &Cluster, leaf: u32) -> &Vec<Vec<u32>> {
+        if self.ancestors[leaf as usize].is_none() {
+            let mut levels = vec![vec![leaf]];
+            loop {
+                let mut next: Vec<u32> = levels[levels.len() - 1]
+                    .iter()
+                    .flat_map(|&s| cluster.up_links(SwitchId(s)).iter())
+                    .map(|&l| cluster.link(l).upper.0)
+                    .collect();
+                if next.is_empty() {
+                    break;
+                }
+                next.sort_unstable();
+                next.dedup();
+                levels.push(next);
+            }
+            self.ancestors[leaf as usize] = Some(levels);
+        }
+        self.ancestors[leaf as usize]
+            .as_ref()
+            .expect("filled above")
+    }
+
+    /// The shortest-path plan between two leaf switches, or `None` if no switch is an ancestor
+    /// of both.
+    pub fn plan(&mut self, cluster: &Cluster, src: u32, dst: u32) -> Option<Plan> {
+        let a = self.ancestors(cluster, src).clone();
+        let b = self.ancestors(cluster, dst);
+        let tiers = a.len().min(b.len());
+        let (top, meet) = (0..tiers).find_map(|t| {
+            let m: Vec<u32> = a[t]
+                .iter()
+                .copied()
+                .filter(|x| contains(&b[t], *x))
+                .collect();
+            (!m.is_empty()).then_some((t, m))
+        })?;
+        let reach = |side: &Vec<Vec<u32>>| {
+            let mut sets = vec![Vec::new(); top + 1];
+            sets[top] = meet.clone();
+            for t in (0..top).rev() {
+                sets[t] = side[t]
+                    .iter()
+                    .copied()
+                    .filter(|&y| {
+                        cluster
+                            .up_links(SwitchId(y))
+                            .iter()
+                            .any(|&l| contains(&sets[t + 1], cluster.link(l).upper.0))
+                    })
+                    .collect();
+            }
+            sets
+        };
+        let up = reach(&a);
+        let down = reach(b);
+        Some(Plan { top, up, down })
+    }
+
+    /// Route one flow between two NIC links with ECMP, appending its resources to `out`.
+    #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename these
+    pub fn ecmp(
+        &self,
+        cluster: &Cluster,
+        plan: &Plan,
+        src_nic: LinkId,
+        dst_nic: LinkId,
+        tuple: &FiveTuple,
+        cfg: &RoutingConfig,
+        out: &mut Vec<(u32, f64)>,
+    ) {
+        out.push((link_resource(src_nic, true), 1.0));
+        let mut x = cluster.link(src_nic).upper;
+        let pick = |s: SwitchId, cands: &[LinkId]| -> LinkId {
+            if cands.len() == 1 {
+                cands[0]
+            } else {
+                let seed = switch_seed(cfg.seeds, cfg.seed, s.0);
+                cands[choose(cfg.hash, seed, tuple, cands.len())]
+            }
+        };
+        let mut cands: Vec<LinkId> = Vec::with_capacity(16);
+        for t in 0..plan.top {
+            cands.clear();
+            cands.extend(
+                cluster
+                    .up_links(x)
+                    .iter()
+                    .copied()
+                    .filter(|&l| contains(&plan.up[t + 1], cluster.link(l).upper.0)),
+            );
+            let l = pick(x, &cands);
+            out.push((link_resource(l, true), 1.0));
+            x = cluster.link(l).upper;
+        }
+        for t in (1..=plan.top).rev() {
+            cands.clear();
+            cands.extend(cluster.down_links(x).iter().copied().filter(|&l| {
+                matches!(cluster.link(l).lower, Endpoint::Switch(s) if contains(&plan.down[t - 1], s.0))
+            }));
+            let l = pick(x, &cands);
+            out.push((link_resource(l, false), 1.0));
+            match cluster.link(l).lower {
+                Endpoint::Switch(s) => x = s,
+                Endpoint::Nic { .. } => unreachable!("filtered to switch ends"),
+            }
+        }
+        debug_assert_eq!(
+            x,
+            cluster.link(dst_nic).upper,
+            "the descent ends at the leaf"
+        );
+        out.push((link_resource(dst_nic, false), 1.0));
+    }
+
+    /// Route one flow split evenly over all shortest next hops at every switch.
+    pub fn spray(
+        &mut self,
+        cluster: &Cluster,
+        plan: &Plan,
+        src_nic: LinkId,
+        dst_nic: LinkId,
+        out: &mut Vec<(u32, f64)>,
+    ) {
+        out.push((link_resource(src_nic, true), 1.0));
+        let mut layer: Vec<(u32, f64)> = vec![(cluster.link(src_nic).upper.0, 1.0)];
+        let next = &mut self.scratch;
+        for t in 0..plan.top {
+            next.clear();
+            for &(x, p) in &layer {
+                let cands: Vec<LinkId> = cluster
+                    .up_links(SwitchId(x))
+                    .iter()
+                    .copied()
+                    .filter(|&l| contains(&plan.up[t + 1], cluster.link(l).upper.0))
+                    .collect();
+                let share = p / cands.len() as f64;
+                for l in cands {
+                    out.push((link_resource(l, true), share));
+                    next.push((cluster.link(l).upper.0, share));
+                }
+            }
+            merge(next);
+            std::mem::swap(&mut layer, next);
+        }
+        for t in (1..=plan.top).rev() {
+            next.clear();
+            for &(x, p) in &layer {
+                let cands: Vec<(LinkId, u32)> = cluster
+                    .down_links(SwitchId(x))
+                    .iter()
+                    .filter_map(|&l| match cluster.link(l).lower {
+                        Endpoint::Switch(s) if contains(&plan.down[t - 1], s.0) => Some((l, s.0)),
+                        _ => None,
+                    })
+                    .collect();
+                let share = p / cands.len() as f64;
+                for (l, s) in cands {
+                    out.push((link_resource(l, false), share));
+                    next.push((s, share));
+                }
+            }
+            merge(next);
+            std::mem::swap(&mut layer, next);
+        }
+        debug_assert!(
+            layer.len() == 1 && layer[0].0 == cluster.link(dst_nic).upper.0,
+            "the descent ends at the leaf"
+        );
+        out.push((link_resource(dst_nic, false), 1.0));
+    }
+}
+
+fn merge(v: &mut Vec<(u32, f64)>) {
+    v.sort_by_key(|&(s, _)| s);
+    let mut w = 0;
+    for i in 0..v.len() {
+        if w > 0 && v[w - 1].0 == v[i].0 {
+            v[w - 1].1 += v[i].1;
+        } else {
+            v[w] = v[i];
+            w += 1;
+        }
+    }
+    v.truncate(w);
+}
+
+/// Resolve a NIC (node, rail) to its link, and check a plan exists.
+pub(crate) fn plan_for(
+    router: &mut Router,
+    cluster: &Cluster,
+    src_nic: LinkId,
+    dst_nic: LinkId,
+) -> Result<Plan, FabricError> {
+    let s = cluster.link(src_nic).upper.0;
+    let d = cluster.link(dst_nic).upper.0;
+    router
+        .plan(cluster, s, d)
+        .ok_or_else(|| FabricError::NoPath {
+            from: nic_name(cluster, src_nic),
+            to: nic_name(cluster, dst_nic),
+        })
+}
+
+/// `host/railN` for a NIC link's lower end, or the switch name.
+pub fn nic_name(cluster: &Cluster, link: LinkId) -> String {
+    endpoint_name(cluster, cluster.link(link).lower)
+}
+
+/// A readable name for one end of a link.
+pub fn endpoint_name(cluster: &Cluster, e: Endpoint) -> String {
+    match e {
+        Endpoint::Nic { node, rail } => format!("{}/rail{rail}", cluster.node(node).name),
+        Endpoint::Switch(s) => cluster.switch(s).name.clone(),
+    }
+}

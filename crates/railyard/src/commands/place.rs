@@ -1,0 +1,245 @@
+//! `railyard place`: where a job would land on a cluster with running jobs, which tiers it
+//! crosses, and whom it would preempt.
+
+use std::path::PathBuf;
+
+use sched::{fair_share, place_with_preemption, PreemptionPolicy, Resources};
+use topology::Cluster;
+
+use crate::cluster_arg::{load_cluster, ClusterArgs};
+use crate::commands::trim_float;
+use crate::error::CliError;
+use crate::formats::placement::{PlacedPod, PlacementFile};
+use crate::formats::{jobs, queues, state};
+use crate::input::read_text;
+use crate::output::{to_json, OutputFormat};
+use crate::table::Table;
+
+/// Arguments of `place`.
+#[derive(Debug, clap::Args)]
+pub struct PlaceArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// The job: a railyard job spec, a Kueue-annotated batch/v1 Job, or a KAI Pod/PodGroup.
+    #[arg(long, value_name = "FILE")]
+    pub job: PathBuf,
+    /// Running jobs: a railyard state file, or `place --output json` results (one or a list).
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Queue files (KAI Queue, Kueue ClusterQueue/Cohort): enables limit checks and reclaim
+    /// across queues by fair share; without them only lower-priority jobs of the job's own
+    /// queue may be preempted.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub queues: Vec<PathBuf>,
+    /// Never preempt; report "not placed" instead.
+    #[arg(long)]
+    pub no_preempt: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+}
+
+/// `place`.
+pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
+    let cluster = load_cluster(&args.cluster)?;
+    let job_file = args.job.display().to_string();
+    let doc = jobs::read_job(&job_file, &read_text(&args.job)?)?;
+    let job = doc.resolve(&job_file, &cluster)?;
+    let occupancy = match &args.state {
+        Some(p) => {
+            let f = p.display().to_string();
+            state::read(&f, &read_text(p)?, &cluster)?
+        }
+        None => sched::Occupancy::new(&cluster),
+    };
+    if occupancy.jobs().contains_key(&job.name) {
+        return Err(CliError::input(
+            &job_file,
+            format!("job `{}` is already running in the state file", job.name),
+        ));
+    }
+    let mut policy = PreemptionPolicy::default();
+    let mut refused: Option<String> = None;
+    if !args.queues.is_empty() {
+        let mut files = Vec::new();
+        for p in &args.queues {
+            files.push((p.display().to_string(), read_text(p)?));
+        }
+        let read = queues::read(&files);
+        let specs: Vec<sched::QueueSpec> = read.queues.iter().map(|q| q.spec.clone()).collect();
+        let mut problems = read.problems.clone();
+        let tree = match sched::QueueTree::new(specs) {
+            Ok(t) => Some(t),
+            Err(ps) => {
+                problems.extend(ps.iter().map(ToString::to_string));
+                None
+            }
+        };
+        if !problems.is_empty() {
+            return Err(CliError::Problems(problems));
+        }
+        let tree = tree.expect("no problems");
+        let usage_by_queue = occupancy.usage_milli_by_queue();
+        let mut usage = vec![Resources::default(); tree.queues.len()];
+        let mut demand = vec![Resources::default(); tree.queues.len()];
+        for (name, milli) in &usage_by_queue {
+            if let Some(q) = tree.find(name) {
+                usage[q.index()].gpu = *milli as f64 / 1000.0;
+                demand[q.index()].gpu = *milli as f64 / 1000.0;
+            }
+        }
+        let gpu_mem = cluster
+            .nodes
+            .first()
+            .map_or(80 * 1024, |n| n.gpu_memory_gib * 1024);
+        let request = job.request(gpu_mem);
+        let request_gpu = Resources {
+            gpu: request.gpu,
+            ..Resources::default()
+        };
+        match tree.find(&job.queue) {
+            Some(q) => demand[q.index()].gpu += request.gpu,
+            None => {
+                return Err(CliError::input(
+                    &job_file,
+                    format!("queue `{}` is not in the queue files", job.queue),
+                ))
+            }
+        }
+        if let Err(e) = sched::admit(&tree, &usage, &job.queue, &request_gpu) {
+            refused = Some(e.to_string());
+        }
+        let capacity = Resources {
+            gpu: cluster.gpu_count() as f64,
+            cpu: f64::INFINITY,
+            memory: f64::INFINITY,
+        };
+        let shares = fair_share(&tree, &demand, &capacity);
+        policy.fair_share_gpus = tree
+            .queues
+            .iter()
+            .zip(&shares)
+            .map(|(q, s)| (q.name.clone(), s.gpu))
+            .collect();
+    }
+    let result = match refused {
+        Some(reason) => Err(reason),
+        None if args.no_preempt => sched::place(&cluster, &occupancy, &job)
+            .map(|placement| sched::Decision {
+                placement,
+                victims: Vec::new(),
+            })
+            .map_err(|e| e.to_string()),
+        None => {
+            place_with_preemption(&cluster, &occupancy, &job, &policy).map_err(|e| e.to_string())
+        }
+    };
+    let file = match result {
+        Ok(d) => placement_file(&cluster, &job.name, &d),
+        Err(reason) => PlacementFile {
+            job: Some(job.name.clone()),
+            placed: false,
+            reason: Some(reason),
+            pods: Vec::new(),
+            highest_tier: None,
+            worst_latency_us: None,
+            preempted: Vec::new(),
+        },
+    };
+    Ok(match args.output {
+        OutputFormat::Json => to_json(&file),
+        OutputFormat::Text => text(&cluster, &file),
+    })
+}
+
+/// A decision as the placement file `place --output json` writes.
+pub fn placement_file(cluster: &Cluster, job: &str, d: &sched::Decision) -> PlacementFile {
+    PlacementFile {
+        job: Some(job.to_owned()),
+        placed: true,
+        reason: None,
+        pods: d
+            .placement
+            .pods
+            .iter()
+            .map(|p| PlacedPod {
+                rank: p.rank,
+                node: cluster.node(p.node).name.clone(),
+                gpus: p.gpus(),
+                gpu_ids: p.gpu_ids.clone(),
+            })
+            .collect(),
+        highest_tier: d.placement.highest_tier,
+        worst_latency_us: Some(d.placement.worst_latency_ns as f64 / 1000.0),
+        preempted: d.victims.clone(),
+    }
+}
+
+fn text(cluster: &Cluster, f: &PlacementFile) -> String {
+    let job = f.job.as_deref().unwrap_or("job");
+    if !f.placed {
+        return format!(
+            "job {job}: not placed: {}\n",
+            f.reason.as_deref().unwrap_or("unknown")
+        );
+    }
+    let mut nodes: Vec<&str> = f.pods.iter().map(|p| p.node.as_str()).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let gpus: f64 = f.pods.iter().map(|p| p.gpus).sum();
+    let tier = match f.highest_tier {
+        None => "one node, no switch".to_owned(),
+        Some(t) => {
+            let serves = cluster.tiers[usize::from(t)]
+                .level
+                .map_or("whole cluster".to_owned(), |l| {
+                    cluster.levels[l].label.clone()
+                });
+            format!("highest tier {t} ({serves})")
+        }
+    };
+    let mut out = format!(
+        "job {job}: placed {} pods on {} nodes ({} GPUs); {tier}, worst latency {} µs\n",
+        f.pods.len(),
+        nodes.len(),
+        trim_float(gpus),
+        trim_float(f.worst_latency_us.unwrap_or(0.0))
+    );
+    if !f.preempted.is_empty() {
+        out.push_str(&format!("preempted: {}\n", f.preempted.join(", ")));
+    }
+    // The lowest non-host level names each pod's leaf domain.
+    let leaf = (0..cluster.levels.len())
+        .rev()
+        .find(|&l| Some(l) != cluster.host_level);
+    let mut header = vec!["rank", "node", "gpus", "gpu ids"];
+    if let Some(l) = leaf {
+        header.push(cluster.levels[l].label.as_str());
+    }
+    let by_name: std::collections::HashMap<&str, topology::NodeId> = cluster
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), topology::NodeId::from_index(i)))
+        .collect();
+    let mut t = Table::new(&header);
+    for p in &f.pods {
+        let mut row = vec![
+            p.rank.to_string(),
+            p.node.clone(),
+            trim_float(p.gpus),
+            p.gpu_ids
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        ];
+        if let (Some(l), Some(&n)) = (leaf, by_name.get(p.node.as_str())) {
+            row.push(cluster.domain(cluster.node(n).domains[l]).value.clone());
+        }
+        t.row(row);
+    }
+    out.push('\n');
+    out.push_str(&t.render());
+    out
+}

@@ -1,0 +1,365 @@
+//! `railyard queues validate` (every problem of a queue tree at once, one line each, naming
+//! the file and the queue) and `railyard queues share` (each queue's fair share).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use sched::{fair_share, QueueProblemKind, QueueTree, Resource, Resources};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cluster_arg::{load_cluster, ClusterArgs};
+use crate::commands::trim_float;
+use crate::error::CliError;
+use crate::formats::jobs::{self, parse_cpu_millis, parse_memory_mib};
+use crate::formats::queues::{self, QueueFiles};
+use crate::input::{parse_typed, read_text};
+use crate::output::{to_json, OutputFormat};
+use crate::table::Table;
+
+/// Arguments of `queues validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Queue files (KAI Queue, Kueue ClusterQueue/Cohort/LocalQueue) and job files whose
+    /// target queues should be checked.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+/// Arguments of `queues share`.
+#[derive(Debug, clap::Args)]
+pub struct ShareArgs {
+    /// Queue files.
+    #[arg(long, required = true, num_args = 1.., value_name = "FILE")]
+    pub queues: Vec<PathBuf>,
+    /// Demand: a demand file (`demand: {queue: {gpu, cpu, memory}}`, optional `capacity`), job
+    /// files (each job's full request counts for its queue), or inline `QUEUE=gpu:8,cpu:4`.
+    #[arg(long, required = true, num_args = 1.., value_name = "FILE|QUEUE=gpu:N")]
+    pub demand: Vec<String>,
+    /// What the top-level queues share, e.g. `gpu:64,cpu:512,memory:2Ti` (default: the demand
+    /// file's `capacity`, else the cluster's GPUs with `--cluster`, else unbounded).
+    #[arg(long, value_name = "gpu:N,…")]
+    pub capacity: Option<String>,
+    /// A cluster whose GPUs are the GPU capacity.
+    #[arg(long, value_name = "preset:NAME|FILE")]
+    pub cluster: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+}
+
+fn read_files(paths: &[PathBuf]) -> Result<QueueFiles, CliError> {
+    let mut files = Vec::new();
+    for p in paths {
+        files.push((p.display().to_string(), read_text(p)?));
+    }
+    Ok(queues::read(&files))
+}
+
+/// Every problem of the files and the tree, one line each, naming file and queue.
+pub fn problems(read: &QueueFiles) -> Vec<String> {
+    let specs: Vec<sched::QueueSpec> = read.queues.iter().map(|q| q.spec.clone()).collect();
+    let targets: Vec<sched::JobTarget> = read
+        .jobs
+        .iter()
+        .map(|j| sched::JobTarget {
+            job: j.job.clone(),
+            queue: j.queue.clone(),
+        })
+        .collect();
+    let mut out = read.problems.clone();
+    // The file a queue is defined in (the first definition).
+    let mut queue_file: BTreeMap<&str, &str> = BTreeMap::new();
+    for q in &read.queues {
+        queue_file
+            .entry(q.spec.name.as_str())
+            .or_insert(q.file.as_str());
+    }
+    let job_file: BTreeMap<&str, &str> = read
+        .jobs
+        .iter()
+        .map(|j| (j.job.as_str(), j.file.as_str()))
+        .collect();
+    for p in sched::validate(&specs, &targets) {
+        let file = match &p.kind {
+            QueueProblemKind::JobOnNonLeaf(j) | QueueProblemKind::JobOnUnknownQueue(j) => {
+                job_file.get(j.as_str()).copied()
+            }
+            _ => queue_file.get(p.queue.as_str()).copied(),
+        }
+        .unwrap_or("-");
+        out.push(format!("{file}: {p}"));
+    }
+    out
+}
+
+/// `queues validate`: the summary on success; every problem (exit 1) otherwise.
+pub fn validate(args: &ValidateArgs) -> Result<String, CliError> {
+    let read = read_files(&args.files)?;
+    let problems = problems(&read);
+    if !problems.is_empty() {
+        return Err(CliError::Problems(problems));
+    }
+    Ok(format!(
+        "ok: {} queues, {} jobs, no problems\n",
+        read.queues.len(),
+        read.jobs.len()
+    ))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DemandFile {
+    #[serde(default)]
+    capacity: Option<BTreeMap<String, Value>>,
+    demand: BTreeMap<String, BTreeMap<String, Value>>,
+}
+
+fn amounts(at: &str, map: &BTreeMap<String, Value>) -> Result<Resources, CliError> {
+    given_amounts(at, map).map(|(r, _)| r)
+}
+
+/// Amounts and which resources were given.
+fn given_amounts(
+    at: &str,
+    map: &BTreeMap<String, Value>,
+) -> Result<(Resources, [bool; 3]), CliError> {
+    let mut r = Resources::default();
+    let mut given = [false; 3];
+    for (k, v) in map {
+        let (res, val) = match k.as_str() {
+            "gpu" => (
+                Resource::Gpu,
+                v.as_f64().or_else(|| v.as_str()?.parse().ok()),
+            ),
+            "cpu" => (Resource::Cpu, parse_cpu_millis(v).map(|m| m as f64)),
+            "memory" => (Resource::Memory, parse_memory_mib(v).map(|m| m as f64)),
+            other => {
+                return Err(CliError::input(
+                    at,
+                    format!("{other}: expected gpu, cpu (cores) or memory (e.g. 64Gi)"),
+                ))
+            }
+        };
+        let val = val.filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| {
+            CliError::input(at, format!("{k}: expected a non-negative amount, got {v}"))
+        })?;
+        r.set(res, val);
+        given[res as usize] = true;
+    }
+    Ok((r, given))
+}
+
+/// `gpu:8,cpu:4,memory:64Gi` as a map.
+fn inline_map(at: &str, s: &str) -> Result<BTreeMap<String, Value>, CliError> {
+    let mut m = BTreeMap::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once(':')
+            .ok_or_else(|| CliError::input(at, format!("`{part}`: expected RESOURCE:AMOUNT")))?;
+        m.insert(k.trim().to_owned(), Value::String(v.trim().to_owned()));
+    }
+    Ok(m)
+}
+
+#[derive(Debug, Serialize)]
+struct ShareRow {
+    queue: String,
+    parent: Option<String>,
+    priority: i32,
+    gpu: ResourceRow,
+    cpu: ResourceRow,
+    memory_mib: ResourceRow,
+}
+
+#[derive(Debug, Serialize)]
+struct ResourceRow {
+    quota: f64,
+    limit: f64,
+    over_quota_weight: f64,
+    demand: f64,
+    fair_share: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct ShareReport {
+    capacity: BTreeMap<&'static str, Option<f64>>,
+    queues: Vec<ShareRow>,
+}
+
+/// `queues share`.
+pub fn share(args: &ShareArgs) -> Result<String, CliError> {
+    let read = read_files(&args.queues)?;
+    let problems = problems(&QueueFiles {
+        jobs: Vec::new(),
+        ..read.clone()
+    });
+    if !problems.is_empty() {
+        return Err(CliError::Problems(problems));
+    }
+    let tree = QueueTree::new(read.queues.iter().map(|q| q.spec.clone()).collect())
+        .map_err(|ps| CliError::Problems(ps.iter().map(ToString::to_string).collect()))?;
+    let mut demand = vec![Resources::default(); tree.queues.len()];
+    let mut capacity: Option<(Resources, [bool; 3])> = None;
+    let mut add = |at: &str, queue: &str, r: Resources| -> Result<(), CliError> {
+        let q = tree.find(queue).ok_or_else(|| {
+            CliError::input(at, format!("queue `{queue}` is not in the queue files"))
+        })?;
+        if !tree.is_leaf(q) {
+            return Err(CliError::input(
+                at,
+                format!("queue `{queue}` has child queues; demand goes to leaf queues"),
+            ));
+        }
+        demand[q.index()] = demand[q.index()].add(&r);
+        Ok(())
+    };
+    for d in &args.demand {
+        let path = std::path::Path::new(d);
+        if !path.exists() {
+            if let Some((queue, spec)) = d.split_once('=') {
+                let r = amounts("--demand", &inline_map("--demand", spec)?)?;
+                add("--demand", queue, r)?;
+                continue;
+            }
+        }
+        let text = read_text(path)?;
+        let docs = crate::input::parse_documents(d, &text)?;
+        let is_demand = docs.len() == 1 && docs[0].get("demand").is_some();
+        if is_demand {
+            let f: DemandFile = parse_typed(d, &text)?;
+            if let Some(c) = &f.capacity {
+                capacity = Some(given_amounts(&format!("{d}: capacity"), c)?);
+            }
+            for (queue, m) in &f.demand {
+                let r = amounts(&format!("{d}: demand.{queue}"), m)?;
+                add(d, queue, r)?;
+            }
+        } else {
+            for j in jobs::read_jobs(d, &text)? {
+                add(d, &j.queue, j.request())?;
+            }
+        }
+    }
+    let mut cap = Resources {
+        gpu: f64::INFINITY,
+        cpu: f64::INFINITY,
+        memory: f64::INFINITY,
+    };
+    let mut known = [false; 3];
+    if let Some(c) = &args.cluster {
+        let cluster = load_cluster(&ClusterArgs {
+            cluster: c.clone(),
+            ..ClusterArgs::default()
+        })?;
+        cap.gpu = cluster.gpu_count() as f64;
+        known[0] = true;
+    }
+    let explicit = match &args.capacity {
+        Some(s) => Some(given_amounts("--capacity", &inline_map("--capacity", s)?)?),
+        None => capacity,
+    };
+    if let Some((c, given)) = explicit {
+        for r in Resource::ALL {
+            if given[r as usize] {
+                cap.set(r, c.get(r));
+                known[r as usize] = true;
+            }
+        }
+    }
+    let shares = fair_share(&tree, &demand, &cap);
+    let row = |i: usize, r: Resource| {
+        let q = tree.queues[i].quota(r);
+        let own = if tree.is_leaf(sched::QueueId(i as u32)) {
+            demand[i].get(r)
+        } else {
+            sched::subtree_usage(&tree, &demand, sched::QueueId(i as u32)).get(r)
+        };
+        ResourceRow {
+            quota: q.quota,
+            limit: q.limit,
+            over_quota_weight: q.over_quota_weight,
+            demand: own,
+            fair_share: shares[i].get(r),
+        }
+    };
+    let report = ShareReport {
+        capacity: Resource::ALL
+            .iter()
+            .map(|&r| {
+                let name = if r == Resource::Memory {
+                    "memory_mib"
+                } else {
+                    r.name()
+                };
+                (name, known[r as usize].then(|| cap.get(r)))
+            })
+            .collect(),
+        queues: (0..tree.queues.len())
+            .map(|i| ShareRow {
+                queue: tree.queues[i].name.clone(),
+                parent: tree.queues[i].parent.clone(),
+                priority: tree.queues[i].priority,
+                gpu: row(i, Resource::Gpu),
+                cpu: row(i, Resource::Cpu),
+                memory_mib: row(i, Resource::Memory),
+            })
+            .collect(),
+    };
+    Ok(match args.output {
+        OutputFormat::Json => to_json(&report),
+        OutputFormat::Text => share_text(&report),
+    })
+}
+
+fn amount(v: f64) -> String {
+    if v < 0.0 || v.is_infinite() {
+        "unlimited".to_owned()
+    } else {
+        trim_float(v)
+    }
+}
+
+fn share_text(r: &ShareReport) -> String {
+    let cap = |k: &str| {
+        r.capacity
+            .get(k)
+            .copied()
+            .flatten()
+            .map_or("unbounded".to_owned(), amount)
+    };
+    let mut out = format!(
+        "capacity: gpu {}, cpu {} millicores, memory {} MiB\n\n",
+        cap("gpu"),
+        cap("cpu"),
+        cap("memory_mib")
+    );
+    let mut t = Table::new(&[
+        "queue",
+        "parent",
+        "prio",
+        "gpu quota",
+        "gpu limit",
+        "weight",
+        "gpu demand",
+        "gpu share",
+        "cpu share",
+        "memory share MiB",
+    ]);
+    for q in &r.queues {
+        t.row(vec![
+            q.queue.clone(),
+            q.parent.clone().unwrap_or_else(|| "(top)".to_owned()),
+            q.priority.to_string(),
+            amount(q.gpu.quota),
+            amount(q.gpu.limit),
+            trim_float(q.gpu.over_quota_weight),
+            trim_float(q.gpu.demand),
+            trim_float(q.gpu.fair_share),
+            trim_float(q.cpu.fair_share),
+            trim_float(q.memory_mib.fair_share),
+        ]);
+    }
+    out.push_str(&t.render());
+    out
+}

@@ -1,0 +1,913 @@
+//! Job files: the native railyard job spec (YAML, schema in the README), a Kueue-annotated
+//! `batch/v1` Job, and a KAI-annotated Pod or PodGroup (+ Pod). Each format is checked with its
+//! own rules, then resolved against a cluster's levels into a [`sched::Job`].
+
+use serde::Deserialize;
+use serde_json::Value;
+use topology::{Cluster, TaintEffect};
+
+use crate::error::CliError;
+use crate::input::{parse_documents, parse_typed};
+
+/// Kueue: the queue label on a Job.
+pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+/// Kueue pod-template annotations.
+pub const KUEUE_REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
+/// Kueue: preferred topology annotation.
+pub const KUEUE_PREFERRED: &str = "kueue.x-k8s.io/podset-preferred-topology";
+/// Kueue: unconstrained topology annotation.
+pub const KUEUE_UNCONSTRAINED: &str = "kueue.x-k8s.io/podset-unconstrained-topology";
+/// Kueue: slice level annotation.
+pub const KUEUE_SLICE_REQUIRED: &str = "kueue.x-k8s.io/podset-slice-required-topology";
+/// Kueue: slice size annotation.
+pub const KUEUE_SLICE_SIZE: &str = "kueue.x-k8s.io/podset-slice-size";
+/// Kueue: partial admission (gang minimum) annotation on the Job.
+pub const KUEUE_MIN_PARALLELISM: &str = "kueue.x-k8s.io/job-min-parallelism";
+/// KAI: queue label.
+pub const KAI_QUEUE_LABEL: &str = "kai.scheduler/queue";
+/// KAI: required placement annotation.
+pub const KAI_REQUIRED: &str = "kai.scheduler/topology-required-placement";
+/// KAI: preferred placement annotation.
+pub const KAI_PREFERRED: &str = "kai.scheduler/topology-preferred-placement";
+/// KAI: GPU fraction annotation.
+pub const KAI_GPU_FRACTION: &str = "gpu-fraction";
+/// KAI: GPU memory annotation (MiB).
+pub const KAI_GPU_MEMORY: &str = "gpu-memory";
+/// The GPU resource name.
+pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+
+/// Where a job came from; decides which ordering rules apply and how fields are named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobFormat {
+    /// The native railyard job spec.
+    Native,
+    /// A Kueue-annotated `batch/v1` Job.
+    Kueue,
+    /// A KAI-annotated Pod or PodGroup.
+    Kai,
+}
+
+/// A level named by its label, with the field it came from (for messages).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelRef {
+    /// The node label.
+    pub label: String,
+    /// Where in the file.
+    pub field: String,
+}
+
+/// A pod set as read, before its levels are resolved against a cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodSetDoc {
+    /// Name.
+    pub name: String,
+    /// Pods.
+    pub count: u32,
+    /// Gang minimum.
+    pub min_count: Option<u32>,
+    /// GPUs per pod.
+    pub gpu: sched::GpuRequest,
+    /// CPU per pod, millicores.
+    pub cpu_millis: u64,
+    /// Memory per pod, MiB.
+    pub memory_mib: u64,
+    /// Required level.
+    pub required: Option<LevelRef>,
+    /// Preferred level.
+    pub preferred: Option<LevelRef>,
+    /// Slice layers, outermost first: level and size.
+    pub slices: Vec<(LevelRef, u32)>,
+    /// Where the GPU request is written (for the message when there is none).
+    pub gpu_field: String,
+}
+
+/// A job as read from a file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobDoc {
+    /// Format.
+    pub format: JobFormat,
+    /// Name.
+    pub name: String,
+    /// Queue (for Kueue: the LocalQueue name from the label).
+    pub queue: String,
+    /// Priority.
+    pub priority: i32,
+    /// Preemptible.
+    pub preemptible: bool,
+    /// Tolerations.
+    pub tolerations: Vec<sched::Toleration>,
+    /// Pod sets.
+    pub pod_sets: Vec<PodSetDoc>,
+}
+
+/// Whether a document is a job this module reads (Kueue Job, KAI Pod/PodGroup).
+pub fn is_job_doc(doc: &Value) -> bool {
+    matches!(
+        (api_version(doc), kind(doc)),
+        ("batch/v1", "Job") | ("v1", "Pod") | (_, "PodGroup")
+    )
+}
+
+fn api_version(doc: &Value) -> &str {
+    doc.get("apiVersion").and_then(Value::as_str).unwrap_or("")
+}
+
+fn kind(doc: &Value) -> &str {
+    doc.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+/// Read every job of a file (native: one job; Kubernetes: each Job, and each Pod or PodGroup).
+pub fn read_jobs(file: &str, text: &str) -> Result<Vec<JobDoc>, CliError> {
+    let docs = parse_documents(file, text)?;
+    if docs.is_empty() {
+        return Err(CliError::input(file, "no job in the file"));
+    }
+    if docs.len() == 1 && docs[0].get("apiVersion").is_none() && docs[0].get("kind").is_none() {
+        let native: NativeJob = parse_typed(file, text)?;
+        return Ok(vec![native_job(file, native)?]);
+    }
+    let mut jobs = Vec::new();
+    let groups: Vec<&Value> = docs.iter().filter(|d| kind(d) == "PodGroup").collect();
+    for (i, d) in docs.iter().enumerate() {
+        let at = format!("document {}", i + 1);
+        match (api_version(d), kind(d)) {
+            ("batch/v1", "Job") => jobs.push(kueue_job(file, &at, d)?),
+            (_, "PodGroup") => {
+                let pod = docs.iter().find(|p| kind(p) == "Pod").ok_or_else(|| {
+                    CliError::input(
+                        file,
+                        format!("{at} (PodGroup): expected a Pod in the same file giving the per-pod resources"),
+                    )
+                })?;
+                jobs.push(kai_job(file, &at, pod, Some(d))?);
+            }
+            ("v1", "Pod") if groups.is_empty() => jobs.push(kai_job(file, &at, d, None)?),
+            _ => {}
+        }
+    }
+    if jobs.is_empty() {
+        return Err(CliError::input(
+            file,
+            "no job found; expected a railyard job spec, a batch/v1 Job, or a Pod/PodGroup",
+        ));
+    }
+    Ok(jobs)
+}
+
+/// Read exactly one job.
+pub fn read_job(file: &str, text: &str) -> Result<JobDoc, CliError> {
+    let mut jobs = read_jobs(file, text)?;
+    if jobs.len() > 1 {
+        return Err(CliError::input(
+            file,
+            format!("expected one job, found {}", jobs.len()),
+        ));
+    }
+    Ok(jobs.remove(0))
+}
+
+// ---- native ----
+
+/// The native job spec (documented in the README, "Scheduling").
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeJob {
+    name: String,
+    #[serde(default = "default_queue")]
+    queue: String,
+    #[serde(default)]
+    priority: i32,
+    #[serde(default = "yes")]
+    preemptible: bool,
+    #[serde(default)]
+    tolerations: Vec<NativeToleration>,
+    pod_sets: Vec<NativePodSet>,
+}
+
+fn default_queue() -> String {
+    "default".to_owned()
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeToleration {
+    key: Option<String>,
+    #[serde(default)]
+    operator: Option<String>,
+    value: Option<String>,
+    effect: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativePodSet {
+    #[serde(default)]
+    name: Option<String>,
+    count: u32,
+    min_count: Option<u32>,
+    gpus: Option<u32>,
+    gpu_fraction: Option<f64>,
+    gpu_memory_mib: Option<u32>,
+    cpu: Option<Value>,
+    memory: Option<Value>,
+    #[serde(default)]
+    topology: NativeTopology,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeTopology {
+    required: Option<String>,
+    preferred: Option<String>,
+    #[serde(default)]
+    slices: Vec<NativeSlice>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeSlice {
+    level: String,
+    size: u32,
+}
+
+fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
+    let err = |field: String, m: String| CliError::input(file, format!("{field}: {m}"));
+    if j.name.trim().is_empty() {
+        return Err(err("name".into(), "must not be empty".into()));
+    }
+    if j.pod_sets.is_empty() {
+        return Err(err(
+            "pod_sets".into(),
+            "expected at least one pod set".into(),
+        ));
+    }
+    let mut tolerations = Vec::new();
+    for (i, t) in j.tolerations.iter().enumerate() {
+        tolerations.push(
+            toleration(
+                t.key.as_deref(),
+                t.operator.as_deref(),
+                t.value.as_deref(),
+                t.effect.as_deref(),
+            )
+            .map_err(|m| err(format!("tolerations[{i}]"), m))?,
+        );
+    }
+    let mut pod_sets = Vec::new();
+    for (i, s) in j.pod_sets.into_iter().enumerate() {
+        let at = |f: &str| format!("pod_sets[{i}].{f}");
+        let gpu = match (s.gpus, s.gpu_fraction, s.gpu_memory_mib) {
+            (Some(g), None, None) if g >= 1 => sched::GpuRequest::Whole(g),
+            (Some(g), None, None) => {
+                return Err(err(at("gpus"), format!("expected at least 1, got {g}")))
+            }
+            (None, Some(f), None) => fraction(f).map_err(|m| err(at("gpu_fraction"), m))?,
+            (None, None, Some(m)) if m >= 1 => sched::GpuRequest::MemoryMib(m),
+            (None, None, Some(_)) => {
+                return Err(err(at("gpu_memory_mib"), "expected at least 1 MiB".into()))
+            }
+            _ => {
+                return Err(err(
+                    format!("pod_sets[{i}]"),
+                    "expected exactly one of `gpus`, `gpu_fraction`, `gpu_memory_mib`".into(),
+                ))
+            }
+        };
+        if s.count == 0 {
+            return Err(err(at("count"), "expected at least 1 pod".into()));
+        }
+        if let Some(m) = s.min_count {
+            if m == 0 || m > s.count {
+                return Err(err(
+                    at("min_count"),
+                    format!("expected 1..={} (the count), got {m}", s.count),
+                ));
+            }
+        }
+        if s.topology.slices.len() > sched::MAX_SLICE_LAYERS {
+            return Err(err(
+                at("topology.slices"),
+                format!(
+                    "expected at most {} slice layers, got {}",
+                    sched::MAX_SLICE_LAYERS,
+                    s.topology.slices.len()
+                ),
+            ));
+        }
+        let cpu_millis = match &s.cpu {
+            Some(v) => parse_cpu_millis(v).ok_or_else(|| {
+                err(
+                    at("cpu"),
+                    format!("expected cores like 4 or \"500m\", got {v}"),
+                )
+            })?,
+            None => 0,
+        };
+        let memory_mib = match &s.memory {
+            Some(v) => parse_memory_mib(v).ok_or_else(|| {
+                err(
+                    at("memory"),
+                    format!("expected a quantity like \"256Gi\", got {v}"),
+                )
+            })?,
+            None => 0,
+        };
+        let lref = |label: String, f: &str| LevelRef {
+            label,
+            field: at(f),
+        };
+        pod_sets.push(PodSetDoc {
+            name: s.name.unwrap_or_else(|| format!("pod-set-{i}")),
+            count: s.count,
+            min_count: s.min_count,
+            gpu,
+            cpu_millis,
+            memory_mib,
+            required: s.topology.required.map(|l| lref(l, "topology.required")),
+            preferred: s.topology.preferred.map(|l| lref(l, "topology.preferred")),
+            slices: s
+                .topology
+                .slices
+                .into_iter()
+                .enumerate()
+                .map(|(k, sl)| {
+                    (
+                        lref(sl.level, &format!("topology.slices[{k}].level")),
+                        sl.size,
+                    )
+                })
+                .collect(),
+            gpu_field: at("gpus"),
+        });
+    }
+    Ok(JobDoc {
+        format: JobFormat::Native,
+        name: j.name,
+        queue: j.queue,
+        priority: j.priority,
+        preemptible: j.preemptible,
+        tolerations,
+        pod_sets,
+    })
+}
+
+// ---- Kubernetes helpers ----
+
+fn path<'v>(v: &'v Value, keys: &[&str]) -> Option<&'v Value> {
+    keys.iter().try_fold(v, |v, k| v.get(k))
+}
+
+fn str_at<'v>(v: &'v Value, keys: &[&str]) -> Option<&'v str> {
+    path(v, keys).and_then(Value::as_str)
+}
+
+/// An annotation or label value as a string (numbers and booleans are accepted as written).
+fn map_str(v: &Value, keys: &[&str], key: &str) -> Option<String> {
+    match path(v, keys)?.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn fraction(f: f64) -> Result<sched::GpuRequest, String> {
+    if !(f.is_finite() && f > 0.0 && f <= 1.0) {
+        return Err(format!("expected a fraction in (0, 1], got {f}"));
+    }
+    let milli = (f * 1000.0).round() as u32;
+    if milli == 0 {
+        return Err(format!("{f} is below the smallest share, 0.001"));
+    }
+    Ok(sched::GpuRequest::Fraction(milli))
+}
+
+/// CPU as Kubernetes writes it (`2`, `0.5`, `"500m"`), in millicores.
+pub fn parse_cpu_millis(v: &Value) -> Option<u64> {
+    let s = match v {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.trim().to_owned(),
+        _ => return None,
+    };
+    let millis = match s.strip_suffix('m') {
+        Some(m) => m.parse::<f64>().ok()?,
+        None => s.parse::<f64>().ok()? * 1000.0,
+    };
+    (millis.is_finite() && millis >= 0.0).then(|| millis.ceil() as u64)
+}
+
+/// Memory as Kubernetes writes it (`"200Mi"`, `"100Gi"`, `"1G"`, bytes), in MiB.
+pub fn parse_memory_mib(v: &Value) -> Option<u64> {
+    let s = match v {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.trim().to_owned(),
+        _ => return None,
+    };
+    const UNITS: [(&str, f64); 12] = [
+        ("Ki", 1024.0),
+        ("Mi", 1048576.0),
+        ("Gi", 1073741824.0),
+        ("Ti", 1099511627776.0),
+        ("Pi", 1125899906842624.0),
+        ("Ei", 1152921504606846976.0),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+        ("E", 1e18),
+    ];
+    let (num, mult) = UNITS
+        .iter()
+        .find_map(|(u, m)| s.strip_suffix(u).map(|n| (n, *m)))
+        .unwrap_or((s.as_str(), 1.0));
+    let bytes = num.parse::<f64>().ok()? * mult;
+    (bytes.is_finite() && bytes >= 0.0).then(|| (bytes / 1048576.0).ceil() as u64)
+}
+
+fn toleration(
+    key: Option<&str>,
+    operator: Option<&str>,
+    value: Option<&str>,
+    effect: Option<&str>,
+) -> Result<sched::Toleration, String> {
+    let effect = match effect {
+        None | Some("") => None,
+        Some("NoSchedule") => Some(TaintEffect::NoSchedule),
+        Some("PreferNoSchedule") => Some(TaintEffect::PreferNoSchedule),
+        Some("NoExecute") => Some(TaintEffect::NoExecute),
+        Some(e) => {
+            return Err(format!(
+                "effect: expected NoSchedule, PreferNoSchedule or NoExecute, got \"{e}\""
+            ))
+        }
+    };
+    let key = key.filter(|k| !k.is_empty()).map(str::to_owned);
+    let value = match operator.unwrap_or("Equal") {
+        "Exists" => None,
+        "Equal" => Some(value.unwrap_or("").to_owned()),
+        o => return Err(format!("operator: expected Exists or Equal, got \"{o}\"")),
+    };
+    if key.is_none() && value.is_some() {
+        return Err("key: an Equal toleration needs a key".to_owned());
+    }
+    Ok(sched::Toleration { key, value, effect })
+}
+
+fn k8s_tolerations(
+    file: &str,
+    at: &str,
+    spec: &Value,
+    field: &str,
+) -> Result<Vec<sched::Toleration>, CliError> {
+    let Some(list) = spec.get("tolerations") else {
+        return Ok(Vec::new());
+    };
+    let Some(list) = list.as_array() else {
+        return Err(CliError::input(
+            file,
+            format!("{at}: {field}.tolerations: expected a list"),
+        ));
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            toleration(
+                t.get("key").and_then(Value::as_str),
+                t.get("operator").and_then(Value::as_str),
+                t.get("value").and_then(Value::as_str),
+                t.get("effect").and_then(Value::as_str),
+            )
+            .map_err(|m| CliError::input(file, format!("{at}: {field}.tolerations[{i}].{m}")))
+        })
+        .collect()
+}
+
+/// Sum of a resource over a pod spec's containers: limits, else requests.
+fn container_sum(
+    file: &str,
+    at: &str,
+    pod_spec: &Value,
+    field: &str,
+    resource: &str,
+    parse: fn(&Value) -> Option<u64>,
+) -> Result<u64, CliError> {
+    let mut total = 0;
+    let containers = pod_spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for (i, c) in containers.iter().enumerate() {
+        for part in ["limits", "requests"] {
+            if let Some(v) = path(c, &["resources", part, resource]) {
+                let n = parse(v).ok_or_else(|| {
+                    CliError::input(
+                        file,
+                        format!("{at}: {field}.containers[{i}].resources.{part}[{resource}]: cannot read {v}"),
+                    )
+                })?;
+                total += n;
+                break;
+            }
+        }
+    }
+    Ok(total)
+}
+
+fn parse_count(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn name_of(file: &str, at: &str, d: &Value) -> Result<String, CliError> {
+    str_at(d, &["metadata", "name"])
+        .map(str::to_owned)
+        .or_else(|| {
+            str_at(d, &["metadata", "generateName"]).map(|g| g.trim_end_matches('-').to_owned())
+        })
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| CliError::input(file, format!("{at}: metadata.name: missing")))
+}
+
+// ---- Kueue ----
+
+fn kueue_job(file: &str, at: &str, d: &Value) -> Result<JobDoc, CliError> {
+    let name = name_of(file, at, d)?;
+    let at = format!("{at} (Job {name})");
+    let err = |m: String| CliError::input(file, format!("{at}: {m}"));
+    let queue = map_str(d, &["metadata", "labels"], KUEUE_QUEUE_LABEL).ok_or_else(|| {
+        err(format!(
+            "metadata.labels[{KUEUE_QUEUE_LABEL}]: missing; Kueue only admits Jobs that name a LocalQueue"
+        ))
+    })?;
+    let count = match path(d, &["spec", "parallelism"]) {
+        None => 1,
+        Some(v) => parse_count(v)
+            .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n))
+            .ok_or_else(|| {
+                err(format!(
+                    "spec.parallelism: expected a positive integer, got {v}"
+                ))
+            })? as u32,
+    };
+    let min_count = match map_str(d, &["metadata", "annotations"], KUEUE_MIN_PARALLELISM) {
+        None => None,
+        Some(s) => Some(
+            s.parse::<u32>()
+                .ok()
+                .filter(|&m| m >= 1 && m <= count)
+                .ok_or_else(|| {
+                    err(format!(
+                        "metadata.annotations[{KUEUE_MIN_PARALLELISM}]: expected 1..={count}, got \"{s}\""
+                    ))
+                })?,
+        ),
+    };
+    let ann = ["spec", "template", "metadata", "annotations"];
+    let field = |k: &str| format!("spec.template.metadata.annotations[{k}]");
+    let required = map_str(d, &ann, KUEUE_REQUIRED);
+    let preferred = map_str(d, &ann, KUEUE_PREFERRED);
+    let unconstrained = map_str(d, &ann, KUEUE_UNCONSTRAINED);
+    let given: Vec<&str> = [
+        (required.is_some(), KUEUE_REQUIRED),
+        (preferred.is_some(), KUEUE_PREFERRED),
+        (unconstrained.is_some(), KUEUE_UNCONSTRAINED),
+    ]
+    .iter()
+    .filter(|(g, _)| *g)
+    .map(|(_, k)| *k)
+    .collect();
+    if given.len() > 1 {
+        return Err(err(format!(
+            "spec.template.metadata.annotations: {} are mutually exclusive; give at most one",
+            given.join(" and ")
+        )));
+    }
+    if let Some(u) = &unconstrained {
+        if u != "true" && u != "false" {
+            return Err(err(format!(
+                "{}: expected \"true\" or \"false\", got \"{u}\"",
+                field(KUEUE_UNCONSTRAINED)
+            )));
+        }
+    }
+    let slice_level = map_str(d, &ann, KUEUE_SLICE_REQUIRED);
+    let slice_size = map_str(d, &ann, KUEUE_SLICE_SIZE);
+    let slices = match (slice_level, slice_size) {
+        (None, None) => Vec::new(),
+        (Some(_), None) => {
+            return Err(err(format!(
+                "{}: missing; {KUEUE_SLICE_REQUIRED} needs it",
+                field(KUEUE_SLICE_SIZE)
+            )))
+        }
+        (None, Some(_)) => {
+            return Err(err(format!(
+                "{}: missing; {KUEUE_SLICE_SIZE} needs it",
+                field(KUEUE_SLICE_REQUIRED)
+            )))
+        }
+        (Some(level), Some(size)) => {
+            let n: u32 = size.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                err(format!(
+                    "{}: expected a positive integer, got \"{size}\"",
+                    field(KUEUE_SLICE_SIZE)
+                ))
+            })?;
+            if count % n != 0 {
+                return Err(err(format!(
+                    "{}: slice size {n} must divide spec.parallelism {count}",
+                    field(KUEUE_SLICE_SIZE)
+                )));
+            }
+            vec![(
+                LevelRef {
+                    label: level,
+                    field: field(KUEUE_SLICE_REQUIRED),
+                },
+                n,
+            )]
+        }
+    };
+    let pod_spec = path(d, &["spec", "template", "spec"])
+        .cloned()
+        .unwrap_or(Value::Null);
+    let f = "spec.template.spec";
+    let gpus = container_sum(file, &at, &pod_spec, f, GPU_RESOURCE, parse_count)?;
+    let cpu_millis = container_sum(file, &at, &pod_spec, f, "cpu", parse_cpu_millis)?;
+    let memory_mib = container_sum(file, &at, &pod_spec, f, "memory", parse_memory_mib)?;
+    let priority = pod_spec
+        .get("priority")
+        .and_then(Value::as_i64)
+        .unwrap_or(0) as i32;
+    let tolerations = k8s_tolerations(file, &at, &pod_spec, f)?;
+    Ok(JobDoc {
+        format: JobFormat::Kueue,
+        name,
+        queue,
+        priority,
+        preemptible: true,
+        tolerations,
+        pod_sets: vec![PodSetDoc {
+            name: "main".to_owned(),
+            count,
+            min_count,
+            gpu: sched::GpuRequest::Whole(u32::try_from(gpus).unwrap_or(u32::MAX)),
+            cpu_millis,
+            memory_mib,
+            required: required.map(|l| LevelRef {
+                label: l,
+                field: field(KUEUE_REQUIRED),
+            }),
+            preferred: preferred.map(|l| LevelRef {
+                label: l,
+                field: field(KUEUE_PREFERRED),
+            }),
+            slices,
+            gpu_field: format!("{at}: {f}.containers: no {GPU_RESOURCE} limit or request"),
+        }],
+    })
+}
+
+// ---- KAI ----
+
+fn kai_job(file: &str, at: &str, pod: &Value, group: Option<&Value>) -> Result<JobDoc, CliError> {
+    let owner = group.unwrap_or(pod);
+    let name = name_of(file, at, owner)?;
+    let at = format!("{at} ({} {name})", kind(owner));
+    let err = |m: String| CliError::input(file, format!("{at}: {m}"));
+    let ann = ["metadata", "annotations"];
+    let queue = match group {
+        Some(g) => str_at(g, &["spec", "queue"]).map(str::to_owned),
+        None => None,
+    }
+    .or_else(|| map_str(pod, &["metadata", "labels"], KAI_QUEUE_LABEL))
+    .or_else(|| map_str(pod, &["metadata", "labels"], "runai/queue"))
+    .ok_or_else(|| {
+        err(format!(
+            "metadata.labels[{KAI_QUEUE_LABEL}]: missing; KAI schedules only pods that name a queue"
+        ))
+    })?;
+    let pod_spec = pod.get("spec").cloned().unwrap_or(Value::Null);
+    let whole = container_sum(file, &at, &pod_spec, "spec", GPU_RESOURCE, parse_count)?;
+    let frac = map_str(pod, &ann, KAI_GPU_FRACTION);
+    let mem = map_str(pod, &ann, KAI_GPU_MEMORY);
+    let afield = |k: &str| format!("metadata.annotations[{k}]");
+    let gpu = match (frac, mem) {
+        (Some(_), Some(_)) => {
+            return Err(err(format!(
+                "metadata.annotations: {KAI_GPU_FRACTION} and {KAI_GPU_MEMORY} are mutually exclusive"
+            )))
+        }
+        (Some(_), None) | (None, Some(_)) if whole > 0 => {
+            return Err(err(format!(
+                "spec.containers: a {GPU_RESOURCE} limit cannot be combined with {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}"
+            )))
+        }
+        (Some(f), None) => {
+            let v: f64 = f
+                .parse()
+                .map_err(|_| err(format!("{}: expected a number, got \"{f}\"", afield(KAI_GPU_FRACTION))))?;
+            fraction(v).map_err(|m| err(format!("{}: {m}", afield(KAI_GPU_FRACTION))))?
+        }
+        (None, Some(m)) => {
+            let v: u32 = m
+                .parse()
+                .ok()
+                .filter(|&v| v >= 1)
+                .ok_or_else(|| err(format!("{}: expected MiB as a positive integer, got \"{m}\"", afield(KAI_GPU_MEMORY))))?;
+            sched::GpuRequest::MemoryMib(v)
+        }
+        (None, None) => sched::GpuRequest::Whole(u32::try_from(whole).unwrap_or(u32::MAX)),
+    };
+    let (count, required, preferred) = match group {
+        Some(g) => {
+            let count = path(g, &["spec", "minMember"])
+                .and_then(parse_count)
+                .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n))
+                .ok_or_else(|| err("spec.minMember: expected a positive integer".to_owned()))?
+                as u32;
+            let tc = ["spec", "topologyConstraint"];
+            let r = str_at(g, &[tc[0], tc[1], "requiredTopologyLevel"]).map(|l| LevelRef {
+                label: l.to_owned(),
+                field: "spec.topologyConstraint.requiredTopologyLevel".to_owned(),
+            });
+            let p = str_at(g, &[tc[0], tc[1], "preferredTopologyLevel"]).map(|l| LevelRef {
+                label: l.to_owned(),
+                field: "spec.topologyConstraint.preferredTopologyLevel".to_owned(),
+            });
+            (count, r, p)
+        }
+        None => (
+            1,
+            map_str(pod, &ann, KAI_REQUIRED).map(|l| LevelRef {
+                label: l,
+                field: afield(KAI_REQUIRED),
+            }),
+            map_str(pod, &ann, KAI_PREFERRED).map(|l| LevelRef {
+                label: l,
+                field: afield(KAI_PREFERRED),
+            }),
+        ),
+    };
+    let cpu_millis = container_sum(file, &at, &pod_spec, "spec", "cpu", parse_cpu_millis)?;
+    let memory_mib = container_sum(file, &at, &pod_spec, "spec", "memory", parse_memory_mib)?;
+    let priority = pod_spec
+        .get("priority")
+        .and_then(Value::as_i64)
+        .unwrap_or(0) as i32;
+    let preemptible = map_str(
+        owner,
+        &["metadata", "labels"],
+        "kai.scheduler/preemptibility",
+    )
+    .is_none_or(|v| v != "non-preemptible");
+    let tolerations = k8s_tolerations(file, &at, &pod_spec, "spec")?;
+    Ok(JobDoc {
+        format: JobFormat::Kai,
+        name,
+        queue,
+        priority,
+        preemptible,
+        tolerations,
+        pod_sets: vec![PodSetDoc {
+            name: "main".to_owned(),
+            count,
+            min_count: None,
+            gpu,
+            cpu_millis,
+            memory_mib,
+            required,
+            preferred,
+            slices: Vec::new(),
+            gpu_field: format!(
+                "{at}: spec.containers: no {GPU_RESOURCE} limit, {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}"
+            ),
+        }],
+    })
+}
+
+// ---- resolving against a cluster ----
+
+fn level_of(file: &str, cluster: &Cluster, r: &LevelRef) -> Result<usize, CliError> {
+    cluster.level_by_label(&r.label).ok_or_else(|| {
+        let known: Vec<&str> = cluster.levels.iter().map(|l| l.label.as_str()).collect();
+        CliError::input(
+            file,
+            format!(
+                "{}: `{}` is not a level of cluster {} (levels: {})",
+                r.field,
+                r.label,
+                cluster.name,
+                known.join(", ")
+            ),
+        )
+    })
+}
+
+impl JobDoc {
+    /// Resolve level labels against the cluster, apply the format's ordering rules, and check
+    /// the result with [`sched::Job::check`].
+    pub fn resolve(&self, file: &str, cluster: &Cluster) -> Result<sched::Job, CliError> {
+        let mut pod_sets = Vec::new();
+        for s in &self.pod_sets {
+            if s.gpu == sched::GpuRequest::Whole(0) {
+                return Err(CliError::input(
+                    file,
+                    format!("{}; railyard places GPU pods", s.gpu_field),
+                ));
+            }
+            let required = s
+                .required
+                .as_ref()
+                .map(|r| level_of(file, cluster, r))
+                .transpose()?;
+            let preferred = s
+                .preferred
+                .as_ref()
+                .map(|r| level_of(file, cluster, r))
+                .transpose()?;
+            if let (Some(r), Some(p)) = (required, preferred) {
+                if p < r {
+                    let pr = s.preferred.as_ref().expect("given");
+                    return Err(CliError::input(
+                        file,
+                        format!(
+                            "{}: preferred level `{}` must be at or below the required level `{}`",
+                            pr.field, pr.label, cluster.levels[r].label
+                        ),
+                    ));
+                }
+            }
+            let mut slices = Vec::new();
+            let mut above = required.or(preferred);
+            let mut above_size = s.count;
+            for (lref, size) in &s.slices {
+                let level = level_of(file, cluster, lref)?;
+                if let Some(a) = above {
+                    if level < a {
+                        return Err(CliError::input(
+                            file,
+                            format!(
+                                "{}: slice level `{}` must be at or below `{}`",
+                                lref.field, lref.label, cluster.levels[a].label
+                            ),
+                        ));
+                    }
+                }
+                if *size == 0 || above_size % size != 0 {
+                    return Err(CliError::input(
+                        file,
+                        format!("{}: slice size {size} must divide {above_size}", lref.field),
+                    ));
+                }
+                above = Some(level);
+                above_size = *size;
+                slices.push(sched::SliceLayer { level, size: *size });
+            }
+            pod_sets.push(sched::PodSet {
+                name: s.name.clone(),
+                count: s.count,
+                min_count: s.min_count.unwrap_or(s.count),
+                gpu: s.gpu,
+                cpu_millis: s.cpu_millis,
+                memory_mib: s.memory_mib,
+                topology: sched::TopologyRequest {
+                    required,
+                    preferred,
+                    slices,
+                },
+            });
+        }
+        let job = sched::Job {
+            name: self.name.clone(),
+            queue: self.queue.clone(),
+            priority: self.priority,
+            preemptible: self.preemptible,
+            pod_sets,
+            tolerations: self.tolerations.clone(),
+        };
+        job.check(cluster).map_err(|e| CliError::input(file, e))?;
+        Ok(job)
+    }
+
+    /// Total request at full size (memory requests counted against 80 GiB GPUs).
+    pub fn request(&self) -> sched::Resources {
+        let mut r = sched::Resources::default();
+        for s in &self.pod_sets {
+            let n = f64::from(s.count);
+            r.gpu += n * s.gpu.gpus(80 * 1024);
+            r.cpu += n * s.cpu_millis as f64;
+            r.memory += n * s.memory_mib as f64;
+        }
+        r
+    }
+}

@@ -1,0 +1,217 @@
+//! The `place --state` file: the jobs already running and where. Two shapes are accepted:
+//!
+//! - the native state: `jobs: [{name, queue, priority, preemptible, pods: [{node, gpus,
+//!   gpu_ids, gpu_memory_mib}]}]` (schema in the README);
+//! - a previous `place --output json` result: one placement file or a list of them (jobs that
+//!   were not placed are skipped; queue `default`, priority 0, preemptible).
+
+use std::collections::BTreeMap;
+
+use sched::{Occupancy, PodAllocation, RunningJob, StateError, MILLI_PER_GPU};
+use serde::Deserialize;
+use serde_json::Value;
+use topology::{Cluster, NodeId};
+
+use crate::error::CliError;
+use crate::formats::placement::{self, PlacementFile};
+use crate::input::{parse_documents, parse_typed};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeState {
+    jobs: Vec<StateJob>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StateJob {
+    name: String,
+    #[serde(default = "default_queue")]
+    queue: String,
+    #[serde(default)]
+    priority: i32,
+    #[serde(default = "yes")]
+    preemptible: bool,
+    pods: Vec<StatePod>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatePod {
+    node: String,
+    gpus: f64,
+    #[serde(default)]
+    gpu_ids: Vec<u32>,
+    #[serde(default)]
+    gpu_memory_mib: Option<u32>,
+}
+
+fn default_queue() -> String {
+    "default".to_owned()
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Read a state file into an occupancy of `cluster`.
+pub fn read(file: &str, text: &str, cluster: &Cluster) -> Result<Occupancy, CliError> {
+    let docs = parse_documents(file, text)?;
+    let mut occ = Occupancy::new(cluster);
+    let Some(doc) = docs.first() else {
+        return Ok(occ);
+    };
+    if docs.len() > 1 {
+        return Err(CliError::input(file, "expected one document"));
+    }
+    let placements: Option<Vec<PlacementFile>> = match doc {
+        Value::Array(_) => Some(parse_typed(file, text)?),
+        Value::Object(m) if m.contains_key("placed") => Some(vec![parse_typed(file, text)?]),
+        _ => None,
+    };
+    let by_name: BTreeMap<&str, NodeId> = cluster
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), NodeId::from_index(i)))
+        .collect();
+    if let Some(list) = placements {
+        for (i, p) in list.iter().enumerate() {
+            if !p.placed {
+                continue;
+            }
+            let at = if list.len() > 1 {
+                format!("{file}[{i}]")
+            } else {
+                file.to_owned()
+            };
+            let pods = placement::resolve(&at, p, cluster)?;
+            let name = p.job.clone().unwrap_or_else(|| format!("placement-{i}"));
+            let allocs = pods
+                .iter()
+                .map(|r| share(&at, cluster, &name, r.node, r.gpus, r.gpu_ids.clone(), None))
+                .collect::<Result<Vec<_>, _>>()?;
+            let job = RunningJob {
+                name: name.clone(),
+                queue: default_queue(),
+                priority: 0,
+                preemptible: true,
+            };
+            occ.allocate(job, allocs)
+                .map_err(|e| state_error(&at, cluster, e))?;
+        }
+        return Ok(occ);
+    }
+    let state: NativeState = parse_typed(file, text)?;
+    for (i, j) in state.jobs.into_iter().enumerate() {
+        let at = |m: String| CliError::input(file, format!("jobs[{i}] ({}): {m}", j.name));
+        if j.pods.is_empty() {
+            return Err(at("pods: expected at least one pod".into()));
+        }
+        let mut next_gpu: BTreeMap<NodeId, u32> = BTreeMap::new();
+        let mut allocs = Vec::new();
+        for (k, p) in j.pods.iter().enumerate() {
+            let node = *by_name.get(p.node.as_str()).ok_or_else(|| {
+                at(format!(
+                    "pods[{k}].node: \"{}\" is not in the cluster",
+                    p.node
+                ))
+            })?;
+            let ids = if p.gpu_ids.is_empty() {
+                let whole = p.gpus.ceil().max(1.0) as u32;
+                let start = next_gpu.entry(node).or_insert(0);
+                let ids: Vec<u32> = (*start..*start + whole).collect();
+                *start += whole;
+                ids
+            } else {
+                p.gpu_ids.clone()
+            };
+            let a = share(file, cluster, &j.name, node, p.gpus, ids, p.gpu_memory_mib)
+                .map_err(|e| at(format!("pods[{k}]: {}", strip_file(file, &e.to_string()))))?;
+            allocs.push(a);
+        }
+        let job = RunningJob {
+            name: j.name.clone(),
+            queue: j.queue.clone(),
+            priority: j.priority,
+            preemptible: j.preemptible,
+        };
+        occ.allocate(job, allocs)
+            .map_err(|e| state_error(file, cluster, e))?;
+    }
+    Ok(occ)
+}
+
+fn strip_file(file: &str, m: &str) -> String {
+    m.strip_prefix(&format!("{file}: ")).unwrap_or(m).to_owned()
+}
+
+/// One pod's allocation: whole GPUs (gpus ≥ 1, an integer, one id each) or a share of one GPU.
+fn share(
+    file: &str,
+    cluster: &Cluster,
+    job: &str,
+    node: NodeId,
+    gpus: f64,
+    gpu_ids: Vec<u32>,
+    memory: Option<u32>,
+) -> Result<PodAllocation, CliError> {
+    let n = cluster.node(node);
+    let mem_total = n.gpu_memory_gib * 1024;
+    let err = |m: String| CliError::input(file, format!("job `{job}` on node \"{}\": {m}", n.name));
+    if !(gpus.is_finite() && gpus > 0.0 && gpus <= f64::from(n.gpus)) {
+        return Err(err(format!("gpus: expected (0, {}], got {gpus}", n.gpus)));
+    }
+    if let Some(&g) = gpu_ids.iter().find(|&&g| g >= n.gpus) {
+        return Err(err(format!("GPU {g} does not exist ({} GPUs)", n.gpus)));
+    }
+    if gpus >= 1.0 {
+        if gpus.fract() != 0.0 || gpu_ids.len() != gpus as usize {
+            return Err(err(format!(
+                "gpus {gpus}: expected a whole number of GPUs matching gpu_ids ({} given), or a fraction below 1",
+                gpu_ids.len()
+            )));
+        }
+        return Ok(PodAllocation {
+            node,
+            gpu_ids,
+            milli: MILLI_PER_GPU,
+            memory_mib: mem_total,
+        });
+    }
+    if gpu_ids.len() != 1 {
+        return Err(err("a fractional pod uses exactly one GPU id".to_owned()));
+    }
+    let milli = ((gpus * 1000.0).round() as u32).max(1);
+    let memory_mib =
+        memory.unwrap_or(((u64::from(milli) * u64::from(mem_total)).div_ceil(1000)) as u32);
+    Ok(PodAllocation {
+        node,
+        gpu_ids,
+        milli,
+        memory_mib,
+    })
+}
+
+fn state_error(file: &str, cluster: &Cluster, e: StateError) -> CliError {
+    let m = match e {
+        StateError::DuplicateJob(j) => format!("job `{j}` is listed twice"),
+        StateError::UnknownNode { job, node } => {
+            format!("job `{job}`: node #{} is not in the cluster", node.0)
+        }
+        StateError::UnknownGpu {
+            job,
+            node,
+            gpu,
+            gpus,
+        } => format!(
+            "job `{job}`: GPU {gpu} does not exist on node \"{}\" ({gpus} GPUs)",
+            cluster.node(node).name
+        ),
+        StateError::Oversubscribed { job, node, gpu } => format!(
+            "job `{job}`: GPU {gpu} of node \"{}\" would be used above its capacity or memory",
+            cluster.node(node).name
+        ),
+    };
+    CliError::input(file, m)
+}

@@ -1,0 +1,120 @@
+//! `railyard doctor` on fixture trees (`tests/fixtures/doctor/<case>/`, made by
+//! `make-fixtures.sh`): snapshots of the findings, exit codes, bad roots.
+
+use railyard::commands::doctor::{diagnose, render_json, render_text, Level};
+
+use crate::{assert_one_line_error, fixture, railyard};
+
+/// The findings for a fixture case, as text (the snapshot) and the worst level.
+fn check(case: &str) -> (String, Option<Level>) {
+    let findings = diagnose(&fixture(&format!("doctor/{case}")), None).expect("fixture reads");
+    let worst = findings.iter().map(|f| f.level).max();
+    (render_text(&findings), worst)
+}
+
+#[test]
+fn healthy_node() {
+    let (text, worst) = check("healthy");
+    assert_eq!(worst, Some(Level::Ok));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn mtu_1500_on_a_roce_port() {
+    let (text, worst) = check("mtu-1500");
+    assert_eq!(worst, Some(Level::Warn));
+    assert!(
+        text.contains("netdev MTU 1500: active RoCE MTU 1024"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn host_name_resolving_to_127_0_1_1() {
+    let (text, worst) = check("hostname-loopback");
+    assert_eq!(worst, Some(Level::Warn));
+    assert!(text.contains("resolves to 127.0.1.1"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn gpu_at_gen1_x16_at_idle() {
+    let (text, worst) = check("gpu-gen1-idle");
+    assert_eq!(worst, Some(Level::Warn));
+    assert!(text.contains("link Gen1 x16, maximum Gen5 x16"), "{text}");
+    assert!(text.contains("not a fault"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn missing_rdma_device() {
+    let (text, worst) = check("missing-rdma-device");
+    assert_eq!(worst, Some(Level::Fail));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn port_down() {
+    let (text, worst) = check("port-down");
+    assert_eq!(worst, Some(Level::Fail));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn malformed_sysfs_files_are_findings_not_panics() {
+    let (text, worst) = check("malformed");
+    assert_eq!(worst, Some(Level::Warn));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn cli_exit_codes_and_json() {
+    let ok = railyard(&["doctor", "--root", "tests/fixtures/doctor/healthy"]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let warn = railyard(&["doctor", "--root", "tests/fixtures/doctor/mtu-1500"]);
+    assert_eq!(warn.code, 0, "warnings alone do not fail: {}", warn.stderr);
+
+    let fail = railyard(&[
+        "doctor",
+        "--root",
+        "tests/fixtures/doctor/missing-rdma-device",
+        "--output",
+        "json",
+    ]);
+    assert_one_line_error(&fail, "rdma.devices PCI 0000:98:00.0");
+    let report: serde_json::Value = serde_json::from_str(&fail.stdout).expect("JSON report");
+    assert_eq!(report["fail"], 1);
+    let first_fail = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["level"] == "fail")
+        .unwrap();
+    assert_eq!(first_fail["check"], "rdma.devices");
+    for key in ["seen", "why", "action"] {
+        assert!(first_fail[key].is_string(), "{key} in {first_fail}");
+    }
+}
+
+#[test]
+fn hostname_flag_overrides_the_tree() {
+    let findings = diagnose(&fixture("doctor/healthy"), Some("other-node")).unwrap();
+    let h = findings.iter().find(|f| f.check == "hostname").unwrap();
+    assert_eq!(h.level, Level::Warn);
+    assert!(h.subject.contains("other-node (from --hostname)"));
+}
+
+#[test]
+fn bad_root_is_a_one_line_error() {
+    let run = railyard(&["doctor", "--root", "tests/fixtures/doctor/no-such-case"]);
+    assert_one_line_error(&run, "no-such-case");
+    let run = railyard(&["doctor", "--root", "tests/fixtures/doctor"]);
+    assert_one_line_error(&run, "no sys/ directory");
+}
+
+#[test]
+fn json_report_of_mtu_1500() {
+    let findings = diagnose(&fixture("doctor/mtu-1500"), None).unwrap();
+    insta::assert_snapshot!(render_json(&findings));
+}

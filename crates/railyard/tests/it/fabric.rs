@@ -1,0 +1,280 @@
+//! `railyard fabric …`: figures from DESIGN.md and the cross-pod example, and bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use railyard::cluster_arg::ClusterArgs;
+use railyard::commands::fabric::{collective_report, ecmp, CollectiveArgs, EcmpArgs};
+use railyard::output::OutputFormat;
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/placements")
+        .join(name)
+}
+
+fn args(cluster: &str, placement: PathBuf, routing: &str, qps: u32) -> CollectiveArgs {
+    CollectiveArgs {
+        cluster: ClusterArgs {
+            cluster: cluster.to_owned(),
+            ..ClusterArgs::default()
+        },
+        placement,
+        collective: "allreduce".to_owned(),
+        routing: routing.to_owned(),
+        qps,
+        size: "1G".to_owned(),
+        seed: 0,
+        hash: "crc32".to_owned(),
+        same_seed: false,
+        top: 5,
+        output: OutputFormat::Json,
+    }
+}
+
+fn railyard(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_railyard"))
+        .args(args)
+        .output()
+        .expect("run railyard");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The command fails with exit 1 and one `error:` line naming `needle`.
+fn check_error(args: &[&str], needle: &str) {
+    let (code, stdout, stderr) = railyard(args);
+    assert_eq!(code, 1, "stdout {stdout} stderr {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains(needle), "{stderr} lacks {needle}");
+}
+
+#[test]
+fn cross_pod_ring_on_fat_tree_k8_ecmp_qps_and_adaptive() {
+    let p = example("fat-tree-k8-cross-pod.json");
+    let eff = |routing, qps| {
+        collective_report(&args("preset:fat-tree-k8", p.clone(), routing, qps)).expect("valid")
+    };
+    let e1 = eff("ecmp", 1);
+    let e4 = eff("ecmp", 4);
+    let e16 = eff("ecmp", 16);
+    let ad = eff("adaptive", 1);
+    assert_eq!(e1.ranks, 1024);
+    assert_eq!(e1.nodes, 128);
+    // One 400G NIC per host: a ring across whole nodes is NIC-bound at 50 GB/s.
+    assert!((ad.ideal_busbw_gb_s - 50.0).abs() < 1e-9);
+    assert!(e1.efficiency < 0.6, "1 QP: {}", e1.efficiency);
+    assert!(
+        e4.efficiency > e1.efficiency,
+        "{} {}",
+        e1.efficiency,
+        e4.efficiency
+    );
+    assert!(
+        e16.efficiency > e4.efficiency,
+        "{} {}",
+        e4.efficiency,
+        e16.efficiency
+    );
+    assert!(ad.efficiency > 0.999, "adaptive: {}", ad.efficiency);
+    // The hottest links of ECMP are switch-to-switch links, saturated.
+    assert!(e1.hot_links[0].tier >= 1);
+    assert!((e1.max_link_utilization - 1.0).abs() < 1e-9);
+    assert!((e1.latency_us - 3.0).abs() < 1e-12);
+}
+
+#[test]
+fn collective_json_has_the_documented_fields() {
+    let (code, stdout, stderr) = railyard(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--placement",
+        example("fat-tree-k8-cross-pod.json")
+            .to_str()
+            .expect("utf-8 path"),
+        "--collective",
+        "allgather",
+        "--qps",
+        "4",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    for key in [
+        "ranks",
+        "algbw_gb_s",
+        "busbw_gb_s",
+        "ideal_busbw_gb_s",
+        "efficiency",
+        "max_link_utilization",
+        "hot_links",
+        "latency_us",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    let hot = &v["hot_links"][0];
+    for key in ["from", "to", "tier", "utilization"] {
+        assert!(hot.get(key).is_some(), "hot_links lacks {key}");
+    }
+    // AllGather busbw = algbw × (n−1)/n.
+    let (alg, bus) = (
+        v["algbw_gb_s"].as_f64().unwrap(),
+        v["busbw_gb_s"].as_f64().unwrap(),
+    );
+    assert!((bus - alg * 1023.0 / 1024.0).abs() < 1e-9);
+}
+
+fn ecmp_mean(flows: u32) -> (f64, Option<f64>) {
+    let out = ecmp(&EcmpArgs {
+        paths: 8,
+        flows,
+        qps: 1,
+        trials: 20_000,
+        seed: 1,
+        hash: "crc32".to_owned(),
+        output: OutputFormat::Json,
+    })
+    .expect("valid");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    (
+        v["mean_max_load"].as_f64().unwrap(),
+        v["expected_max_load"].as_f64(),
+    )
+}
+
+#[test]
+fn ecmp_reproduces_balls_into_bins_figures() {
+    for (flows, design) in [(8, 2.597), (32, 7.048)] {
+        let (sim, exact) = ecmp_mean(flows);
+        assert!((sim - design).abs() / design < 0.02, "{flows} flows: {sim}");
+        let exact = exact.expect("computed");
+        assert!(
+            (exact - design).abs() / design < 0.001,
+            "{flows} flows: {exact}"
+        );
+    }
+}
+
+#[test]
+fn mtu_rule() {
+    let (code, stdout, _) =
+        railyard(&["fabric", "mtu", "--netdev-mtu", "4200", "--output", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(v["active_mtu"], 4096);
+    let (_, stdout, _) = railyard(&["fabric", "mtu", "--netdev-mtu", "4191", "--output", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(v["active_mtu"], 2048);
+    check_error(&["fabric", "mtu", "--netdev-mtu", "300"], "--netdev-mtu");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_1() {
+    let p = example("fat-tree-k8-cross-pod.json");
+    let p = p.to_str().expect("utf-8 path");
+    let base = |extra: &[&'static str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "fabric",
+            "collective",
+            "--cluster",
+            "preset:fat-tree-k8",
+            "--placement",
+            p,
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        v.extend(extra.iter().map(|s| (*s).to_owned()));
+        v
+    };
+    let run = |extra: &[&'static str], needle: &str| {
+        let v = base(extra);
+        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+        check_error(&refs, needle);
+    };
+    run(
+        &["--collective", "broadcast"],
+        "unknown collective `broadcast`",
+    );
+    run(&["--collective", "allreduce", "--qps", "0"], "--qps");
+    run(
+        &["--collective", "allreduce", "--routing", "magic"],
+        "--routing",
+    );
+
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let bad = dir.join("fabric-unknown-node.json");
+    std::fs::write(
+        &bad,
+        r#"{"placed": true, "pods": [{"rank": 0, "node": "host-000", "gpus": 8},
+            {"rank": 1, "node": "host-999", "gpus": 8}]}"#,
+    )
+    .expect("write temp file");
+    check_error(
+        &[
+            "fabric",
+            "collective",
+            "--cluster",
+            "preset:fat-tree-k8",
+            "--placement",
+            bad.to_str().expect("utf-8 path"),
+            "--collective",
+            "allreduce",
+        ],
+        "node \"host-999\" is not in the cluster",
+    );
+    check_error(
+        &["fabric", "ecmp", "--paths", "0", "--flows", "8"],
+        "--paths",
+    );
+}
+
+/// A placement of whole nodes `gpu-0000…` in order, written to the test's temp dir.
+fn whole_node_placement(name: &str, nodes: usize) -> PathBuf {
+    let pods: Vec<String> = (0..nodes)
+        .map(|i| format!(r#"{{"rank": {i}, "node": "gpu-{i:04}", "gpus": 8}}"#))
+        .collect();
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(
+        &path,
+        format!(r#"{{"placed": true, "pods": [{}]}}"#, pods.join(",")),
+    )
+    .expect("write temp file");
+    path
+}
+
+#[test]
+fn ring_across_whole_nodes_is_bound_by_the_node_nic_aggregate() {
+    let placement = whole_node_placement("fabric-64-nodes.json", 64);
+    // oci-h100-16k: 8 rails × 2 × 200G = 3.2 Tb/s per node → 400 GB/s.
+    let r = collective_report(&args("preset:oci-h100-16k", placement.clone(), "ecmp", 1))
+        .expect("valid");
+    assert!((r.ideal_busbw_gb_s - 400.0).abs() < 1e-9, "{r:?}");
+    // The same cluster with one 200G port per rail (BM.GPU4.8, 1.6 Tb/s per node) → 200 GB/s.
+    let preset = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/oci-h100-16k.yaml"),
+    )
+    .expect("preset");
+    assert!(preset.contains("ports_per_rail: 2"));
+    let spec = preset
+        .replace("ports_per_rail: 2", "ports_per_rail: 1")
+        .replace("shape: BM.GPU.H100.8", "shape: BM.GPU4.8");
+    let spec_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fabric-1.6t.yaml");
+    std::fs::write(&spec_path, spec).expect("write temp file");
+    let r = collective_report(&args(
+        spec_path.to_str().expect("utf-8 path"),
+        placement,
+        "adaptive",
+        1,
+    ))
+    .expect("valid");
+    assert!((r.ideal_busbw_gb_s - 200.0).abs() < 1e-9, "{r:?}");
+    assert!((r.busbw_gb_s - 200.0).abs() < 1e-9, "{r:?}");
+}

@@ -1,0 +1,376 @@
+//! `railyard launch`: a 4-node placement rendered in every format and parsed back (ranks,
+//! nnodes, rendezvous endpoint), addresses from the NodeList or a file, and bad input.
+
+use std::collections::BTreeMap;
+
+use crate::{assert_one_line_error, railyard, scratch};
+
+const NODES: &str = "tests/fixtures/launch/nodes.json";
+const PLACEMENT_4: &str = "tests/fixtures/launch/placement-4.json";
+
+fn launch(extra: &[&str]) -> String {
+    let mut args = vec!["launch", "--cluster", NODES];
+    args.extend_from_slice(extra);
+    let run = railyard(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.stdout
+}
+
+/// Split a line into shell words (bare words and single-quoted strings, as `shell_quote`
+/// writes them).
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    cur.push(q);
+                }
+            }
+            '\\' => {
+                in_word = true;
+                cur.extend(chars.next());
+            }
+            ' ' => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
+
+/// One parsed command line: environment assignments and torchrun flags.
+#[derive(Debug)]
+struct Parsed {
+    env: BTreeMap<String, String>,
+    flags: BTreeMap<String, String>,
+    script: String,
+}
+
+fn parse_shell(text: &str) -> Vec<Parsed> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|line| {
+            let words = shell_words(line);
+            let at = words
+                .iter()
+                .position(|w| w == "torchrun")
+                .expect("torchrun");
+            let env = words[..at]
+                .iter()
+                .map(|w| {
+                    let (k, v) = w.split_once('=').expect("VAR=value");
+                    (k.to_owned(), v.to_owned())
+                })
+                .collect();
+            let rest = &words[at + 1..];
+            let mut flags = BTreeMap::new();
+            let mut i = 0;
+            while i + 1 < rest.len() && rest[i].starts_with("--") {
+                flags.insert(rest[i].clone(), rest[i + 1].clone());
+                i += 2;
+            }
+            Parsed {
+                env,
+                flags,
+                script: rest[i..].join(" "),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn four_node_shell_parses_back() {
+    let text = launch(&["--placement", PLACEMENT_4]);
+    let cmds = parse_shell(&text);
+    assert_eq!(cmds.len(), 4);
+    let expected_nodes = ["gpu-001", "gpu-002", "gpu-003", "gpu-004"];
+    for (i, c) in cmds.iter().enumerate() {
+        assert_eq!(c.flags["--node-rank"], i.to_string());
+        assert_eq!(c.flags["--nnodes"], "4");
+        assert_eq!(c.flags["--nproc-per-node"], "8");
+        assert_eq!(c.flags["--rdzv-backend"], "c10d");
+        // Always rank 0's InternalIP, never a name.
+        assert_eq!(c.flags["--rdzv-endpoint"], "10.0.0.11:29500");
+        assert_eq!(c.flags["--rdzv-id"], "llama-4n");
+        assert_eq!(c.script, "train.py");
+        let hca = &c.env["NCCL_IB_HCA"];
+        assert!(hca.starts_with("=mlx5_0,mlx5_1,"), "{hca}");
+        assert_eq!(
+            hca.split(',').count(),
+            16,
+            "BM.GPU.H100.8: 8 rails x 2 ports"
+        );
+        assert_eq!(c.env["NCCL_IB_QPS_PER_CONNECTION"], "4");
+        assert!(c.env.contains_key("NCCL_SOCKET_IFNAME"));
+        assert!(!c.env.contains_key("CUDA_VISIBLE_DEVICES"));
+        assert!(text.contains(&format!("# rank {i}: run on {}", expected_nodes[i])));
+    }
+    assert!(text.contains("127.0.1.1"), "the header says why an IP");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn env_file_carries_torchrun_flags_as_pet_variables() {
+    let text = launch(&["--placement", PLACEMENT_4, "--format", "env", "--qps", "8"]);
+    let sections: Vec<BTreeMap<&str, &str>> = text
+        .split("\n# rank ")
+        .skip(1)
+        .map(|s| {
+            s.lines()
+                .skip(1)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(|l| l.split_once('=').expect("KEY=VALUE"))
+                .collect()
+        })
+        .collect();
+    assert_eq!(sections.len(), 4);
+    for (i, s) in sections.iter().enumerate() {
+        assert_eq!(s["PET_NODE_RANK"], i.to_string());
+        assert_eq!(s["PET_NNODES"], "4");
+        assert_eq!(s["PET_NPROC_PER_NODE"], "8");
+        assert_eq!(s["PET_RDZV_ENDPOINT"], "10.0.0.11:29500");
+        assert_eq!(s["NCCL_IB_QPS_PER_CONNECTION"], "8");
+    }
+}
+
+#[test]
+fn k8s_patch_parses_as_yaml() {
+    use serde::Deserialize;
+    let text = launch(&["--placement", PLACEMENT_4, "--format", "k8s-patch"]);
+    let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&text)
+        .map(serde_json::Value::deserialize)
+        .collect::<Result<_, _>>()
+        .expect("YAML");
+    let docs: Vec<&serde_json::Value> = docs.iter().filter(|d| !d.is_null()).collect();
+    assert_eq!(docs.len(), 4);
+    for (i, d) in docs.iter().enumerate() {
+        let spec = &d["spec"];
+        assert_eq!(spec["hostNetwork"], true);
+        assert_eq!(spec["dnsPolicy"], "ClusterFirstWithHostNet");
+        assert_eq!(
+            spec["nodeSelector"]["kubernetes.io/hostname"],
+            format!("gpu-00{}", i + 1)
+        );
+        let c = &spec["containers"][0];
+        assert_eq!(c["name"], "trainer");
+        let cmd: Vec<&str> = c["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(cmd[0], "torchrun");
+        let rank_at = cmd.iter().position(|w| *w == "--node-rank").unwrap();
+        assert_eq!(cmd[rank_at + 1], i.to_string());
+        let ep_at = cmd.iter().position(|w| *w == "--rdzv-endpoint").unwrap();
+        assert_eq!(cmd[ep_at + 1], "10.0.0.11:29500");
+        assert_eq!(c["env"][0]["name"], "NCCL_IB_HCA");
+    }
+}
+
+#[test]
+fn hostfile_in_rank_order_with_slots() {
+    let text = launch(&["--placement", PLACEMENT_4, "--format", "hostfile"]);
+    let hosts: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        hosts,
+        [
+            "10.0.0.11 slots=8",
+            "10.0.0.12 slots=8",
+            "10.0.1.13 slots=8",
+            "10.0.1.14 slots=8"
+        ]
+    );
+}
+
+#[test]
+fn pods_sharing_a_node() {
+    let p = "tests/fixtures/launch/placement-shared-node.json";
+    let cmds = parse_shell(&launch(&["--placement", p]));
+    assert_eq!(cmds.len(), 3);
+    assert_eq!(cmds[0].env["CUDA_VISIBLE_DEVICES"], "0,1,2,3");
+    assert_eq!(cmds[1].env["CUDA_VISIBLE_DEVICES"], "4,5,6,7");
+    assert_eq!(cmds[2].env["CUDA_VISIBLE_DEVICES"], "4,5,6,7");
+    assert_eq!(cmds[1].flags["--nproc-per-node"], "4");
+    assert_eq!(cmds[2].flags["--nnodes"], "3");
+    let hostfile = launch(&["--placement", p, "--format", "hostfile"]);
+    let hosts: Vec<&str> = hostfile.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(hosts, ["10.0.0.10 slots=8", "10.0.0.11 slots=4"]);
+}
+
+#[test]
+fn addresses_file_overrides_and_fills_in() {
+    let p = "tests/fixtures/launch/placement-no-address.json";
+    let text = launch(&[
+        "--placement",
+        p,
+        "--addresses",
+        "tests/fixtures/launch/addresses.hosts",
+        "--port",
+        "23456",
+        "--hca",
+        "mlx5_0,mlx5_3",
+    ]);
+    let cmds = parse_shell(&text);
+    assert_eq!(cmds[1].flags["--rdzv-endpoint"], "192.168.7.14:23456");
+    assert_eq!(cmds[1].env["NCCL_IB_HCA"], "=mlx5_0,mlx5_3");
+}
+
+#[test]
+fn node_without_address_is_named() {
+    let run = railyard(&[
+        "launch",
+        "--cluster",
+        NODES,
+        "--placement",
+        "tests/fixtures/launch/placement-no-address.json",
+    ]);
+    assert_one_line_error(&run, "no address for node \"gpu-005\"");
+}
+
+#[test]
+fn preset_cluster_has_no_addresses() {
+    let dir = scratch("launch-preset");
+    let placement = dir.join("p.json");
+    std::fs::write(
+        &placement,
+        r#"{"placed": true, "pods": [{"rank": 0, "node": "host-000", "gpus": 8}]}"#,
+    )
+    .unwrap();
+    let run = railyard(&[
+        "launch",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--placement",
+        placement.to_str().unwrap(),
+    ]);
+    assert_one_line_error(&run, "preset:fat-tree-k8: no address for node \"host-000\"");
+}
+
+#[test]
+fn bad_input_is_one_line() {
+    let dir = scratch("launch-bad");
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let unknown = write(
+        "unknown.json",
+        r#"{"placed": true, "pods": [{"rank": 0, "node": "gpu-999", "gpus": 8}]}"#,
+    );
+    let run = railyard(&["launch", "--cluster", NODES, "--placement", &unknown]);
+    assert_one_line_error(&run, "pods[0]: node \"gpu-999\" is not in the cluster");
+
+    let fractional = write(
+        "frac.json",
+        r#"{"placed": true, "pods": [{"rank": 0, "node": "gpu-001", "gpus": 0.5}]}"#,
+    );
+    let run = railyard(&["launch", "--cluster", NODES, "--placement", &fractional]);
+    assert_one_line_error(
+        &run,
+        "rank 0: gpus 0.5: torchrun runs one process per whole GPU",
+    );
+
+    let loopback = write("hosts", "10.0.0.1 gpu-001\n127.0.1.1 gpu-002\n");
+    let run = railyard(&[
+        "launch",
+        "--cluster",
+        NODES,
+        "--placement",
+        PLACEMENT_4,
+        "--addresses",
+        &loopback,
+    ]);
+    assert_one_line_error(&run, "line 2: 127.0.1.1 is not reachable from other nodes");
+
+    let garbage = write("garbage.json", "{ not json");
+    let run = railyard(&["launch", "--cluster", NODES, "--placement", &garbage]);
+    assert_one_line_error(&run, "garbage.json");
+
+    let run = railyard(&[
+        "launch",
+        "--cluster",
+        NODES,
+        "--placement",
+        "tests/fixtures/launch/missing.json",
+    ]);
+    assert_one_line_error(&run, "missing.json");
+}
+
+#[test]
+fn unsafe_option_values_are_refused() {
+    for (flag, value, expected) in [
+        (
+            "--hca",
+            "mlx5_0,,mlx5_1",
+            "--hca: expected RDMA device names",
+        ),
+        (
+            "--socket-ifname",
+            "eth0 eth1",
+            "--socket-ifname: expected interface names",
+        ),
+        ("--rdzv-id", "job\nX=1", "rendezvous id: expected letters"),
+    ] {
+        let run = railyard(&[
+            "launch",
+            "--cluster",
+            NODES,
+            "--placement",
+            PLACEMENT_4,
+            flag,
+            value,
+        ]);
+        assert_one_line_error(&run, expected);
+    }
+}
+
+#[test]
+fn one_node_only() {
+    let text = launch(&[
+        "--placement",
+        PLACEMENT_4,
+        "--format",
+        "env",
+        "--node",
+        "gpu-003",
+    ]);
+    assert!(
+        text.contains("4 pods, 32 GPUs"),
+        "the header describes the whole job"
+    );
+    assert_eq!(text.matches("PET_NODE_RANK=").count(), 1);
+    assert!(text.contains("PET_NODE_RANK=2\n"));
+    let run = railyard(&[
+        "launch",
+        "--cluster",
+        NODES,
+        "--placement",
+        PLACEMENT_4,
+        "--node",
+        "gpu-000",
+    ]);
+    assert_one_line_error(
+        &run,
+        "--node gpu-000: no pod of the placement is on this node",
+    );
+}

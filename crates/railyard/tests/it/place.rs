@@ -1,0 +1,346 @@
+//! `railyard place`: the placement file it writes, state files it reads (its own output
+//! included), preemption, each job format, and one-line errors for bad input.
+
+use railyard::formats::placement::PlacementFile;
+
+use crate::{fails, ok, railyard, temp_dir};
+
+const KIND: &[&str] = &[
+    "--cluster",
+    "tests/fixtures/nodes/kind-workers.yaml",
+    "--topology",
+    "tests/fixtures/nodes/kueue-topology.yaml",
+];
+
+fn place(extra: &[&str]) -> PlacementFile {
+    let mut args = vec!["place"];
+    args.extend_from_slice(KIND);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--output", "json"]);
+    serde_json::from_str(&ok(&args)).expect("placement JSON")
+}
+
+fn block_of(node: &str) -> &'static str {
+    // kind-worker .. kind-worker4 are block b1, kind-worker5 .. 8 block b2.
+    match node {
+        "kind-worker" | "kind-worker2" | "kind-worker3" | "kind-worker4" => "b1",
+        _ => "b2",
+    }
+}
+
+#[test]
+fn json_is_the_placement_file_with_ranks_tiers_and_latency() {
+    let p = place(&["--job", "tests/fixtures/sched/jobs/native-train.yaml"]);
+    assert!(p.placed);
+    assert_eq!(p.job.as_deref(), Some("train-8"));
+    assert_eq!(
+        p.pods.iter().map(|p| p.rank).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    assert!(p.pods.iter().all(|q| q.gpus == 8.0 && q.gpu_ids.len() == 8));
+    // Required block, no rack holds 4 nodes: one block, tier 1 (5 µs).
+    let b = block_of(&p.pods[0].node);
+    assert!(p.pods.iter().all(|q| block_of(&q.node) == b));
+    assert_eq!(p.highest_tier, Some(1));
+    assert_eq!(p.worst_latency_us, Some(5.0));
+    assert!(p.preempted.is_empty());
+}
+
+#[test]
+fn previous_output_is_accepted_as_state_single_or_list() {
+    let dir = temp_dir("place-state");
+    let first = dir.join("first.json");
+    let mut args = vec!["place"];
+    args.extend_from_slice(KIND);
+    args.extend_from_slice(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--output",
+        "json",
+    ]);
+    std::fs::write(&first, ok(&args)).expect("write");
+    let second = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/kai-podgroup.yaml",
+        "--state",
+        first.to_str().expect("utf-8"),
+    ]);
+    assert!(second.placed);
+    let first_p: PlacementFile =
+        serde_json::from_str(&std::fs::read_to_string(&first).expect("read")).expect("json");
+    for pod in &second.pods {
+        assert!(
+            first_p.pods.iter().all(|f| f.node != pod.node),
+            "{} is used twice",
+            pod.node
+        );
+    }
+    // Both as a list: 7 of 8 nodes are full, a 2-node job no longer fits (no preemption of
+    // equal-priority work).
+    let list = dir.join("list.json");
+    std::fs::write(
+        &list,
+        serde_json::to_string(&vec![first_p, second]).expect("json"),
+    )
+    .expect("write");
+    let third = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/kueue-gpu-job.yaml",
+        "--state",
+        list.to_str().expect("utf-8"),
+    ]);
+    assert!(!third.placed);
+    assert!(third.reason.expect("a reason").contains("do not fit"));
+}
+
+#[test]
+fn preemption_frees_one_block_of_the_cheapest_jobs() {
+    let p = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--state",
+        "tests/fixtures/sched/state/running.yaml",
+    ]);
+    assert!(p.placed);
+    assert_eq!(p.preempted, vec!["low-a".to_owned(), "low-b".to_owned()]);
+    assert!(p.pods.iter().all(|q| block_of(&q.node) == "b1"));
+    let p = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--state",
+        "tests/fixtures/sched/state/running.yaml",
+        "--no-preempt",
+    ]);
+    assert!(!p.placed);
+    assert!(p.preempted.is_empty());
+}
+
+#[test]
+fn kueue_and_kai_jobs_place_by_their_annotations() {
+    let k = place(&["--job", "tests/fixtures/sched/jobs/kueue-gpu-job.yaml"]);
+    // 4 pods × 4 GPUs in one rack, slices of 2 pods per host: 2 hosts, 2 pods each.
+    assert_eq!(k.pods.len(), 4);
+    assert_eq!(k.highest_tier, Some(0));
+    assert_eq!(k.pods[0].node, k.pods[1].node);
+    assert_eq!(k.pods[2].node, k.pods[3].node);
+    let g = place(&["--job", "tests/fixtures/sched/jobs/kai-podgroup.yaml"]);
+    assert_eq!(g.pods.len(), 3);
+    let b = block_of(&g.pods[0].node);
+    assert!(g.pods.iter().all(|q| block_of(&q.node) == b));
+    let s = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/kai-gpu-sharing-pod.yaml",
+    ]);
+    assert_eq!(s.pods[0].gpus, 0.5);
+    assert_eq!(s.highest_tier, None);
+}
+
+#[test]
+fn text_output_summarises_the_placement() {
+    let mut args = vec!["place"];
+    args.extend_from_slice(KIND);
+    args.extend_from_slice(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--state",
+        "tests/fixtures/sched/state/running.yaml",
+    ]);
+    let out = ok(&args);
+    assert!(out.starts_with(
+        "job train-8: placed 4 pods on 4 nodes (32 GPUs); highest tier 1 (cloud.provider.com/topology-block), worst latency 5 µs\npreempted: low-a, low-b\n"
+    ), "{out}");
+}
+
+#[test]
+fn a_large_preset_places_a_64_node_gang_within_one_tier1_block() {
+    let dir = temp_dir("place-oci");
+    let job = dir.join("job.yaml");
+    std::fs::write(
+        &job,
+        "name: big\npod_sets:\n  - count: 64\n    gpus: 8\n    topology:\n      required: oci.oraclecloud.com/rdma.network_block_id\n      preferred: oci.oraclecloud.com/rdma.local_block_id\n",
+    )
+    .expect("write");
+    let out = ok(&[
+        "place",
+        "--cluster",
+        "preset:oci-h100-16k",
+        "--job",
+        job.to_str().expect("utf-8"),
+        "--output",
+        "json",
+    ]);
+    let p: PlacementFile = serde_json::from_str(&out).expect("json");
+    assert_eq!(p.pods.len(), 64);
+    assert_eq!(p.highest_tier, Some(1));
+    assert_eq!(p.worst_latency_us, Some(5.0));
+}
+
+#[test]
+fn bad_job_and_state_files_give_one_line_naming_file_and_field() {
+    let mut all = String::new();
+    let mut cases: Vec<String> = std::fs::read_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sched/jobs/bad"),
+    )
+    .expect("fixtures")
+    .map(|e| {
+        format!(
+            "tests/fixtures/sched/jobs/bad/{}",
+            e.expect("entry").file_name().to_string_lossy()
+        )
+    })
+    .collect();
+    cases.sort();
+    for job in &cases {
+        let mut args = vec!["place"];
+        args.extend_from_slice(KIND);
+        args.extend_from_slice(&["--job", job]);
+        all.push_str(&fails(&args));
+        all.push('\n');
+    }
+    let mut args = vec!["place"];
+    args.extend_from_slice(KIND);
+    args.extend_from_slice(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--state",
+        "tests/fixtures/sched/state/bad-oversubscribed.yaml",
+    ]);
+    all.push_str(&fails(&args));
+    all.push('\n');
+    all.push_str(&fails(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        "tests/fixtures/sched/jobs/kueue-sample-job-required.yaml",
+    ]));
+    all.push('\n');
+    insta::assert_snapshot!(all);
+    // A missing file is an error too, not a panic.
+    let r = railyard(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        "nope.yaml",
+    ]);
+    assert_eq!(r.code, 1);
+}
+
+mod fuzz {
+    //! Mangled job, state and queue files never panic the readers: they give a value or a
+    //! one-line error naming the file.
+
+    use proptest::prelude::*;
+    use railyard::cluster_arg::{load_cluster_quiet, ClusterArgs};
+    use railyard::formats::{jobs, queues, state};
+
+    const FIXTURES: &[&str] = &[
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "tests/fixtures/sched/jobs/kueue-gpu-job.yaml",
+        "tests/fixtures/sched/jobs/kai-podgroup.yaml",
+        "tests/fixtures/sched/state/running.yaml",
+        "tests/fixtures/sched/queues/kueue-cohort-tree.yaml",
+        "tests/fixtures/sched/queues/kai-teams.yaml",
+    ];
+
+    fn read(f: &str) -> String {
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(f))
+            .expect("fixture")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        #[test]
+        fn mangled_files_give_values_or_one_line_errors(
+            which in 0..FIXTURES.len(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), prop::sample::select(vec!["", "-1", "x", ":", "\n", "  ", "0", "[", "{}", "99999999999"])), 1..4),
+        ) {
+            // Integration tests run from the crate directory, so fixture paths are relative.
+            let cluster = load_cluster_quiet(&ClusterArgs {
+                cluster: "tests/fixtures/nodes/kind-workers.yaml".into(),
+                topology: Some("tests/fixtures/nodes/kueue-topology.yaml".into()),
+                ..ClusterArgs::default()
+            })
+            .expect("the kind cluster loads")
+            .cluster;
+            let mut text = read(FIXTURES[which]);
+            for (at, s) in &edits {
+                let mut i = at.index(text.len().max(1));
+                while !text.is_char_boundary(i) { i -= 1; }
+                let end = (i + 3).min(text.len());
+                let mut end = end;
+                while !text.is_char_boundary(end) { end -= 1; }
+                text.replace_range(i..end, s);
+            }
+            let one_line = |e: &railyard::CliError| {
+                let m = e.to_string();
+                m.starts_with("f.yaml") && !m.contains('\n')
+            };
+            match jobs::read_jobs("f.yaml", &text) {
+                Ok(js) => for j in js {
+                    if let Err(e) = j.resolve("f.yaml", &cluster) { prop_assert!(one_line(&e), "{e}"); }
+                },
+                Err(e) => prop_assert!(one_line(&e), "{e}"),
+            }
+            if let Err(e) = state::read("f.yaml", &text, &cluster) { prop_assert!(one_line(&e), "{e}"); }
+            let q = queues::read(&[("f.yaml".to_owned(), text.clone())]);
+            for p in q.problems { prop_assert!(p.starts_with("f.yaml") && !p.contains('\n'), "{p}"); }
+        }
+    }
+}
+
+#[test]
+fn reclaim_across_queues_needs_queue_files_and_frees_the_rack() {
+    let args = [
+        "--job",
+        "tests/fixtures/sched/jobs/team-b-pair.yaml",
+        "--state",
+        "tests/fixtures/sched/state/team-a-full.yaml",
+    ];
+    // Without queues: another queue's work is never touched.
+    let p = place(&args);
+    assert!(!p.placed);
+    // With queues: team-a is above its fair share (limit 12 GPUs), team-b within its own; one
+    // team-a job goes, the one sharing a rack with the free node.
+    let mut with_queues = args.to_vec();
+    with_queues.extend_from_slice(&["--queues", "tests/fixtures/sched/queues/kai-teams.yaml"]);
+    let p = place(&with_queues);
+    assert!(p.placed, "{:?}", p.reason);
+    assert_eq!(p.preempted, vec!["a7".to_owned()]);
+    assert_eq!(p.highest_tier, Some(0));
+}
+
+#[test]
+fn place_output_feeds_fabric_collective() {
+    let dir = temp_dir("place-fabric");
+    let job = dir.join("job.yaml");
+    std::fs::write(
+        &job,
+        "name: ring\npod_sets:\n  - count: 16\n    gpus: 8\n    topology:\n      preferred: oci.oraclecloud.com/rdma.local_block_id\n",
+    )
+    .expect("write");
+    let placement = dir.join("placement.json");
+    let out = ok(&[
+        "place",
+        "--cluster",
+        "preset:oci-h100-16k",
+        "--job",
+        job.to_str().expect("utf-8"),
+        "--output",
+        "json",
+    ]);
+    std::fs::write(&placement, out).expect("write");
+    let report = ok(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:oci-h100-16k",
+        "--placement",
+        placement.to_str().expect("utf-8"),
+        "--collective",
+        "allreduce",
+    ]);
+    assert!(report.contains("128 ranks on 16 nodes"), "{report}");
+}

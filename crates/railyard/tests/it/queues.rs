@@ -1,0 +1,156 @@
+//! `railyard queues validate` and `railyard queues share`.
+
+use crate::{fails, ok, railyard};
+
+const BAD: &str = "tests/fixtures/sched/queues/bad";
+
+#[test]
+fn kai_default_queues_and_kueue_trees_validate() {
+    for f in [
+        "tests/fixtures/sched/queues/kai-default-queues.yaml",
+        "tests/fixtures/sched/queues/kai-teams.yaml",
+        "tests/fixtures/sched/queues/kueue-cohort-tree.yaml",
+        "tests/fixtures/sched/queues/kueue-sample-queues.yaml",
+    ] {
+        let out = ok(&["queues", "validate", f]);
+        assert!(out.starts_with("ok: "), "{f}: {out}");
+    }
+    // Jobs with their queues: a Kueue job through its LocalQueue.
+    let out = ok(&[
+        "queues",
+        "validate",
+        "tests/fixtures/sched/queues/kueue-cohort-tree.yaml",
+        "tests/fixtures/sched/jobs/kueue-gpu-job.yaml",
+    ]);
+    assert_eq!(out, "ok: 3 queues, 1 jobs, no problems\n");
+}
+
+/// Each defect has its own fixture and exactly one problem line with its exact message.
+#[test]
+fn each_defect_is_reported_naming_file_and_queue() {
+    for name in [
+        "missing-parent",
+        "cycle",
+        "job-on-parent-queue",
+        "children-over-parent",
+        "limit-below-quota",
+        "negative-value",
+        "parent-without-resources",
+    ] {
+        let file = format!("{BAD}/{name}.yaml");
+        let line = fails(&["queues", "validate", &file]);
+        assert!(
+            line.starts_with(&format!("error: {file}: queue `")),
+            "{line}"
+        );
+        insta::assert_snapshot!(name, line);
+    }
+}
+
+#[test]
+fn all_problems_are_reported_at_once() {
+    let files: Vec<String> = ["missing-parent", "limit-below-quota", "negative-value"]
+        .iter()
+        .map(|n| format!("{BAD}/{n}.yaml"))
+        .collect();
+    let mut args = vec!["queues", "validate"];
+    args.extend(files.iter().map(String::as_str));
+    let r = railyard(&args);
+    assert_eq!(r.code, 1);
+    let lines: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    // Three files, each defining `dept` (reported once as duplicate twice) plus the defects.
+    assert!(lines
+        .iter()
+        .any(|l| l.contains("parent queue `research` does not exist")));
+    assert!(lines.iter().any(|l| l.contains("limit 4 is below quota 8")));
+    assert!(lines.iter().any(|l| l.contains("-4 is negative")));
+    assert!(lines.iter().any(|l| l.contains("defined more than once")));
+}
+
+#[test]
+fn share_gives_quota_then_the_rest_within_limits() {
+    let out = ok(&[
+        "queues",
+        "share",
+        "--queues",
+        "tests/fixtures/sched/queues/kai-teams.yaml",
+        "--demand",
+        "tests/fixtures/sched/demand.yaml",
+        "--output",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let share = |q: &str| {
+        v["queues"]
+            .as_array()
+            .expect("queues")
+            .iter()
+            .find(|r| r["queue"] == q)
+            .expect("queue row")["gpu"]["fair_share"]
+            .as_f64()
+            .expect("number")
+    };
+    // Capacity 40: dept gets it all (demand 12 + 30); team-a 8 + 4 up to its limit 12, team-b
+    // 8 + the other 20.
+    assert_eq!(share("dept"), 40.0);
+    assert_eq!(share("team-a"), 12.0);
+    assert_eq!(share("team-b"), 28.0);
+    assert_eq!(v["capacity"]["gpu"], 40.0);
+    // Inline demand, capacity from a cluster; text output.
+    let out = ok(&[
+        "queues",
+        "share",
+        "--queues",
+        "tests/fixtures/sched/queues/kai-teams.yaml",
+        "--demand",
+        "team-a=gpu:2",
+        "team-b=gpu:100",
+        "--cluster",
+        "preset:fat-tree-k8",
+    ]);
+    assert!(out.starts_with("capacity: gpu 1024,"), "{out}");
+    // Demand from job files: the Kueue job's 16 GPUs count for team-a via its LocalQueue.
+    let out = ok(&[
+        "queues",
+        "share",
+        "--queues",
+        "tests/fixtures/sched/queues/kueue-cohort-tree.yaml",
+        "--demand",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--output",
+        "json",
+    ]);
+    assert!(out.contains("\"demand\": 32.0"), "{out}");
+}
+
+#[test]
+fn share_rejects_demand_for_unknown_or_parent_queues() {
+    let line = fails(&[
+        "queues",
+        "share",
+        "--queues",
+        "tests/fixtures/sched/queues/kai-teams.yaml",
+        "--demand",
+        "dept=gpu:4",
+    ]);
+    assert_eq!(
+        line,
+        "error: --demand: queue `dept` has child queues; demand goes to leaf queues"
+    );
+    let line = fails(&[
+        "queues",
+        "share",
+        "--queues",
+        "tests/fixtures/sched/queues/kai-teams.yaml",
+        "--demand",
+        "nobody=gpu:4",
+    ]);
+    assert_eq!(
+        line,
+        "error: --demand: queue `nobody` is not in the queue files"
+    );
+}

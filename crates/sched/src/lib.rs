@@ -1,0 +1,32 @@
+//! Pure scheduling decisions for GPU gangs on a [`topology::Cluster`]: the queue tree and its
+//! validation, fair share, quota admission, topology-aware placement (Kueue TAS BestFit) with
+//! fractional GPUs, and preemption/reclaim.
+//!
+//! The crate reads no clock, no environment and no files, draws no randomness, and never lets
+//! hash-map iteration order reach a result: the same input gives the same decision. A
+//! discrete-event simulator calls [`place`] and [`Occupancy::allocate`]/[`Occupancy::release`]
+//! in a loop: placement costs O(nodes + domains) per pod set, state updates O(pods).
+
+mod error;
+mod job;
+mod occupancy;
+mod place;
+mod preempt;
+mod queue;
+mod share;
+
+pub use error::{JobError, StateError};
+pub use job::{
+    GpuRequest, Job, PodSet, Resource, Resources, SliceLayer, Toleration, TopologyRequest,
+    MAX_SLICE_LAYERS, MILLI_PER_GPU,
+};
+pub use occupancy::{Allocation, Occupancy, PodAllocation, RunningJob};
+pub use place::{
+    commit, highest_tier, place, place_within, running_job, NotPlaced, PlacedPod, Placement,
+};
+pub use preempt::{common_domain, place_with_preemption, Decision, PreemptionPolicy};
+pub use queue::{
+    validate, JobTarget, QueueId, QueueProblem, QueueProblemKind, QueueSpec, QueueTree,
+    ResourceQuota, UNLIMITED,
+};
+pub use share::{admit, fair_share, subtree_usage, AdmissionError};
