@@ -49,7 +49,7 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
         "<style>body{font-family:sans-serif;margin:24px;max-width:1340px;color:#222}\
          table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}\
          th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
-         .plots{display:flex;flex-wrap:wrap;gap:12px}.plots svg{border:1px solid #eee}\
+         .plots{display:flex;flex-wrap:wrap;gap:12px}.plots svg{border:1px solid #eee;width:calc(50% - 8px);min-width:480px;height:auto}\
          p.note{color:#555;font-size:13px;max-width:1000px}</style></head><body>\n",
     );
     let _ = writeln!(
