@@ -54,9 +54,7 @@ fn fmt_tick(v: f64) -> String {
         format!("{:.1}M", v / 1.0e6)
     } else if a >= 1.0e4 {
         format!("{:.0}k", v / 1.0e3)
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 && v.fract() == 0.0 {
+    } else if a >= 100.0 || (a >= 1.0 && v.fract() == 0.0) {
         format!("{v:.0}")
     } else if a >= 1.0 {
         format!("{v:.1}")
