@@ -7,9 +7,7 @@
 use sched::{
     place, GpuRequest, Job, Occupancy, PodAllocation, PodSet, RunningJob, TopologyRequest,
 };
-use topology::{
-    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, NodeId, NodeSpec, TierSpec,
-};
+use topology::{build_from_spec, Cluster, NodeId};
 
 fn main() {
     divan::main();
@@ -19,44 +17,9 @@ const TIER0: &str = "oci.oraclecloud.com/rdma.local_block_id";
 const TIER1: &str = "oci.oraclecloud.com/rdma.network_block_id";
 const TIER2: &str = "oci.oraclecloud.com/rdma.hpc_island_id";
 
-/// The same shape as the `oci-h100-131k` preset.
+/// The `oci-h100-131k` preset.
 fn oci_131k() -> Cluster {
-    let tier = |label: &str, prefix: &str, nodes, latency_us, switches| TierSpec {
-        label: format!("oci.oraclecloud.com/rdma.{label}"),
-        value_prefix: prefix.to_owned(),
-        nodes_per_domain: nodes,
-        latency_us,
-        switches_per_domain: Some(switches),
-        oversubscription: None,
-    };
-    let spec = ClusterSpec {
-        name: "oci-h100-131k".to_owned(),
-        node: NodeSpec {
-            gpus: 8,
-            gpu_memory_gib: 80,
-            rails: 8,
-            ports_per_rail: 2,
-            port_gbps: 200.0,
-            nvlink_gbps: 3600.0,
-            nvlink_domain_nodes: 1,
-            shape: Some("BM.GPU.H100.8".to_owned()),
-            name_prefix: "gpu-".to_owned(),
-        },
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes: 16_384,
-                rail_optimized: true,
-                host_label: topology::HOSTNAME_LABEL.to_owned(),
-                tiers: vec![
-                    tier("local_block_id", "lb-", 32, 2.0, 8),
-                    tier("network_block_id", "nb-", 256, 5.0, 32),
-                    tier("hpc_island_id", "island-", 16_384, 8.0, 64),
-                ],
-            }),
-        },
-    };
-    build_from_spec(&spec).expect("valid preset")
+    build_from_spec(&topology::examples::oci_h100(16_384)).expect("valid preset")
 }
 
 /// 70% of the nodes busy (whole nodes, seeded), except the Tier-0 blocks listed in `keep_free`.

@@ -1,8 +1,6 @@
 //! Benchmarks for building clusters from specs (DESIGN.md target: 131,072 GPUs in < 1 s).
 
-use topology::{
-    build_from_spec, ClosSpec, ClusterSpec, FabricSpec, FatTreeSpec, NodeSpec, TierSpec,
-};
+use topology::{build_from_spec, ClusterSpec, FabricSpec, FatTreeSpec, NodeSpec};
 
 fn main() {
     divan::main();
@@ -22,38 +20,9 @@ fn h100_node() -> NodeSpec {
     }
 }
 
-/// The same shape as the `oci-h100-131k` preset (kept in step with presets/oci-h100-131k.yaml).
-fn oci_131k() -> ClusterSpec {
-    let tier = |label: &str, prefix: &str, nodes, latency_us, switches| TierSpec {
-        label: format!("oci.oraclecloud.com/rdma.{label}"),
-        value_prefix: prefix.to_owned(),
-        nodes_per_domain: nodes,
-        latency_us,
-        switches_per_domain: Some(switches),
-        oversubscription: None,
-    };
-    ClusterSpec {
-        name: "oci-h100-131k".to_owned(),
-        node: h100_node(),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes: 16_384,
-                rail_optimized: true,
-                host_label: topology::HOSTNAME_LABEL.to_owned(),
-                tiers: vec![
-                    tier("local_block_id", "lb-", 32, 2.0, 8),
-                    tier("network_block_id", "nb-", 256, 5.0, 32),
-                    tier("hpc_island_id", "island-", 16_384, 8.0, 64),
-                ],
-            }),
-        },
-    }
-}
-
 #[divan::bench(sample_count = 10)]
 fn build_oci_h100_131k(bencher: divan::Bencher) {
-    let spec = oci_131k();
+    let spec = topology::examples::oci_h100(16_384);
     bencher.bench(|| build_from_spec(divan::black_box(&spec)).expect("valid preset"));
 }
 

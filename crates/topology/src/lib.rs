@@ -9,6 +9,7 @@
 
 mod build;
 mod error;
+pub mod examples;
 mod ids;
 mod model;
 pub mod roce;

@@ -381,3 +381,16 @@ fn usage_errors_exit_2() {
         2
     );
 }
+
+#[test]
+fn oci_presets_equal_the_example_specs_benchmarks_use() {
+    for (name, nodes) in [("oci-h100-16k", 2_048), ("oci-h100-131k", 16_384)] {
+        let text = railyard::cluster_arg::PRESETS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap()
+            .1;
+        let spec: topology::ClusterSpec = railyard::input::parse_typed(name, text).unwrap();
+        assert_eq!(spec, topology::examples::oci_h100(nodes), "{name}");
+    }
+}
