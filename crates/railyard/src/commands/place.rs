@@ -65,20 +65,7 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
         for p in &args.queues {
             files.push((p.display().to_string(), read_text(p)?));
         }
-        let read = queues::read(&files);
-        let specs: Vec<sched::QueueSpec> = read.queues.iter().map(|q| q.spec.clone()).collect();
-        let mut problems = read.problems.clone();
-        let tree = match sched::QueueTree::new(specs) {
-            Ok(t) => Some(t),
-            Err(ps) => {
-                problems.extend(ps.iter().map(ToString::to_string));
-                None
-            }
-        };
-        if !problems.is_empty() {
-            return Err(CliError::Problems(problems));
-        }
-        let tree = tree.expect("no problems");
+        let tree = crate::commands::queues::tree(&queues::read(&files))?;
         let usage_by_queue = occupancy.usage_milli_by_queue();
         let mut usage = vec![Resources::default(); tree.queues.len()];
         let mut demand = vec![Resources::default(); tree.queues.len()];
