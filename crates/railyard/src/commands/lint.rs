@@ -839,24 +839,29 @@ fn check_queues(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
         })
         .collect();
     let read = queues::read_documents(&sources, queues::JobSelection::NamingAQueue);
+    // A finding without a known document (none expected for parsed files) goes to the file's
+    // first document, or the first queue's, so that none is lost.
+    let first_queue = docs.iter().position(|d| is_queue(&d.value)).unwrap_or(0);
     for f in crate::commands::queues::findings(&read) {
-        let Some((_, _, places)) = files.iter().find(|(file, _, _)| *file == f.file) else {
-            continue;
-        };
-        let place = f
+        let places = files
+            .iter()
+            .find(|(file, _, _)| *file == f.file)
+            .map(|(_, _, places)| places.as_slice())
+            .unwrap_or_default();
+        let i = f
             .document
             .and_then(|n| places.get(n.wrapping_sub(1)))
-            .or(places.first());
-        if let Some(&i) = place {
-            out.push((
-                i,
-                vec![Problem::new(
-                    Severity::Error,
-                    f.path.unwrap_or_else(|| "-".to_owned()),
-                    f.message,
-                )],
-            ));
-        }
+            .or(places.first())
+            .copied()
+            .unwrap_or(first_queue);
+        out.push((
+            i,
+            vec![Problem::new(
+                Severity::Error,
+                f.path.unwrap_or_else(|| "-".to_owned()),
+                f.message,
+            )],
+        ));
     }
     out
 }
