@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use clap::ArgGroup;
 use fabric::ecmp::{expected_max_load, simulate_max_load, MAX_EXACT_BALLS};
 use fabric::{
     Collective, Fabric, HashFn, JobTraffic, Rank, RoutingConfig, RoutingMode, SwitchSeeds,
@@ -11,6 +12,7 @@ use serde::Serialize;
 use topology::roce;
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
+use crate::commands::place::{self, PlaceInputs};
 use crate::commands::trim_float;
 use crate::error::CliError;
 use crate::formats::placement;
@@ -19,12 +21,21 @@ use crate::table::Table;
 
 /// Arguments of `fabric collective`.
 #[derive(Debug, clap::Args)]
+#[command(group(ArgGroup::new("ranks").required(true).args(["placement", "job"])))]
 pub struct CollectiveArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// The placement (`railyard place --output json`): pods in rank order; each GPU is a rank.
     #[arg(long, value_name = "FILE")]
-    pub placement: PathBuf,
+    pub placement: Option<PathBuf>,
+    /// A job file instead of a placement: placed first exactly as `railyard place` does.
+    #[arg(long, value_name = "FILE")]
+    pub job: Option<PathBuf>,
+    /// With --job: running jobs, as `railyard place --state` reads them.
+    // `conflicts_with` rather than `requires = "job"`: clap lets any member of the required
+    // group satisfy `requires` (clap-rs/clap#4707), so `--placement` would.
+    #[arg(long, value_name = "FILE", conflicts_with = "placement")]
+    pub state: Option<PathBuf>,
     /// allreduce, allgather, reducescatter or alltoall.
     #[arg(long, value_name = "NAME")]
     pub collective: String,
@@ -225,8 +236,7 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
         ));
     }
     let cluster = load_cluster(&args.cluster)?;
-    let file = args.placement.display().to_string();
-    let pods = placement::read(&args.placement, &cluster)?;
+    let (file, pods) = ranks_source(args, &cluster)?;
     let mut ranks: Vec<Rank> = Vec::new();
     for p in &pods {
         if p.gpus.fract() != 0.0 {
@@ -297,6 +307,46 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
         time_us: r.time_us(size as f64),
         small_message_time_us: r.time_us(8.0),
     })
+}
+
+/// The placed pods the collective runs on, and the file they come from: the placement file, or
+/// the job placed by [`place::decide`] (the code path of `railyard place`).
+fn ranks_source(
+    args: &CollectiveArgs,
+    cluster: &topology::Cluster,
+) -> Result<(String, Vec<placement::ResolvedPod>), CliError> {
+    match (&args.placement, &args.job) {
+        (Some(p), None) => Ok((p.display().to_string(), placement::read(p, cluster)?)),
+        (None, Some(job)) => {
+            let file = job.display().to_string();
+            let decided = place::decide(
+                cluster,
+                &PlaceInputs {
+                    job,
+                    state: args.state.as_deref(),
+                    queues: &[],
+                    no_preempt: false,
+                },
+            )?;
+            if !decided.placed {
+                return Err(CliError::input(
+                    &file,
+                    format!(
+                        "job `{}` cannot be placed on {}: {}",
+                        decided.job.as_deref().unwrap_or("?"),
+                        cluster.name,
+                        decided.reason.as_deref().unwrap_or("no reason given")
+                    ),
+                ));
+            }
+            let pods = placement::resolve(&file, &decided, cluster)?;
+            Ok((file, pods))
+        }
+        _ => Err(CliError::input(
+            "--placement/--job",
+            "expected exactly one of --placement FILE and --job FILE",
+        )),
+    }
 }
 
 /// A duration given in µs with a readable unit.

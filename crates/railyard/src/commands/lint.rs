@@ -3,8 +3,11 @@
 //! MESSAGE`; exit 1 when any finding is an error.
 //!
 //! Each document goes to the checker for its `kind` ([`check_document`], one match arm per
-//! kind); checks that need several documents (pods against the networks they attach) run after
-//! ([`check_across`]). Checkers are pure functions of parsed documents.
+//! kind); checks that need several documents (pods against the networks they attach, Kueue TAS
+//! levels against a Kueue Topology, queue trees) run after ([`check_across`]). Checkers are pure
+//! functions of parsed documents. The Kueue TAS rules and the queue checks are not lint's own:
+//! they call the functions `place` and `queues validate` use ([`jobs::kueue_topology`],
+//! [`jobs::resolve_levels`], [`crate::commands::queues::findings`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,6 +16,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::CliError;
+use crate::formats::k8s::read_topology;
+use crate::formats::{jobs, queues};
 use crate::input::{parse_documents, read_text};
 use crate::output::{to_json, OutputFormat};
 
@@ -183,9 +188,12 @@ pub fn lint_documents(docs: &[Document]) -> Vec<LintFinding> {
 
 /// The checks for one document, chosen by its `kind`. Add a checker with one arm here.
 pub fn check_document(doc: &Value) -> Vec<Problem> {
+    let api = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     match doc.get("kind").and_then(Value::as_str) {
         Some("NicClusterPolicy") => check_nic_cluster_policy(doc),
         Some("NetworkAttachmentDefinition") => check_network_attachment(doc),
+        Some("Job") if api == "batch/v1" => check_kueue_topology(doc),
+        Some("JobSet") if api.starts_with(JOBSET_API) => check_kueue_topology(doc),
         _ => Vec::new(),
     }
 }
@@ -615,6 +623,250 @@ fn check_cni_plugin(path: &str, plugin: &Value, resource: Option<&str>, out: &mu
 }
 
 // ---------------------------------------------------------------------------------------------
+// Kueue TAS annotations on batch/v1 Jobs and JobSets
+
+/// The JobSet API group.
+const JOBSET_API: &str = "jobset.x-k8s.io/";
+
+/// A Kueue pod set of a Job or JobSet: where its pod template's annotations are and its pod
+/// count (`Err` with the problem when the count cannot be read).
+struct KueuePodSet<'a> {
+    base: String,
+    annotations: Option<&'a Value>,
+    count: Result<(u32, String), Problem>,
+}
+
+/// A Job is one pod set of `spec.parallelism` pods; a JobSet has one per replicated job, of
+/// `replicas × template.spec.parallelism` pods (Kueue's pod-set count).
+fn kueue_pod_sets(doc: &Value) -> Vec<KueuePodSet<'_>> {
+    let count_at = |v: Option<&Value>, path: String| {
+        jobs::pod_count(v).map_err(|m| Problem::new(Severity::Error, path, m))
+    };
+    if doc.get("kind").and_then(Value::as_str) != Some("JobSet") {
+        return vec![KueuePodSet {
+            base: "spec.template.metadata.annotations".to_owned(),
+            annotations: doc.pointer("/spec/template/metadata/annotations"),
+            count: count_at(
+                doc.pointer("/spec/parallelism"),
+                "spec.parallelism".to_owned(),
+            )
+            .map(|n| (n, format!("spec.parallelism {n}"))),
+        }];
+    }
+    let replicated = doc
+        .pointer("/spec/replicatedJobs")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    replicated
+        .iter()
+        .enumerate()
+        .map(|(i, rj)| {
+            let at = format!("spec.replicatedJobs[{i}]");
+            let count = count_at(rj.get("replicas"), format!("{at}.replicas")).and_then(|r| {
+                let p = count_at(
+                    rj.pointer("/template/spec/parallelism"),
+                    format!("{at}.template.spec.parallelism"),
+                )?;
+                let n = r.checked_mul(p).ok_or_else(|| {
+                    Problem::new(
+                        Severity::Error,
+                        format!("{at}.replicas"),
+                        format!("replicas {r} × parallelism {p} is more pods than railyard counts"),
+                    )
+                })?;
+                Ok((n, format!("the {n} pods of replicas {r} × parallelism {p}")))
+            });
+            KueuePodSet {
+                base: format!("{at}.template.spec.template.metadata.annotations"),
+                annotations: rj.pointer("/template/spec/template/metadata/annotations"),
+                count,
+            }
+        })
+        .collect()
+}
+
+/// Kueue TAS annotations of every pod template, with the rules of [`jobs::kueue_topology`] (the
+/// ones `place` applies). The count is read only when a slice size needs it.
+fn check_kueue_topology(doc: &Value) -> Vec<Problem> {
+    let mut out = Vec::new();
+    for set in kueue_pod_sets(doc) {
+        let count = match &set.count {
+            Ok((n, source)) => Some((*n, source.as_str())),
+            Err(p) => {
+                if set
+                    .annotations
+                    .and_then(|a| a.get(jobs::KUEUE_SLICE_SIZE))
+                    .is_some()
+                {
+                    out.push(p.clone());
+                }
+                None
+            }
+        };
+        let (_, problems) = jobs::kueue_topology(set.annotations, &set.base, count);
+        out.extend(
+            problems
+                .into_iter()
+                .map(|p| Problem::new(Severity::Error, p.field, p.message)),
+        );
+    }
+    out
+}
+
+/// The levels of the Kueue Topology objects among the documents: (name, labels top first).
+fn kueue_topologies(docs: &[Document]) -> Vec<(String, Vec<String>)> {
+    docs.iter()
+        .filter(|d| {
+            d.value.get("kind").and_then(Value::as_str) == Some("Topology")
+                && d.value
+                    .get("apiVersion")
+                    .and_then(Value::as_str)
+                    .is_some_and(|a| a.starts_with("kueue.x-k8s.io/"))
+        })
+        .filter_map(|d| read_topology(&d.file, std::slice::from_ref(&d.value)).ok())
+        .map(|t| (t.name, t.levels))
+        .collect()
+}
+
+/// With Kueue Topologies among the linted files, the level rules of [`jobs::resolve_levels`]
+/// (the ones `place` applies against a cluster): every level named is a level of the Topology,
+/// preferred at or below required, the slice level at or below the main one. A pod set is
+/// checked against the Topology holding most of the levels it names (the first on a tie), once
+/// its annotations pass [`check_kueue_topology`].
+fn check_kueue_levels(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
+    let topologies = kueue_topologies(docs);
+    let mut out = Vec::new();
+    if topologies.is_empty() {
+        return out;
+    }
+    for (i, d) in docs.iter().enumerate() {
+        let api = d
+            .value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        match d.value.get("kind").and_then(Value::as_str) {
+            Some("Job") if api == "batch/v1" => {}
+            Some("JobSet") if api.starts_with(JOBSET_API) => {}
+            _ => continue,
+        }
+        let mut problems = Vec::new();
+        for set in kueue_pod_sets(&d.value) {
+            let Ok((count, source)) = &set.count else {
+                continue;
+            };
+            let (topology, annotation_problems) =
+                jobs::kueue_topology(set.annotations, &set.base, Some((*count, source)));
+            if !annotation_problems.is_empty() {
+                continue; // reported by `check_kueue_topology`; one defect at a time
+            }
+            let named: Vec<&str> = topology
+                .required
+                .iter()
+                .chain(&topology.preferred)
+                .chain(topology.slices.iter().map(|(l, _)| l))
+                .map(|l| l.label.as_str())
+                .collect();
+            if named.is_empty() {
+                continue;
+            }
+            let mut best: Option<(&(String, Vec<String>), usize)> = None;
+            for t in &topologies {
+                let held = named.iter().filter(|l| t.1.iter().any(|x| x == *l)).count();
+                if best.is_none_or(|(_, b)| held > b) {
+                    best = Some((t, held));
+                }
+            }
+            let Some(((name, levels), _)) = best else {
+                continue;
+            };
+            let levels: Vec<&str> = levels.iter().map(String::as_str).collect();
+            if let Err(p) =
+                jobs::resolve_levels(&topology, *count, &levels, &format!("Topology {name}"))
+            {
+                problems.push(Problem::new(Severity::Error, p.field, p.message));
+            }
+        }
+        if !problems.is_empty() {
+            out.push((i, problems));
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queues (KAI scheduling.run.ai Queues; Kueue ClusterQueues, Cohorts and LocalQueues)
+
+/// Whether a document is a queue `queues validate` reads.
+fn is_queue(doc: &Value) -> bool {
+    let api = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    match doc.get("kind").and_then(Value::as_str) {
+        Some("Queue") => api.starts_with("scheduling.run.ai/"),
+        Some("ClusterQueue" | "Cohort" | "LocalQueue") => api.starts_with("kueue.x-k8s.io/"),
+        _ => false,
+    }
+}
+
+/// With queues among the linted files: every problem `queues validate` reports for them
+/// ([`crate::commands::queues::findings`], the same function), with the jobs in the files that
+/// name a queue. Each finding goes to the document and field it is about.
+fn check_queues(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
+    let mut out = Vec::new();
+    if !docs.iter().any(|d| is_queue(&d.value)) {
+        return out;
+    }
+    // The files with queues or jobs, each with its documents and their places in `docs`.
+    let mut files: Vec<(&str, Vec<Value>, Vec<usize>)> = Vec::new();
+    for (i, d) in docs.iter().enumerate() {
+        let at = match files.iter().position(|f| f.0 == d.file) {
+            Some(at) => at,
+            None => {
+                files.push((d.file.as_str(), Vec::new(), Vec::new()));
+                files.len() - 1
+            }
+        };
+        files[at].1.push(d.value.clone());
+        files[at].2.push(i);
+    }
+    files.retain(|(_, values, _)| values.iter().any(|v| is_queue(v) || jobs::is_job_doc(v)));
+    let sources: Vec<queues::Source<'_>> = files
+        .iter()
+        .map(|(file, values, _)| queues::Source {
+            file,
+            text: None,
+            docs: values,
+        })
+        .collect();
+    let read = queues::read_documents(&sources, queues::JobSelection::NamingAQueue);
+    // A finding without a known document (none expected for parsed files) goes to the file's
+    // first document, or the first queue's, so that none is lost.
+    let first_queue = docs.iter().position(|d| is_queue(&d.value)).unwrap_or(0);
+    for f in crate::commands::queues::findings(&read) {
+        let places = files
+            .iter()
+            .find(|(file, _, _)| *file == f.file)
+            .map(|(_, _, places)| places.as_slice())
+            .unwrap_or_default();
+        let i = f
+            .document
+            .and_then(|n| places.get(n.wrapping_sub(1)))
+            .or(places.first())
+            .copied()
+            .unwrap_or(first_queue);
+        out.push((
+            i,
+            vec![Problem::new(
+                Severity::Error,
+                f.path.unwrap_or_else(|| "-".to_owned()),
+                f.message,
+            )],
+        ));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
 // Across documents: pods against the networks they attach
 
 /// Pod specs in a document with their paths and annotations: a Pod, a workload with
@@ -688,10 +940,19 @@ fn network_names(annotation: &str) -> Vec<String> {
         .collect()
 }
 
-/// Checks that need several documents: a pod attaching a network whose NAD (in the linted files)
-/// names a device-plugin resource must request that resource, else it gets the interface but no
-/// RDMA device. Returns (document index in `docs`, problems).
+/// Checks that need several documents: pods against the networks they attach, Kueue TAS levels
+/// against the Kueue Topologies, and queue trees (with the jobs naming their queues). Returns
+/// (document index in `docs`, problems), in that order of checks.
 pub fn check_across(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
+    let mut out = check_networks(docs);
+    out.extend(check_kueue_levels(docs));
+    out.extend(check_queues(docs));
+    out
+}
+
+/// A pod attaching a network whose NAD (in the linted files) names a device-plugin resource must
+/// request that resource, else it gets the interface but no RDMA device.
+fn check_networks(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
     let mut resources: BTreeMap<&str, &str> = BTreeMap::new();
     for d in docs {
         if d.value.get("kind").and_then(Value::as_str) != Some("NetworkAttachmentDefinition") {

@@ -1,7 +1,7 @@
 //! `railyard place`: where a job would land on a cluster with running jobs, which tiers it
 //! crosses, and whom it would preempt.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sched::{fair_share, place_with_preemption, PreemptionPolicy, Resources};
 use topology::Cluster;
@@ -42,15 +42,49 @@ pub struct PlaceArgs {
 /// `place`.
 pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
     let cluster = load_cluster(&args.cluster)?;
-    let job_file = args.job.display().to_string();
-    let doc = jobs::read_job(&job_file, &read_text(&args.job)?)?;
-    let job = doc.resolve(&job_file, &cluster)?;
-    let occupancy = match &args.state {
+    let file = decide(
+        &cluster,
+        &PlaceInputs {
+            job: &args.job,
+            state: args.state.as_deref(),
+            queues: &args.queues,
+            no_preempt: args.no_preempt,
+        },
+    )?;
+    Ok(match args.output {
+        OutputFormat::Json => to_json(&file),
+        OutputFormat::Text => text(&cluster, &file),
+    })
+}
+
+/// What a placement is decided from, besides the cluster: the files `place` takes.
+#[derive(Clone, Copy, Debug)]
+pub struct PlaceInputs<'a> {
+    /// The job file (native, Kueue or KAI).
+    pub job: &'a Path,
+    /// Running jobs (a state file or previous `place --output json` results).
+    pub state: Option<&'a Path>,
+    /// Queue files; empty for none (then only the job's own queue may be preempted).
+    pub queues: &'a [PathBuf],
+    /// Never preempt.
+    pub no_preempt: bool,
+}
+
+/// Place a job on a cluster the way `railyard place` does, as the placement file it writes:
+/// read and resolve the job, the running jobs and the queues, check the queue's limits, then
+/// place with preemption (unless `no_preempt`). The one code path behind `place` and `fabric
+/// collective --job`. Not being placed is an answer (`placed: false` with the scheduler's
+/// reason); bad input is an error.
+pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFile, CliError> {
+    let job_file = inputs.job.display().to_string();
+    let doc = jobs::read_job(&job_file, &read_text(inputs.job)?)?;
+    let job = doc.resolve(&job_file, cluster)?;
+    let occupancy = match inputs.state {
         Some(p) => {
             let f = p.display().to_string();
-            state::read(&f, &read_text(p)?, &cluster)?
+            state::read(&f, &read_text(p)?, cluster)?
         }
-        None => sched::Occupancy::new(&cluster),
+        None => sched::Occupancy::new(cluster),
     };
     if occupancy.jobs().contains_key(&job.name) {
         return Err(CliError::input(
@@ -60,25 +94,12 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
     }
     let mut policy = PreemptionPolicy::default();
     let mut refused: Option<String> = None;
-    if !args.queues.is_empty() {
+    if !inputs.queues.is_empty() {
         let mut files = Vec::new();
-        for p in &args.queues {
+        for p in inputs.queues {
             files.push((p.display().to_string(), read_text(p)?));
         }
-        let read = queues::read(&files);
-        let specs: Vec<sched::QueueSpec> = read.queues.iter().map(|q| q.spec.clone()).collect();
-        let mut problems = read.problems.clone();
-        let tree = match sched::QueueTree::new(specs) {
-            Ok(t) => Some(t),
-            Err(ps) => {
-                problems.extend(ps.iter().map(ToString::to_string));
-                None
-            }
-        };
-        if !problems.is_empty() {
-            return Err(CliError::Problems(problems));
-        }
-        let tree = tree.expect("no problems");
+        let tree = crate::commands::queues::tree(&queues::read(&files))?;
         let usage_by_queue = occupancy.usage_milli_by_queue();
         let mut usage = vec![Resources::default(); tree.queues.len()];
         let mut demand = vec![Resources::default(); tree.queues.len()];
@@ -124,18 +145,18 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
     }
     let result = match refused {
         Some(reason) => Err(reason),
-        None if args.no_preempt => sched::place(&cluster, &occupancy, &job)
+        None if inputs.no_preempt => sched::place(cluster, &occupancy, &job)
             .map(|placement| sched::Decision {
                 placement,
                 victims: Vec::new(),
             })
             .map_err(|e| e.to_string()),
         None => {
-            place_with_preemption(&cluster, &occupancy, &job, &policy).map_err(|e| e.to_string())
+            place_with_preemption(cluster, &occupancy, &job, &policy).map_err(|e| e.to_string())
         }
     };
-    let file = match result {
-        Ok(d) => placement_file(&cluster, &job.name, &d),
+    Ok(match result {
+        Ok(d) => placement_file(cluster, &job.name, &d),
         Err(reason) => PlacementFile {
             job: Some(job.name.clone()),
             placed: false,
@@ -145,10 +166,6 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
             worst_latency_us: None,
             preempted: Vec::new(),
         },
-    };
-    Ok(match args.output {
-        OutputFormat::Json => to_json(&file),
-        OutputFormat::Text => text(&cluster, &file),
     })
 }
 

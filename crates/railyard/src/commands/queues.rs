@@ -12,7 +12,7 @@ use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::commands::trim_float;
 use crate::error::CliError;
 use crate::formats::jobs::{self, parse_cpu_millis, parse_memory_mib};
-use crate::formats::queues::{self, QueueFiles};
+use crate::formats::queues::{self, JobEntry, QueueEntry, QueueFiles, QueueFinding};
 use crate::input::{parse_typed, read_text};
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
@@ -58,6 +58,14 @@ fn read_files(paths: &[PathBuf]) -> Result<QueueFiles, CliError> {
 
 /// Every problem of the files and the tree, one line each, naming file and queue.
 pub fn problems(read: &QueueFiles) -> Vec<String> {
+    findings(read).iter().map(ToString::to_string).collect()
+}
+
+/// Every problem of the files and the tree, each with its file and, when known, the document
+/// and field it is about: the one check behind `queues validate`, `queues share`, `place
+/// --queues` and `lint`. Tree problems ([`sched::validate`]) point at the queue's definition
+/// (a duplicate at its second definition) or at the job that names the queue.
+pub fn findings(read: &QueueFiles) -> Vec<QueueFinding> {
     let specs: Vec<sched::QueueSpec> = read.queues.iter().map(|q| q.spec.clone()).collect();
     let targets: Vec<sched::JobTarget> = read
         .jobs
@@ -68,29 +76,66 @@ pub fn problems(read: &QueueFiles) -> Vec<String> {
         })
         .collect();
     let mut out = read.problems.clone();
-    // The file a queue is defined in (the first definition).
-    let mut queue_file: BTreeMap<&str, &str> = BTreeMap::new();
+    // Each queue's definitions in input order (the first is the one the tree keeps).
+    let mut definitions: BTreeMap<&str, Vec<&QueueEntry>> = BTreeMap::new();
     for q in &read.queues {
-        queue_file
-            .entry(q.spec.name.as_str())
-            .or_insert(q.file.as_str());
+        definitions.entry(q.spec.name.as_str()).or_default().push(q);
     }
-    let job_file: BTreeMap<&str, &str> = read
+    let mut duplicates_seen: BTreeMap<String, usize> = BTreeMap::new();
+    let job_entry: BTreeMap<&str, &JobEntry> = read
         .jobs
         .iter()
-        .map(|j| (j.job.as_str(), j.file.as_str()))
+        .rev()
+        .map(|j| (j.job.as_str(), j))
         .collect();
     for p in sched::validate(&specs, &targets) {
-        let file = match &p.kind {
+        let finding = match &p.kind {
             QueueProblemKind::JobOnNonLeaf(j) | QueueProblemKind::JobOnUnknownQueue(j) => {
-                job_file.get(j.as_str()).copied()
+                job_entry.get(j.as_str()).map(|e| {
+                    QueueFinding::new(
+                        &e.file,
+                        Some(e.document),
+                        Some(e.queue_field.clone()),
+                        p.to_string(),
+                    )
+                })
             }
-            _ => queue_file.get(p.queue.as_str()).copied(),
-        }
-        .unwrap_or("-");
-        out.push(format!("{file}: {p}"));
+            kind => {
+                let defs = definitions.get(p.queue.as_str());
+                let nth = if *kind == QueueProblemKind::Duplicate {
+                    let seen = duplicates_seen.entry(p.queue.clone()).or_default();
+                    *seen += 1;
+                    *seen
+                } else {
+                    0
+                };
+                defs.and_then(|d| d.get(nth).or(d.first())).map(|q| {
+                    QueueFinding::new(
+                        &q.file,
+                        q.document,
+                        q.document.map(|_| q.flavor.field_of(kind)),
+                        p.to_string(),
+                    )
+                })
+            }
+        };
+        out.push(finding.unwrap_or_else(|| QueueFinding::new("-", None, None, p.to_string())));
     }
     out
+}
+
+/// The queue tree of queue files, or every problem of the files and the tree (jobs in the files
+/// are not checked: `share` and `place` take their demand elsewhere).
+pub fn tree(read: &QueueFiles) -> Result<QueueTree, CliError> {
+    let problems = problems(&QueueFiles {
+        jobs: Vec::new(),
+        ..read.clone()
+    });
+    if !problems.is_empty() {
+        return Err(CliError::Problems(problems));
+    }
+    QueueTree::new(read.queues.iter().map(|q| q.spec.clone()).collect())
+        .map_err(|ps| CliError::Problems(ps.iter().map(ToString::to_string).collect()))
 }
 
 /// `queues validate`: the summary on success; every problem (exit 1) otherwise.
@@ -189,16 +234,7 @@ struct ShareReport {
 
 /// `queues share`.
 pub fn share(args: &ShareArgs) -> Result<String, CliError> {
-    let read = read_files(&args.queues)?;
-    let problems = problems(&QueueFiles {
-        jobs: Vec::new(),
-        ..read.clone()
-    });
-    if !problems.is_empty() {
-        return Err(CliError::Problems(problems));
-    }
-    let tree = QueueTree::new(read.queues.iter().map(|q| q.spec.clone()).collect())
-        .map_err(|ps| CliError::Problems(ps.iter().map(ToString::to_string).collect()))?;
+    let tree = tree(&read_files(&args.queues)?)?;
     let mut demand = vec![Resources::default(); tree.queues.len()];
     let mut capacity: Option<(Resources, [bool; 3])> = None;
     let mut add = |at: &str, queue: &str, r: Resources| -> Result<(), CliError> {

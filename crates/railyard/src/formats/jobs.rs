@@ -25,6 +25,8 @@ pub const KUEUE_SLICE_SIZE: &str = "kueue.x-k8s.io/podset-slice-size";
 pub const KUEUE_MIN_PARALLELISM: &str = "kueue.x-k8s.io/job-min-parallelism";
 /// KAI: queue label.
 pub const KAI_QUEUE_LABEL: &str = "kai.scheduler/queue";
+/// KAI: the queue label of Run:ai, which KAI still reads.
+pub const KAI_LEGACY_QUEUE_LABEL: &str = "runai/queue";
 /// KAI: required placement annotation.
 pub const KAI_REQUIRED: &str = "kai.scheduler/topology-required-placement";
 /// KAI: preferred placement annotation.
@@ -71,14 +73,21 @@ pub struct PodSetDoc {
     pub cpu_millis: u64,
     /// Memory per pod, MiB.
     pub memory_mib: u64,
+    /// Topology request, levels not yet resolved.
+    pub topology: TopologyDoc,
+    /// Where the GPU request is written (for the message when there is none).
+    pub gpu_field: String,
+}
+
+/// A pod set's topology request as read: levels by label, not yet resolved.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TopologyDoc {
     /// Required level.
     pub required: Option<LevelRef>,
     /// Preferred level.
     pub preferred: Option<LevelRef>,
     /// Slice layers, outermost first: level and size.
     pub slices: Vec<(LevelRef, u32)>,
-    /// Where the GPU request is written (for the message when there is none).
-    pub gpu_field: String,
 }
 
 /// A job as read from a file.
@@ -98,6 +107,10 @@ pub struct JobDoc {
     pub tolerations: Vec<sched::Toleration>,
     /// Pod sets.
     pub pod_sets: Vec<PodSetDoc>,
+    /// Document number in the file, from 1 (the PodGroup's for a KAI gang).
+    pub document: usize,
+    /// Where the queue is named, e.g. `metadata.labels[kueue.x-k8s.io/queue-name]`.
+    pub queue_field: String,
 }
 
 /// Whether a document is a job this module reads (Kueue Job, KAI Pod/PodGroup).
@@ -116,34 +129,58 @@ fn kind(doc: &Value) -> &str {
     doc.get("kind").and_then(Value::as_str).unwrap_or("")
 }
 
-/// Read every job of a file (native: one job; Kubernetes: each Job, and each Pod or PodGroup).
+/// Read every job of a file (native: one job; Kubernetes: each Job, and each Pod or PodGroup);
+/// the first bad job is the error.
 pub fn read_jobs(file: &str, text: &str) -> Result<Vec<JobDoc>, CliError> {
     let docs = parse_documents(file, text)?;
+    jobs_in_documents(file, &docs, Some(text))?
+        .into_iter()
+        .map(|(_, job)| job)
+        .collect()
+}
+
+/// A job document's number in its file (from 1) and the job read from it, or why it could not be.
+pub type JobRead = (usize, Result<JobDoc, CliError>);
+
+/// Every job of a file's parsed documents with its document number (from 1), each read on its
+/// own so that one bad job does not hide the others (`queues validate` and `lint` report them
+/// all). `text`, when given, is parsed again for a native job spec so that its errors carry line
+/// numbers. A file without any job is an error.
+pub fn jobs_in_documents(
+    file: &str,
+    docs: &[Value],
+    text: Option<&str>,
+) -> Result<Vec<JobRead>, CliError> {
     if docs.is_empty() {
         return Err(CliError::input(file, "no job in the file"));
     }
     if docs.len() == 1 && docs[0].get("apiVersion").is_none() && docs[0].get("kind").is_none() {
-        let native: NativeJob = parse_typed(file, text)?;
-        return Ok(vec![native_job(file, native)?]);
+        let native: Result<NativeJob, CliError> = match text {
+            Some(t) => parse_typed(file, t),
+            None => serde_json::from_value(docs[0].clone()).map_err(|e| CliError::input(file, e)),
+        };
+        return Ok(vec![(1, native.and_then(|n| native_job(file, n)))]);
     }
     let mut jobs = Vec::new();
     let groups: Vec<&Value> = docs.iter().filter(|d| kind(d) == "PodGroup").collect();
     for (i, d) in docs.iter().enumerate() {
         let at = format!("document {}", i + 1);
-        match (api_version(d), kind(d)) {
-            ("batch/v1", "Job") => jobs.push(kueue_job(file, &at, d)?),
-            (_, "PodGroup") => {
-                let pod = docs.iter().find(|p| kind(p) == "Pod").ok_or_else(|| {
+        let job = match (api_version(d), kind(d)) {
+            ("batch/v1", "Job") => kueue_job(file, i + 1, d),
+            (_, "PodGroup") => docs
+                .iter()
+                .find(|p| kind(p) == "Pod")
+                .ok_or_else(|| {
                     CliError::input(
                         file,
                         format!("{at} (PodGroup): expected a Pod in the same file giving the per-pod resources"),
                     )
-                })?;
-                jobs.push(kai_job(file, &at, pod, Some(d))?);
-            }
-            ("v1", "Pod") if groups.is_empty() => jobs.push(kai_job(file, &at, d, None)?),
-            _ => {}
-        }
+                })
+                .and_then(|pod| kai_job(file, i + 1, pod, Some(d))),
+            ("v1", "Pod") if groups.is_empty() => kai_job(file, i + 1, d, None),
+            _ => continue,
+        };
+        jobs.push((i + 1, job));
     }
     if jobs.is_empty() {
         return Err(CliError::input(
@@ -152,6 +189,16 @@ pub fn read_jobs(file: &str, text: &str) -> Result<Vec<JobDoc>, CliError> {
         ));
     }
     Ok(jobs)
+}
+
+/// Whether a Kubernetes job document names the queue it goes to (Kueue's queue-name label, KAI's
+/// queue label, a PodGroup's `spec.queue`): the documents a queue scheduler would take.
+pub fn names_queue(doc: &Value) -> bool {
+    let label = |k: &str| map_str(doc, &["metadata", "labels"], k).is_some();
+    label(KUEUE_QUEUE_LABEL)
+        || label(KAI_QUEUE_LABEL)
+        || label(KAI_LEGACY_QUEUE_LABEL)
+        || (kind(doc) == "PodGroup" && str_at(doc, &["spec", "queue"]).is_some())
 }
 
 /// Read exactly one job.
@@ -327,25 +374,29 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
             gpu,
             cpu_millis,
             memory_mib,
-            required: s.topology.required.map(|l| lref(l, "topology.required")),
-            preferred: s.topology.preferred.map(|l| lref(l, "topology.preferred")),
-            slices: s
-                .topology
-                .slices
-                .into_iter()
-                .enumerate()
-                .map(|(k, sl)| {
-                    (
-                        lref(sl.level, &format!("topology.slices[{k}].level")),
-                        sl.size,
-                    )
-                })
-                .collect(),
+            topology: TopologyDoc {
+                required: s.topology.required.map(|l| lref(l, "topology.required")),
+                preferred: s.topology.preferred.map(|l| lref(l, "topology.preferred")),
+                slices: s
+                    .topology
+                    .slices
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, sl)| {
+                        (
+                            lref(sl.level, &format!("topology.slices[{k}].level")),
+                            sl.size,
+                        )
+                    })
+                    .collect(),
+            },
             gpu_field: at("gpus"),
         });
     }
     Ok(JobDoc {
         format: JobFormat::Native,
+        document: 1,
+        queue_field: "queue".to_owned(),
         name: j.name,
         queue: j.queue,
         priority: j.priority,
@@ -539,8 +590,9 @@ fn name_of(file: &str, at: &str, d: &Value) -> Result<String, CliError> {
 
 // ---- Kueue ----
 
-fn kueue_job(file: &str, at: &str, d: &Value) -> Result<JobDoc, CliError> {
-    let name = name_of(file, at, d)?;
+fn kueue_job(file: &str, document: usize, d: &Value) -> Result<JobDoc, CliError> {
+    let at = format!("document {document}");
+    let name = name_of(file, &at, d)?;
     let at = format!("{at} (Job {name})");
     let err = |m: String| CliError::input(file, format!("{at}: {m}"));
     let queue = map_str(d, &["metadata", "labels"], KUEUE_QUEUE_LABEL).ok_or_else(|| {
@@ -548,16 +600,8 @@ fn kueue_job(file: &str, at: &str, d: &Value) -> Result<JobDoc, CliError> {
             "metadata.labels[{KUEUE_QUEUE_LABEL}]: missing; Kueue only admits Jobs that name a LocalQueue"
         ))
     })?;
-    let count = match path(d, &["spec", "parallelism"]) {
-        None => 1,
-        Some(v) => parse_count(v)
-            .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n))
-            .ok_or_else(|| {
-                err(format!(
-                    "spec.parallelism: expected a positive integer, got {v}"
-                ))
-            })? as u32,
-    };
+    let count = pod_count(path(d, &["spec", "parallelism"]))
+        .map_err(|m| err(format!("spec.parallelism: {m}")))?;
     let min_count = match map_str(d, &["metadata", "annotations"], KUEUE_MIN_PARALLELISM) {
         None => None,
         Some(s) => Some(
@@ -571,72 +615,14 @@ fn kueue_job(file: &str, at: &str, d: &Value) -> Result<JobDoc, CliError> {
                 })?,
         ),
     };
-    let ann = ["spec", "template", "metadata", "annotations"];
-    let field = |k: &str| format!("spec.template.metadata.annotations[{k}]");
-    let required = map_str(d, &ann, KUEUE_REQUIRED);
-    let preferred = map_str(d, &ann, KUEUE_PREFERRED);
-    let unconstrained = map_str(d, &ann, KUEUE_UNCONSTRAINED);
-    let given: Vec<&str> = [
-        (required.is_some(), KUEUE_REQUIRED),
-        (preferred.is_some(), KUEUE_PREFERRED),
-        (unconstrained.is_some(), KUEUE_UNCONSTRAINED),
-    ]
-    .iter()
-    .filter(|(g, _)| *g)
-    .map(|(_, k)| *k)
-    .collect();
-    if given.len() > 1 {
-        return Err(err(format!(
-            "spec.template.metadata.annotations: {} are mutually exclusive; give at most one",
-            given.join(" and ")
-        )));
+    let (topology, problems) = kueue_topology(
+        path(d, &["spec", "template", "metadata", "annotations"]),
+        "spec.template.metadata.annotations",
+        Some((count, &format!("spec.parallelism {count}"))),
+    );
+    if let Some(p) = problems.first() {
+        return Err(err(p.to_string()));
     }
-    if let Some(u) = &unconstrained {
-        if u != "true" && u != "false" {
-            return Err(err(format!(
-                "{}: expected \"true\" or \"false\", got \"{u}\"",
-                field(KUEUE_UNCONSTRAINED)
-            )));
-        }
-    }
-    let slice_level = map_str(d, &ann, KUEUE_SLICE_REQUIRED);
-    let slice_size = map_str(d, &ann, KUEUE_SLICE_SIZE);
-    let slices = match (slice_level, slice_size) {
-        (None, None) => Vec::new(),
-        (Some(_), None) => {
-            return Err(err(format!(
-                "{}: missing; {KUEUE_SLICE_REQUIRED} needs it",
-                field(KUEUE_SLICE_SIZE)
-            )))
-        }
-        (None, Some(_)) => {
-            return Err(err(format!(
-                "{}: missing; {KUEUE_SLICE_SIZE} needs it",
-                field(KUEUE_SLICE_REQUIRED)
-            )))
-        }
-        (Some(level), Some(size)) => {
-            let n: u32 = size.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
-                err(format!(
-                    "{}: expected a positive integer, got \"{size}\"",
-                    field(KUEUE_SLICE_SIZE)
-                ))
-            })?;
-            if count % n != 0 {
-                return Err(err(format!(
-                    "{}: slice size {n} must divide spec.parallelism {count}",
-                    field(KUEUE_SLICE_SIZE)
-                )));
-            }
-            vec![(
-                LevelRef {
-                    label: level,
-                    field: field(KUEUE_SLICE_REQUIRED),
-                },
-                n,
-            )]
-        }
-    };
     let pod_spec = path(d, &["spec", "template", "spec"])
         .cloned()
         .unwrap_or(Value::Null);
@@ -651,6 +637,8 @@ fn kueue_job(file: &str, at: &str, d: &Value) -> Result<JobDoc, CliError> {
     let tolerations = k8s_tolerations(file, &at, &pod_spec, f)?;
     Ok(JobDoc {
         format: JobFormat::Kueue,
+        document,
+        queue_field: format!("metadata.labels[{KUEUE_QUEUE_LABEL}]"),
         name,
         queue,
         priority,
@@ -663,34 +651,156 @@ fn kueue_job(file: &str, at: &str, d: &Value) -> Result<JobDoc, CliError> {
             gpu: sched::GpuRequest::Whole(u32::try_from(gpus).unwrap_or(u32::MAX)),
             cpu_millis,
             memory_mib,
-            required: required.map(|l| LevelRef {
-                label: l,
-                field: field(KUEUE_REQUIRED),
-            }),
-            preferred: preferred.map(|l| LevelRef {
-                label: l,
-                field: field(KUEUE_PREFERRED),
-            }),
-            slices,
+            topology,
             gpu_field: format!("{at}: {f}.containers: no {GPU_RESOURCE} limit or request"),
         }],
     })
 }
 
+/// A pod count as Kubernetes writes it (`spec.parallelism`, `replicas`): absent is 1; else a
+/// positive integer (a number or a numeric string).
+pub fn pod_count(v: Option<&Value>) -> Result<u32, String> {
+    match v {
+        None => Ok(1),
+        Some(v) => parse_count(v)
+            .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n))
+            .map(|n| n as u32)
+            .ok_or_else(|| format!("expected a positive integer, got {v}")),
+    }
+}
+
+/// A problem with one field of a document: the dotted path and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldProblem {
+    /// Dotted path, e.g. `spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]`.
+    pub field: String,
+    /// What is wrong and what is expected.
+    pub message: String,
+}
+
+impl std::fmt::Display for FieldProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// Read and check the Kueue TAS annotations of one pod template: `annotations` is the
+/// template's `metadata.annotations` (at `base`, used in field names); `count` is the pod set's
+/// pod count with where it comes from for messages (e.g. `spec.parallelism 4`), `None` when it
+/// could not be read.
+///
+/// The rules that need no cluster: `podset-required-topology`, `-preferred-topology` and
+/// `-unconstrained-topology` are mutually exclusive; unconstrained is `"true"` or `"false"`;
+/// `podset-slice-required-topology` and `podset-slice-size` come together, and the size is a
+/// positive integer dividing the count. Returns what could be read (a slice layer only when
+/// valid) and every problem; the level rules need the levels, see [`resolve_levels`]. This is
+/// the one implementation `place` (through [`read_jobs`]) and `lint` use.
+pub fn kueue_topology(
+    annotations: Option<&Value>,
+    base: &str,
+    count: Option<(u32, &str)>,
+) -> (TopologyDoc, Vec<FieldProblem>) {
+    let mut problems = Vec::new();
+    let field = |k: &str| format!("{base}[{k}]");
+    let get = |k: &str| annotations.and_then(|a| map_str(a, &[], k));
+    let required = get(KUEUE_REQUIRED);
+    let preferred = get(KUEUE_PREFERRED);
+    let unconstrained = get(KUEUE_UNCONSTRAINED);
+    let given: Vec<&str> = [
+        (required.is_some(), KUEUE_REQUIRED),
+        (preferred.is_some(), KUEUE_PREFERRED),
+        (unconstrained.is_some(), KUEUE_UNCONSTRAINED),
+    ]
+    .iter()
+    .filter(|(g, _)| *g)
+    .map(|(_, k)| *k)
+    .collect();
+    if given.len() > 1 {
+        problems.push(FieldProblem {
+            field: base.to_owned(),
+            message: format!(
+                "{} are mutually exclusive; give at most one",
+                given.join(" and ")
+            ),
+        });
+    }
+    if let Some(u) = &unconstrained {
+        if u != "true" && u != "false" {
+            problems.push(FieldProblem {
+                field: field(KUEUE_UNCONSTRAINED),
+                message: format!("expected \"true\" or \"false\", got \"{u}\""),
+            });
+        }
+    }
+    let mut slices = Vec::new();
+    match (get(KUEUE_SLICE_REQUIRED), get(KUEUE_SLICE_SIZE)) {
+        (None, None) => {}
+        (Some(_), None) => problems.push(FieldProblem {
+            field: field(KUEUE_SLICE_SIZE),
+            message: format!("missing; {KUEUE_SLICE_REQUIRED} needs it"),
+        }),
+        (None, Some(_)) => problems.push(FieldProblem {
+            field: field(KUEUE_SLICE_REQUIRED),
+            message: format!("missing; {KUEUE_SLICE_SIZE} needs it"),
+        }),
+        (Some(level), Some(size)) => match size.parse::<u32>().ok().filter(|&n| n >= 1) {
+            None => problems.push(FieldProblem {
+                field: field(KUEUE_SLICE_SIZE),
+                message: format!("expected a positive integer, got \"{size}\""),
+            }),
+            Some(n) if count.is_some_and(|(c, _)| c % n != 0) => problems.push(FieldProblem {
+                field: field(KUEUE_SLICE_SIZE),
+                message: format!(
+                    "slice size {n} must divide {}",
+                    count.map_or("", |(_, source)| source)
+                ),
+            }),
+            Some(n) => slices.push((
+                LevelRef {
+                    label: level,
+                    field: field(KUEUE_SLICE_REQUIRED),
+                },
+                n,
+            )),
+        },
+    }
+    let level = |label: Option<String>, k: &str| {
+        label.map(|label| LevelRef {
+            label,
+            field: field(k),
+        })
+    };
+    let topology = TopologyDoc {
+        required: level(required, KUEUE_REQUIRED),
+        preferred: level(preferred, KUEUE_PREFERRED),
+        slices,
+    };
+    (topology, problems)
+}
+
 // ---- KAI ----
 
-fn kai_job(file: &str, at: &str, pod: &Value, group: Option<&Value>) -> Result<JobDoc, CliError> {
+fn kai_job(
+    file: &str,
+    document: usize,
+    pod: &Value,
+    group: Option<&Value>,
+) -> Result<JobDoc, CliError> {
     let owner = group.unwrap_or(pod);
-    let name = name_of(file, at, owner)?;
+    let at = format!("document {document}");
+    let name = name_of(file, &at, owner)?;
     let at = format!("{at} ({} {name})", kind(owner));
     let err = |m: String| CliError::input(file, format!("{at}: {m}"));
     let ann = ["metadata", "annotations"];
-    let queue = match group {
-        Some(g) => str_at(g, &["spec", "queue"]).map(str::to_owned),
+    let label = |k: &str| {
+        map_str(pod, &["metadata", "labels"], k).map(|q| (q, format!("metadata.labels[{k}]")))
+    };
+    let (queue, queue_field) = match group {
+        Some(g) => str_at(g, &["spec", "queue"]).map(|q| (q.to_owned(), "spec.queue".to_owned())),
         None => None,
     }
-    .or_else(|| map_str(pod, &["metadata", "labels"], KAI_QUEUE_LABEL))
-    .or_else(|| map_str(pod, &["metadata", "labels"], "runai/queue"))
+    .or_else(|| label(KAI_QUEUE_LABEL))
+    .or_else(|| label(KAI_LEGACY_QUEUE_LABEL))
     .ok_or_else(|| {
         err(format!(
             "metadata.labels[{KAI_QUEUE_LABEL}]: missing; KAI schedules only pods that name a queue"
@@ -773,6 +883,8 @@ fn kai_job(file: &str, at: &str, pod: &Value, group: Option<&Value>) -> Result<J
     let tolerations = k8s_tolerations(file, &at, &pod_spec, "spec")?;
     Ok(JobDoc {
         format: JobFormat::Kai,
+        document,
+        queue_field,
         name,
         queue,
         priority,
@@ -785,9 +897,11 @@ fn kai_job(file: &str, at: &str, pod: &Value, group: Option<&Value>) -> Result<J
             gpu,
             cpu_millis,
             memory_mib,
-            required,
-            preferred,
-            slices: Vec::new(),
+            topology: TopologyDoc {
+                required,
+                preferred,
+                slices: Vec::new(),
+            },
             gpu_field: format!(
                 "{at}: spec.containers: no {GPU_RESOURCE} limit, {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}"
             ),
@@ -797,19 +911,75 @@ fn kai_job(file: &str, at: &str, pod: &Value, group: Option<&Value>) -> Result<J
 
 // ---- resolving against a cluster ----
 
-fn level_of(file: &str, cluster: &Cluster, r: &LevelRef) -> Result<usize, CliError> {
-    cluster.level_by_label(&r.label).ok_or_else(|| {
-        let known: Vec<&str> = cluster.levels.iter().map(|l| l.label.as_str()).collect();
-        CliError::input(
-            file,
-            format!(
-                "{}: `{}` is not a level of cluster {} (levels: {})",
-                r.field,
-                r.label,
-                cluster.name,
-                known.join(", ")
-            ),
-        )
+/// Resolve a pod set's topology request against `levels` (node labels, top first) of `owner`
+/// (for messages: `cluster NAME`, `Topology NAME`) and check the level rules: every level is
+/// one of `levels`; preferred at or below required; each slice level at or below the level
+/// above it (the required, else the preferred, else the previous slice) and each slice size
+/// dividing the size above (the pod `count`, then the previous slice). The one implementation
+/// of these rules: [`JobDoc::resolve`] calls it with a cluster's levels, `lint` with a Topology
+/// object's. The first problem is returned, as `FIELD: message`.
+pub fn resolve_levels(
+    topology: &TopologyDoc,
+    count: u32,
+    levels: &[&str],
+    owner: &str,
+) -> Result<sched::TopologyRequest, FieldProblem> {
+    let level_of = |r: &LevelRef| {
+        levels
+            .iter()
+            .position(|l| *l == r.label)
+            .ok_or_else(|| FieldProblem {
+                field: r.field.clone(),
+                message: format!(
+                    "`{}` is not a level of {owner} (levels: {})",
+                    r.label,
+                    levels.join(", ")
+                ),
+            })
+    };
+    let required = topology.required.as_ref().map(level_of).transpose()?;
+    let preferred = topology.preferred.as_ref().map(level_of).transpose()?;
+    if let (Some(r), Some(p), Some(pr)) = (required, preferred, &topology.preferred) {
+        if p < r {
+            return Err(FieldProblem {
+                field: pr.field.clone(),
+                message: format!(
+                    "preferred level `{}` must be at or below the required level `{}`",
+                    pr.label, levels[r]
+                ),
+            });
+        }
+    }
+    let mut slices = Vec::new();
+    let mut above = required.or(preferred);
+    let mut above_size = count;
+    for (lref, size) in &topology.slices {
+        let level = level_of(lref)?;
+        if let Some(a) = above {
+            if level < a {
+                return Err(FieldProblem {
+                    field: lref.field.clone(),
+                    message: format!(
+                        "slice level `{}` must be at or below `{}`",
+                        lref.label, levels[a]
+                    ),
+                });
+            }
+        }
+        if *size == 0 || above_size % size != 0 {
+            return Err(FieldProblem {
+                field: lref.field.clone(),
+                message: format!("slice size {size} must divide {above_size}"),
+            });
+        }
+        above = Some(level);
+        above_size = *size;
+        slices.push(sched::SliceLayer { level, size: *size });
+    }
+    Ok(sched::TopologyRequest {
+        required,
+        preferred,
+        slices,
     })
 }
 
@@ -825,54 +995,14 @@ impl JobDoc {
                     format!("{}; railyard places GPU pods", s.gpu_field),
                 ));
             }
-            let required = s
-                .required
-                .as_ref()
-                .map(|r| level_of(file, cluster, r))
-                .transpose()?;
-            let preferred = s
-                .preferred
-                .as_ref()
-                .map(|r| level_of(file, cluster, r))
-                .transpose()?;
-            if let (Some(r), Some(p)) = (required, preferred) {
-                if p < r {
-                    let pr = s.preferred.as_ref().expect("given");
-                    return Err(CliError::input(
-                        file,
-                        format!(
-                            "{}: preferred level `{}` must be at or below the required level `{}`",
-                            pr.field, pr.label, cluster.levels[r].label
-                        ),
-                    ));
-                }
-            }
-            let mut slices = Vec::new();
-            let mut above = required.or(preferred);
-            let mut above_size = s.count;
-            for (lref, size) in &s.slices {
-                let level = level_of(file, cluster, lref)?;
-                if let Some(a) = above {
-                    if level < a {
-                        return Err(CliError::input(
-                            file,
-                            format!(
-                                "{}: slice level `{}` must be at or below `{}`",
-                                lref.field, lref.label, cluster.levels[a].label
-                            ),
-                        ));
-                    }
-                }
-                if *size == 0 || above_size % size != 0 {
-                    return Err(CliError::input(
-                        file,
-                        format!("{}: slice size {size} must divide {above_size}", lref.field),
-                    ));
-                }
-                above = Some(level);
-                above_size = *size;
-                slices.push(sched::SliceLayer { level, size: *size });
-            }
+            let levels: Vec<&str> = cluster.levels.iter().map(|l| l.label.as_str()).collect();
+            let topology = resolve_levels(
+                &s.topology,
+                s.count,
+                &levels,
+                &format!("cluster {}", cluster.name),
+            )
+            .map_err(|p| CliError::input(file, p))?;
             pod_sets.push(sched::PodSet {
                 name: s.name.clone(),
                 count: s.count,
@@ -880,11 +1010,7 @@ impl JobDoc {
                 gpu: s.gpu,
                 cpu_millis: s.cpu_millis,
                 memory_mib: s.memory_mib,
-                topology: sched::TopologyRequest {
-                    required,
-                    preferred,
-                    slices,
-                },
+                topology,
             });
         }
         let job = sched::Job {

@@ -17,19 +17,107 @@ use std::collections::BTreeMap;
 use sched::{QueueSpec, Resource, ResourceQuota, UNLIMITED};
 use serde_json::Value;
 
-use crate::formats::jobs::{self, parse_cpu_millis, parse_memory_mib};
+use crate::error::{one_line, CliError};
+use crate::formats::jobs::{self, parse_cpu_millis, parse_memory_mib, FieldProblem};
 use crate::input::parse_documents;
 
-/// A queue and the file it came from.
+/// A queue and where it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueEntry {
     /// The queue.
     pub spec: QueueSpec,
     /// File.
     pub file: String,
+    /// Document number in the file, from 1; `None` for a Kueue cohort that is only named.
+    pub document: Option<usize>,
+    /// Which object it is (decides the field a problem points at).
+    pub flavor: QueueFlavor,
 }
 
-/// A job found in a queue file, and its file.
+/// The object a queue was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueFlavor {
+    /// KAI `scheduling.run.ai` Queue.
+    Kai,
+    /// Kueue ClusterQueue.
+    ClusterQueue,
+    /// Kueue Cohort (declared or only named).
+    Cohort,
+}
+
+impl QueueFlavor {
+    /// The field of the queue's document a tree problem is about.
+    pub fn field_of(self, kind: &sched::QueueProblemKind) -> String {
+        use sched::QueueProblemKind as K;
+        let parent = match self {
+            QueueFlavor::Kai => "spec.parentQueue",
+            QueueFlavor::ClusterQueue => "spec.cohortName",
+            QueueFlavor::Cohort => "spec.parentName",
+        };
+        let resources = |r: Resource, field: &str| match self {
+            QueueFlavor::Kai => format!("spec.resources.{}.{field}", r.name()),
+            _ => "spec.resourceGroups".to_owned(),
+        };
+        match kind {
+            K::Duplicate => "metadata.name".to_owned(),
+            K::MissingParent(_) | K::Cycle(_) => parent.to_owned(),
+            K::ChildrenOverQuota { resource, .. } => resources(*resource, "quota"),
+            K::LimitBelowQuota { resource, .. } => resources(*resource, "limit"),
+            K::Negative {
+                resource, field, ..
+            } => resources(*resource, field),
+            K::ParentWithoutResources => match self {
+                QueueFlavor::Kai => "spec.resources".to_owned(),
+                _ => "spec.resourceGroups".to_owned(),
+            },
+            K::JobOnNonLeaf(_) | K::JobOnUnknownQueue(_) => "metadata.name".to_owned(),
+        }
+    }
+}
+
+/// A problem found in queue or job files: the file, where in it when known, and the message
+/// `queues validate` prints after the file name (it names the queue or job).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueFinding {
+    /// File.
+    pub file: String,
+    /// Document number in the file, from 1, when known.
+    pub document: Option<usize>,
+    /// Dotted path inside the document, when known.
+    pub path: Option<String>,
+    /// One line, without the file name.
+    pub message: String,
+}
+
+impl QueueFinding {
+    /// A finding; `message` is collapsed to one line.
+    pub fn new(file: &str, document: Option<usize>, path: Option<String>, message: String) -> Self {
+        Self {
+            file: file.to_owned(),
+            document,
+            path,
+            message: one_line(&message),
+        }
+    }
+
+    /// A reader's error (`FILE: message`) about a file, at a document when known.
+    fn from_error(file: &str, document: Option<usize>, e: &CliError) -> Self {
+        let text = e.to_string();
+        let message = text
+            .strip_prefix(&format!("{file}: "))
+            .unwrap_or(&text)
+            .to_owned();
+        Self::new(file, document, None, message)
+    }
+}
+
+impl std::fmt::Display for QueueFinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file, self.message)
+    }
+}
+
+/// A job found in a queue file, and where.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobEntry {
     /// Job name.
@@ -38,6 +126,10 @@ pub struct JobEntry {
     pub queue: String,
     /// File.
     pub file: String,
+    /// Document number in the file, from 1.
+    pub document: usize,
+    /// Where the job names its queue.
+    pub queue_field: String,
     /// GPUs, CPU millicores, memory MiB requested.
     pub request: sched::Resources,
 }
@@ -50,26 +142,64 @@ pub struct QueueFiles {
     /// Jobs in file order.
     pub jobs: Vec<JobEntry>,
     /// Problems in the files themselves (one line each, naming file and queue).
-    pub problems: Vec<String>,
+    pub problems: Vec<QueueFinding>,
+}
+
+/// One parsed input file for [`read_documents`].
+#[derive(Clone, Copy, Debug)]
+pub struct Source<'a> {
+    /// File name as given.
+    pub file: &'a str,
+    /// Its text, when at hand (a native job spec is parsed again from it for line numbers).
+    pub text: Option<&'a str>,
+    /// Its documents, in file order.
+    pub docs: &'a [Value],
+}
+
+/// Which documents of the files count as jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobSelection {
+    /// Every job document (`queues validate JOBS…`: the files were given as jobs).
+    All,
+    /// Only job documents that name a queue ([`jobs::names_queue`]): `lint`, whose files hold
+    /// pods and jobs that no queue scheduler takes.
+    NamingAQueue,
 }
 
 /// Read queue (and job) files. File-level problems are collected, not returned as errors, so
-/// `queues validate` can report them together with the tree's problems; unreadable files are
-/// errors.
+/// `queues validate` can report them together with the tree's problems.
 pub fn read(files: &[(String, String)]) -> QueueFiles {
+    let mut parsed = Vec::new();
+    let mut unparsable = Vec::new();
+    for (file, text) in files {
+        match parse_documents(file, text) {
+            Ok(docs) => parsed.push((file.as_str(), text.as_str(), docs)),
+            Err(e) => unparsable.push(QueueFinding::from_error(file, None, &e)),
+        }
+    }
+    let sources: Vec<Source<'_>> = parsed
+        .iter()
+        .map(|(file, text, docs)| Source {
+            file,
+            text: Some(text),
+            docs,
+        })
+        .collect();
+    let mut out = read_documents(&sources, JobSelection::All);
+    unparsable.append(&mut out.problems);
+    out.problems = unparsable;
+    out
+}
+
+/// Read parsed queue (and job) files: the one reader behind `queues validate`, `queues share`,
+/// `place --queues` and `lint`. Every problem is collected with its file, document and field.
+pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles {
     let mut out = QueueFiles::default();
     let mut local_queues: BTreeMap<String, String> = BTreeMap::new();
     let mut cohorts_named: Vec<(String, String)> = Vec::new();
     let mut pending_jobs: Vec<JobEntry> = Vec::new();
     let mut kueue_names: std::collections::BTreeSet<String> = Default::default();
-    for (file, text) in files {
-        let docs = match parse_documents(file, text) {
-            Ok(d) => d,
-            Err(e) => {
-                out.problems.push(e.to_string());
-                continue;
-            }
-        };
+    for &Source { file, text, docs } in files {
         let has_jobs = docs.iter().any(jobs::is_job_doc)
             || (docs.len() == 1 && docs[0].get("pod_sets").is_some());
         let has_queues = docs.iter().any(|d| {
@@ -79,12 +209,16 @@ pub fn read(files: &[(String, String)]) -> QueueFiles {
             )
         });
         if !has_jobs && !has_queues {
-            out.problems.push(format!(
-                "{file}: no queue or job found; expected KAI Queues, Kueue ClusterQueues/Cohorts/LocalQueues or jobs"
+            out.problems.push(QueueFinding::new(
+                file,
+                None,
+                None,
+                "no queue or job found; expected KAI Queues, Kueue ClusterQueues/Cohorts/LocalQueues or jobs".to_owned(),
             ));
             continue;
         }
         for (i, d) in docs.iter().enumerate() {
+            let document = Some(i + 1);
             let kind = d.get("kind").and_then(Value::as_str).unwrap_or("");
             let api = d.get("apiVersion").and_then(Value::as_str).unwrap_or("");
             let name = d
@@ -92,40 +226,53 @@ pub fn read(files: &[(String, String)]) -> QueueFiles {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_owned();
-            let mut problem = |m: String| {
-                out.problems.push(crate::error::one_line(&format!(
-                    "{file}: queue `{name}`: {m}"
-                )))
-            };
             if matches!(kind, "Queue" | "ClusterQueue" | "Cohort" | "LocalQueue") && name.is_empty()
             {
-                out.problems.push(format!(
-                    "{file}: document {}: {kind} without metadata.name",
-                    i + 1
+                out.problems.push(QueueFinding::new(
+                    file,
+                    document,
+                    Some("metadata.name".to_owned()),
+                    format!("document {}: {kind} without metadata.name", i + 1),
                 ));
                 continue;
             }
+            let mut problem = |field: &str, message: String| {
+                out.problems.push(QueueFinding::new(
+                    file,
+                    document,
+                    Some(field.to_owned()),
+                    format!("queue `{name}`: {message}"),
+                ))
+            };
             match (api.split('/').next().unwrap_or(""), kind) {
                 ("scheduling.run.ai", "Queue") => match kai_queue(d) {
                     Ok(spec) => out.queues.push(QueueEntry {
                         spec,
-                        file: file.clone(),
+                        file: file.to_owned(),
+                        document,
+                        flavor: QueueFlavor::Kai,
                     }),
-                    Err(m) => problem(m),
+                    Err(p) => problem(&p.field, p.to_string()),
                 },
                 ("kueue.x-k8s.io", "ClusterQueue" | "Cohort") => {
                     let mut problems = Vec::new();
                     let spec = kueue_queue(d, kind, &mut problems);
                     kueue_names.insert(spec.name.clone());
-                    for m in problems {
-                        problem(m);
+                    for p in problems {
+                        problem(&p.field, p.to_string());
                     }
                     if let Some(p) = &spec.parent {
-                        cohorts_named.push((p.clone(), file.clone()));
+                        cohorts_named.push((p.clone(), file.to_owned()));
                     }
                     out.queues.push(QueueEntry {
                         spec,
-                        file: file.clone(),
+                        file: file.to_owned(),
+                        document,
+                        flavor: if kind == "Cohort" {
+                            QueueFlavor::Cohort
+                        } else {
+                            QueueFlavor::ClusterQueue
+                        },
                     });
                 }
                 ("kueue.x-k8s.io", "LocalQueue") => {
@@ -133,25 +280,42 @@ pub fn read(files: &[(String, String)]) -> QueueFiles {
                         Some(cq) => {
                             local_queues.insert(name.clone(), cq.to_owned());
                         }
-                        None => problem("LocalQueue: spec.clusterQueue: missing".to_owned()),
+                        None => problem(
+                            "spec.clusterQueue",
+                            "LocalQueue: spec.clusterQueue: missing".to_owned(),
+                        ),
                     }
                 }
                 _ => {}
             }
         }
-        if has_jobs {
-            match jobs::read_jobs(file, text) {
-                Ok(js) => {
-                    for j in js {
-                        pending_jobs.push(JobEntry {
-                            request: j.request(),
-                            job: j.name.clone(),
-                            queue: j.queue.clone(),
-                            file: file.clone(),
-                        });
-                    }
-                }
-                Err(e) => out.problems.push(e.to_string()),
+        if !has_jobs {
+            continue;
+        }
+        let found = match jobs::jobs_in_documents(file, docs, text) {
+            Ok(found) => found,
+            Err(_) if select == JobSelection::NamingAQueue => Vec::new(),
+            Err(e) => {
+                out.problems.push(QueueFinding::from_error(file, None, &e));
+                Vec::new()
+            }
+        };
+        for (document, job) in found {
+            if select == JobSelection::NamingAQueue && !jobs::names_queue(&docs[document - 1]) {
+                continue;
+            }
+            match job {
+                Ok(j) => pending_jobs.push(JobEntry {
+                    request: j.request(),
+                    job: j.name.clone(),
+                    queue: j.queue.clone(),
+                    file: file.to_owned(),
+                    document,
+                    queue_field: j.queue_field.clone(),
+                }),
+                Err(e) => out
+                    .problems
+                    .push(QueueFinding::from_error(file, Some(document), &e)),
             }
         }
     }
@@ -165,6 +329,8 @@ pub fn read(files: &[(String, String)]) -> QueueFiles {
             out.queues.push(QueueEntry {
                 spec: pass_through(&c),
                 file,
+                document: None,
+                flavor: QueueFlavor::Cohort,
             });
         }
     }
@@ -199,7 +365,14 @@ fn number(v: &Value) -> Option<f64> {
     }
 }
 
-fn kai_queue(d: &Value) -> Result<QueueSpec, String> {
+fn problem(field: &str, message: String) -> FieldProblem {
+    FieldProblem {
+        field: field.to_owned(),
+        message,
+    }
+}
+
+fn kai_queue(d: &Value) -> Result<QueueSpec, FieldProblem> {
     let name = d
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -209,19 +382,27 @@ fn kai_queue(d: &Value) -> Result<QueueSpec, String> {
         None | Some(Value::Null) => None,
         Some(Value::String(p)) if p.is_empty() => None,
         Some(Value::String(p)) => Some(p.clone()),
-        Some(v) => return Err(format!("spec.parentQueue: expected a queue name, got {v}")),
+        Some(v) => {
+            return Err(problem(
+                "spec.parentQueue",
+                format!("expected a queue name, got {v}"),
+            ))
+        }
     };
     let priority = match d.pointer("/spec/priority") {
         None | Some(Value::Null) => 0,
         Some(v) => v
             .as_i64()
             .and_then(|p| i32::try_from(p).ok())
-            .ok_or_else(|| format!("spec.priority: expected an integer, got {v}"))?,
+            .ok_or_else(|| problem("spec.priority", format!("expected an integer, got {v}")))?,
     };
     let mut resources = [None; 3];
     if let Some(res) = d.pointer("/spec/resources") {
         let Some(map) = res.as_object() else {
-            return Err("spec.resources: expected a map of gpu, cpu, memory".to_owned());
+            return Err(problem(
+                "spec.resources",
+                "expected a map of gpu, cpu, memory".to_owned(),
+            ));
         };
         for (key, v) in map {
             let r = match key.as_str() {
@@ -229,16 +410,20 @@ fn kai_queue(d: &Value) -> Result<QueueSpec, String> {
                 "cpu" => Resource::Cpu,
                 "memory" => Resource::Memory,
                 other => {
-                    return Err(format!(
-                        "spec.resources.{other}: expected one of gpu, cpu, memory"
+                    return Err(problem(
+                        &format!("spec.resources.{other}"),
+                        "expected one of gpu, cpu, memory".to_owned(),
                     ))
                 }
             };
-            let field = |f: &str, default: f64| -> Result<f64, String> {
+            let field = |f: &str, default: f64| -> Result<f64, FieldProblem> {
                 match v.get(f) {
                     None | Some(Value::Null) => Ok(default),
                     Some(x) => number(x).ok_or_else(|| {
-                        format!("spec.resources.{key}.{f}: expected a number, got {x}")
+                        problem(
+                            &format!("spec.resources.{key}.{f}"),
+                            format!("expected a number, got {x}"),
+                        )
                     }),
                 }
             };
@@ -247,12 +432,16 @@ fn kai_queue(d: &Value) -> Result<QueueSpec, String> {
                     .keys()
                     .find(|k| !matches!(k.as_str(), "quota" | "limit" | "overQuotaWeight"))
                 {
-                    return Err(format!(
-                        "spec.resources.{key}.{k}: expected quota, limit or overQuotaWeight"
+                    return Err(problem(
+                        &format!("spec.resources.{key}.{k}"),
+                        "expected quota, limit or overQuotaWeight".to_owned(),
                     ));
                 }
             } else {
-                return Err(format!("spec.resources.{key}: expected a map"));
+                return Err(problem(
+                    &format!("spec.resources.{key}"),
+                    "expected a map".to_owned(),
+                ));
             }
             resources[r as usize] = Some(ResourceQuota {
                 quota: field("quota", 0.0)?,
@@ -286,7 +475,7 @@ fn kueue_amount(r: Resource, v: &Value) -> Option<f64> {
     }
 }
 
-fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<String>) -> QueueSpec {
+fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> QueueSpec {
     let name = d
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -335,29 +524,37 @@ fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<String>) -> QueueSpec {
                 let quota = match read("nominalQuota") {
                     Some((Some(q), _)) => q,
                     Some((None, v)) => {
-                        problems.push(format!("{at}.nominalQuota: expected a quantity, got {v}"));
+                        problems.push(problem(
+                            &format!("{at}.nominalQuota"),
+                            format!("expected a quantity, got {v}"),
+                        ));
                         continue;
                     }
                     None => {
-                        problems.push(format!("{at}.nominalQuota: missing"));
+                        problems.push(problem(&format!("{at}.nominalQuota"), "missing".to_owned()));
                         continue;
                     }
                 };
                 let borrow = match read("borrowingLimit") {
                     Some((Some(b), _)) => Some(b),
                     Some((None, v)) => {
-                        problems.push(format!("{at}.borrowingLimit: expected a quantity, got {v}"));
+                        problems.push(problem(
+                            &format!("{at}.borrowingLimit"),
+                            format!("expected a quantity, got {v}"),
+                        ));
                         None
                     }
                     None => None,
                 };
                 match read("lendingLimit") {
-                    Some((Some(l), _)) if l > quota => problems.push(format!(
-                        "{at}.lendingLimit: {l} is above nominalQuota {quota}"
+                    Some((Some(l), _)) if l > quota => problems.push(problem(
+                        &format!("{at}.lendingLimit"),
+                        format!("{l} is above nominalQuota {quota}"),
                     )),
-                    Some((None, v)) => {
-                        problems.push(format!("{at}.lendingLimit: expected a quantity, got {v}"))
-                    }
+                    Some((None, v)) => problems.push(problem(
+                        &format!("{at}.lendingLimit"),
+                        format!("expected a quantity, got {v}"),
+                    )),
                     _ => {}
                 }
                 let e = acc[kind as usize].get_or_insert((0.0, 0.0, true));

@@ -19,7 +19,9 @@ fn args(cluster: &str, placement: PathBuf, routing: &str, qps: u32) -> Collectiv
             cluster: cluster.to_owned(),
             ..ClusterArgs::default()
         },
-        placement,
+        placement: Some(placement),
+        job: None,
+        state: None,
         collective: "allreduce".to_owned(),
         routing: routing.to_owned(),
         qps,
@@ -277,4 +279,141 @@ fn ring_across_whole_nodes_is_bound_by_the_node_nic_aggregate() {
     .expect("valid");
     assert!((r.ideal_busbw_gb_s - 200.0).abs() < 1e-9, "{r:?}");
     assert!((r.busbw_gb_s - 200.0).abs() < 1e-9, "{r:?}");
+}
+
+const RING_24: &str = "tests/fixtures/sched/jobs/fat-tree-ring-24.yaml";
+const FAT_TREE_BUSY: &str = "tests/fixtures/sched/state/fat-tree-busy.yaml";
+
+/// `fabric collective --job` places the job as `place` does: the same report as `place --output
+/// json` into a file followed by `fabric collective --placement` that file.
+#[test]
+fn job_gives_the_figures_of_place_then_placement() {
+    let dir = crate::temp_dir("fabric-job");
+    for (i, (state, routing, qps)) in [
+        (None, "ecmp", "1"),
+        (Some(FAT_TREE_BUSY), "ecmp", "4"),
+        (None, "adaptive", "1"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut place = vec!["place", "--cluster", "preset:fat-tree-k8", "--job", RING_24];
+        place.extend(state.map(|s| ["--state", s]).into_iter().flatten());
+        place.extend_from_slice(&["--output", "json"]);
+        let placement_json = crate::ok(&place);
+        let placement = dir.join(format!("placement-{i}.json"));
+        std::fs::write(&placement, &placement_json).expect("write the placement");
+        let p: railyard::formats::placement::PlacementFile =
+            serde_json::from_str(&placement_json).expect("placement JSON");
+        assert!(p.placed && p.pods.len() == 24, "{p:?}");
+        if state.is_some() {
+            // The busy hosts are avoided, so this case differs from the first.
+            assert!(p
+                .pods
+                .iter()
+                .all(|q| !["host-000", "host-003", "host-016"].contains(&q.node.as_str())));
+        }
+
+        let common = [
+            "--cluster",
+            "preset:fat-tree-k8",
+            "--collective",
+            "allreduce",
+            "--routing",
+            routing,
+            "--qps",
+            qps,
+            "--output",
+            "json",
+        ];
+        let mut by_placement = vec!["fabric", "collective", "--placement"];
+        by_placement.push(placement.to_str().expect("UTF-8 path"));
+        by_placement.extend_from_slice(&common);
+        let mut by_job = vec!["fabric", "collective", "--job", RING_24];
+        by_job.extend(state.map(|s| ["--state", s]).into_iter().flatten());
+        by_job.extend_from_slice(&common);
+        let expected = crate::ok(&by_placement);
+        let got = crate::ok(&by_job);
+        assert_eq!(got, expected, "case {i}");
+        let v: serde_json::Value = serde_json::from_str(&got).expect("JSON");
+        assert_eq!(v["ranks"], 192);
+        assert_eq!(v["nodes"], 24);
+        assert!(v["busbw_gb_s"].as_f64().expect("busbw") > 0.0);
+    }
+}
+
+#[test]
+fn job_that_cannot_be_placed_is_one_line_with_the_schedulers_reason() {
+    let dir = crate::temp_dir("fabric-job-too-big");
+    let job = dir.join("too-big.yaml");
+    std::fs::write(
+        &job,
+        "name: too-big\npod_sets:\n  - count: 129\n    gpus: 8\n",
+    )
+    .expect("write");
+    let job = job.to_str().expect("UTF-8 path");
+    let placement: railyard::formats::placement::PlacementFile =
+        serde_json::from_str(&crate::ok(&[
+            "place",
+            "--cluster",
+            "preset:fat-tree-k8",
+            "--job",
+            job,
+            "--output",
+            "json",
+        ]))
+        .expect("placement JSON");
+    assert!(!placement.placed);
+    let reason = placement.reason.expect("a reason");
+    let line = crate::fails(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        job,
+        "--collective",
+        "allreduce",
+    ]);
+    assert_eq!(
+        line,
+        format!("error: {job}: job `too-big` cannot be placed on fat-tree-k8: {reason}")
+    );
+}
+
+#[test]
+fn bad_job_is_the_error_place_gives_and_placement_or_job_is_required() {
+    let job = "tests/fixtures/sched/jobs/bad/native-unknown-level.yaml";
+    let place = crate::fails(&["place", "--cluster", "preset:fat-tree-k8", "--job", job]);
+    let fabric = crate::fails(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        job,
+        "--collective",
+        "allreduce",
+    ]);
+    assert_eq!(fabric, place);
+    // Usage errors (exit 2): neither, both, or --state with a placement.
+    let p = example("fat-tree-k8-cross-pod.json");
+    let p = p.to_str().expect("UTF-8 path");
+    for extra in [
+        vec![],
+        vec!["--placement", p, "--job", RING_24],
+        vec!["--placement", p, "--state", FAT_TREE_BUSY],
+    ] {
+        let mut args = vec![
+            "fabric",
+            "collective",
+            "--cluster",
+            "preset:fat-tree-k8",
+            "--collective",
+            "allreduce",
+        ];
+        args.extend(extra);
+        let run = crate::railyard(&args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+    }
 }

@@ -1,7 +1,10 @@
 //! `railyard launch`: a 4-node placement rendered in every format and parsed back (ranks,
-//! nnodes, rendezvous endpoint), addresses from the NodeList or a file, and bad input.
+//! nnodes, rendezvous endpoint), addresses from the NodeList or a file, bad input, and `place`
+//! → `launch` end to end on the same NodeList.
 
 use std::collections::BTreeMap;
+
+use railyard::formats::placement::PlacementFile;
 
 use crate::{assert_one_line_error, railyard, scratch};
 
@@ -373,4 +376,99 @@ fn one_node_only() {
         &run,
         "--node gpu-000: no pod of the placement is on this node",
     );
+}
+
+/// The InternalIP of each node of a NodeList, read straight from the JSON.
+fn internal_ips(nodelist: &str) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(nodelist).expect("NodeList");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let mut out = BTreeMap::new();
+    for n in v["items"].as_array().expect("items") {
+        let name = n["metadata"]["name"].as_str().expect("name");
+        for a in n["status"]["addresses"].as_array().into_iter().flatten() {
+            if a["type"] == "InternalIP" {
+                out.insert(
+                    name.to_owned(),
+                    a["address"].as_str().expect("IP").to_owned(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// `place --output json` into a file, then `launch --placement` that file on the same NodeList;
+/// returns the placement and the shell text.
+fn place_then_launch(name: &str, state: Option<&str>) -> (PlacementFile, String) {
+    let dir = scratch(name);
+    let placement = dir.join("placement.json");
+    let mut args = vec![
+        "place",
+        "--cluster",
+        NODES,
+        "--job",
+        "tests/fixtures/launch/job-4n.yaml",
+        "--output",
+        "json",
+    ];
+    if let Some(s) = state {
+        args.extend_from_slice(&["--state", s]);
+    }
+    let run = railyard(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    std::fs::write(&placement, &run.stdout).expect("write the placement");
+    let p: PlacementFile = serde_json::from_str(&run.stdout).expect("placement JSON");
+    assert!(p.placed, "{:?}", p.reason);
+    let text = launch(&[
+        "--placement",
+        placement.to_str().expect("UTF-8 path"),
+        "--format",
+        "shell",
+    ]);
+    (p, text)
+}
+
+/// Each command against the placement it came from: rank, node, nnodes, GPUs, and the
+/// rendezvous endpoint at the rank-0 node's InternalIP.
+fn check_launch_matches_placement(p: &PlacementFile, text: &str) {
+    let ips = internal_ips(NODES);
+    let cmds = parse_shell(text);
+    assert_eq!(cmds.len(), p.pods.len());
+    let mut pods = p.pods.clone();
+    pods.sort_by_key(|q| q.rank);
+    let rank0_ip = &ips[&pods[0].node];
+    for (i, (c, pod)) in cmds.iter().zip(&pods).enumerate() {
+        assert_eq!(pod.rank as usize, i);
+        assert!(
+            text.contains(&format!(
+                "# rank {i}: run on {} ({})",
+                pod.node, ips[&pod.node]
+            )),
+            "rank {i} should run on {}:\n{text}",
+            pod.node
+        );
+        assert_eq!(c.flags["--node-rank"], i.to_string());
+        assert_eq!(c.flags["--nnodes"], pods.len().to_string());
+        assert_eq!(c.flags["--nproc-per-node"], format!("{}", pod.gpus));
+        assert_eq!(c.flags["--rdzv-endpoint"], format!("{rank0_ip}:29500"));
+        assert_eq!(c.flags["--rdzv-id"], p.job.clone().expect("job name"));
+    }
+}
+
+#[test]
+fn place_output_launches_on_the_same_node_list() {
+    let (p, text) = place_then_launch("place-launch", None);
+    assert_eq!(p.pods.len(), 4);
+    check_launch_matches_placement(&p, &text);
+
+    // With running jobs on gpu-000 and gpu-005 the gang moves; rank 0 and the endpoint follow.
+    let state = "tests/fixtures/launch/state-busy.yaml";
+    let (busy, text) = place_then_launch("place-launch-busy", Some(state));
+    let nodes: Vec<&str> = busy.pods.iter().map(|q| q.node.as_str()).collect();
+    assert!(
+        !nodes.contains(&"gpu-000") && !nodes.contains(&"gpu-005"),
+        "{nodes:?}"
+    );
+    assert_ne!(busy.pods, p.pods);
+    check_launch_matches_placement(&busy, &text);
 }

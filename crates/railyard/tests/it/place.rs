@@ -286,7 +286,7 @@ mod fuzz {
             }
             if let Err(e) = state::read("f.yaml", &text, &cluster) { prop_assert!(one_line(&e), "{e}"); }
             let q = queues::read(&[("f.yaml".to_owned(), text.clone())]);
-            for p in q.problems { prop_assert!(p.starts_with("f.yaml") && !p.contains('\n'), "{p}"); }
+            for p in q.problems.iter().map(ToString::to_string) { prop_assert!(p.starts_with("f.yaml") && !p.contains('\n'), "{p}"); }
         }
     }
 }
