@@ -6,20 +6,6 @@ fn main() {
     divan::main();
 }
 
-fn h100_node() -> NodeSpec {
-    NodeSpec {
-        gpus: 8,
-        gpu_memory_gib: 80,
-        rails: 8,
-        ports_per_rail: 2,
-        port_gbps: 200.0,
-        nvlink_gbps: 3600.0,
-        nvlink_domain_nodes: 1,
-        shape: Some("BM.GPU.H100.8".to_owned()),
-        name_prefix: "gpu-".to_owned(),
-    }
-}
-
 #[divan::bench(sample_count = 10)]
 fn build_oci_h100_131k(bencher: divan::Bencher) {
     let spec = topology::examples::oci_h100(16_384);
@@ -35,7 +21,7 @@ fn build_fat_tree_k64(bencher: divan::Bencher) {
             rails: 1,
             ports_per_rail: 1,
             port_gbps: 400.0,
-            ..h100_node()
+            ..topology::examples::oci_h100(16_384).node
         },
         fabric: FabricSpec {
             clos: None,
