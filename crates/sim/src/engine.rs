@@ -267,6 +267,16 @@ pub enum SimError {
     /// The cluster has no GPUs.
     #[error("the cluster has no GPUs")]
     NoGpus,
+    /// Two trace jobs share a name (the scheduler tracks running jobs by name).
+    #[error("job \"{job}\" (line {line}): the name is already used on line {first}")]
+    DuplicateName {
+        /// Job name.
+        job: String,
+        /// Trace line of the second use.
+        line: u64,
+        /// Trace line of the first.
+        first: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -334,6 +344,17 @@ pub fn simulate(
         .map(|j| j.submit_s)
         .fold(f64::INFINITY, f64::min);
     let origin = if origin.is_finite() { origin } else { 0.0 };
+    let mut names: BTreeMap<&str, u64> = BTreeMap::new();
+    for t in trace {
+        if let Some(&first) = names.get(t.name.as_str()) {
+            return Err(SimError::DuplicateName {
+                job: t.name.clone(),
+                line: t.line,
+                first,
+            });
+        }
+        names.insert(&t.name, t.line);
+    }
     let mut jobs = Vec::with_capacity(trace.len());
     let mut comm = Vec::with_capacity(trace.len());
     let mut records = Vec::with_capacity(trace.len());
