@@ -38,6 +38,7 @@ fn philly_full_trace(bencher: divan::Bencher, order: &str) {
         horizon: None,
         comm: CommDefaults::default(),
         timeline_points: 400,
+        check_invariants: false,
     };
     bencher.bench(|| {
         let mut net = fabric_network(&cluster, RoutingConfig::default());

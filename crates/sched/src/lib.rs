@@ -8,6 +8,7 @@
 //! in a loop: placement costs O(nodes + domains) per pod set, state updates O(pods).
 
 mod error;
+mod invariants;
 mod job;
 mod occupancy;
 mod place;
@@ -16,6 +17,7 @@ mod queue;
 mod share;
 
 pub use error::{JobError, StateError};
+pub use invariants::{check_gang, check_invariants, check_occupancy, Violation};
 pub use job::{
     GpuRequest, Job, PodSet, Resource, Resources, SliceLayer, Toleration, TopologyRequest,
     MAX_SLICE_LAYERS, MILLI_PER_GPU,

@@ -15,7 +15,7 @@
 //! - A preempted job loses its progress (no checkpoints) and goes back to the pending list with
 //!   its original submission time; the GPU-seconds it used count as lost work.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use sched::{
     GpuRequest, Job, Occupancy, PodSet, PreemptionPolicy, QueueSpec, QueueTree, Resources,
@@ -100,6 +100,9 @@ pub struct SimConfig {
     pub comm: CommDefaults,
     /// Points in the utilisation time series.
     pub timeline_points: usize,
+    /// Check every invariant after every event ([`check_state`]); a violation stops the run
+    /// with [`SimError::Invariant`]. Costs O(GPUs + running pods) per event.
+    pub check_invariants: bool,
 }
 
 /// A multi-node job as the network model sees it.
@@ -267,6 +270,24 @@ pub enum SimError {
     /// The cluster has no GPUs.
     #[error("the cluster has no GPUs")]
     NoGpus,
+    /// An invariant failed during the run (only with [`SimConfig::check_invariants`]).
+    #[error("invariant violated at {} s: {violation}", *at_ms as f64 / 1000.0)]
+    Invariant {
+        /// Simulated time, ms since the first arrival.
+        at_ms: u64,
+        /// What broke.
+        violation: sched::Violation,
+    },
+    /// Two trace jobs share a name (the scheduler tracks running jobs by name).
+    #[error("job \"{job}\" (line {line}): the name is already used on line {first}")]
+    DuplicateName {
+        /// Job name.
+        job: String,
+        /// Trace line of the second use.
+        line: u64,
+        /// Trace line of the first.
+        first: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -310,6 +331,13 @@ struct State<'a> {
     network_dirty: bool,
     lost_gpu_seconds: f64,
     preemptions: u64,
+    /// Jobs that have ended (completed or failed), counted as they end.
+    ended: usize,
+    /// Starts, completions and preemptions so far: the invariant checks skip states whose
+    /// allocations they have already checked.
+    changes: u64,
+    /// Job name → index, for the invariant checks' look-ups (empty when they are off).
+    name_index: HashMap<String, usize, BuildFnv>,
     /// Next completion-event version; unique over the whole run so a restarted job never
     /// matches a completion scheduled for an earlier run.
     next_version: u64,
@@ -334,6 +362,17 @@ pub fn simulate(
         .map(|j| j.submit_s)
         .fold(f64::INFINITY, f64::min);
     let origin = if origin.is_finite() { origin } else { 0.0 };
+    let mut names: BTreeMap<&str, u64> = BTreeMap::new();
+    for t in trace {
+        if let Some(&first) = names.get(t.name.as_str()) {
+            return Err(SimError::DuplicateName {
+                job: t.name.clone(),
+                line: t.line,
+                first,
+            });
+        }
+        names.insert(&t.name, t.line);
+    }
     let mut jobs = Vec::with_capacity(trace.len());
     let mut comm = Vec::with_capacity(trace.len());
     let mut records = Vec::with_capacity(trace.len());
@@ -412,6 +451,17 @@ pub fn simulate(
         network_dirty: false,
         lost_gpu_seconds: 0.0,
         preemptions: 0,
+        ended: 0,
+        changes: 0,
+        name_index: if config.check_invariants {
+            trace
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.name.clone(), i))
+                .collect()
+        } else {
+            HashMap::default()
+        },
         next_version: 0,
     };
     let mut events: EventQueue<Event> = EventQueue::new();
@@ -421,8 +471,8 @@ pub fn simulate(
     for i in order {
         events.push(st.submit[i], Event::Arrival(i));
     }
-    let mut ended = 0usize;
     let mut now = SimTime::ZERO;
+    let mut checked_changes = None;
     // Feasibility on an empty cluster, cached by job shape.
     let mut feasible: BTreeMap<String, bool> = BTreeMap::new();
     let empty = Occupancy::new(cluster);
@@ -441,9 +491,15 @@ pub fn simulate(
                     st.pending.insert((st.submit[i], i), ());
                     request_pass(&mut st, &mut events, now);
                 } else {
+                    if config.check_invariants {
+                        check_first_end(&st, i).map_err(|violation| SimError::Invariant {
+                            at_ms: now.0,
+                            violation,
+                        })?;
+                    }
                     st.records[i].outcome = Outcome::Failed;
-                    ended += 1;
-                    progress(ended);
+                    st.ended += 1;
+                    progress(st.ended);
                 }
             }
             Event::Completion { job, version } => {
@@ -451,9 +507,15 @@ pub fn simulate(
                 if !current {
                     continue;
                 }
+                if config.check_invariants {
+                    check_first_end(&st, job).map_err(|violation| SimError::Invariant {
+                        at_ms: now.0,
+                        violation,
+                    })?;
+                }
                 finish(&mut st, job, now);
-                ended += 1;
-                progress(ended);
+                st.ended += 1;
+                progress(st.ended);
                 request_pass(&mut st, &mut events, now);
             }
             Event::Pass => {
@@ -464,9 +526,205 @@ pub fn simulate(
         if st.network_dirty && events.peek_time() != Some(now) {
             refresh_network(&mut st, &mut events, now, network);
         }
+        // After every event; an event that started, ended and preempted nothing (an arrival, a
+        // pass that placed nobody) leaves the checked state as it was.
+        if config.check_invariants && checked_changes != Some(st.changes) {
+            check_state(&st).map_err(|violation| SimError::Invariant {
+                at_ms: now.0,
+                violation,
+            })?;
+            checked_changes = Some(st.changes);
+        }
+    }
+    if config.check_invariants {
+        // Every job ended at most once: ended records and end events agree.
+        let ended = st
+            .records
+            .iter()
+            .filter(|r| r.outcome != Outcome::Unfinished)
+            .count();
+        if ended != st.ended {
+            return Err(SimError::Invariant {
+                at_ms: now.0,
+                violation: sched::Violation {
+                    job: String::new(),
+                    invariant: "job ended twice",
+                    detail: format!("{} end events for {ended} ended jobs", st.ended),
+                },
+            });
+        }
+    }
+    if config.check_invariants && config.horizon.is_none() {
+        // The whole trace ran: every job ended, exactly once.
+        if let Some(r) = st.records.iter().find(|r| r.outcome == Outcome::Unfinished) {
+            return Err(SimError::Invariant {
+                at_ms: now.0,
+                violation: sched::Violation {
+                    job: r.name.clone(),
+                    invariant: "job never ended",
+                    detail: "the event queue ran dry while it was still pending or running"
+                        .to_owned(),
+                },
+            });
+        }
     }
     let end = config.horizon.map_or(now, |h| h.max(now));
     Ok(finish_run(st, end))
+}
+
+/// Every invariant of the simulated state, from scratch: the scheduler's (no GPU, share or
+/// memory oversubscribed; every running gang whole; required levels hold; see
+/// [`sched::check_invariants`]) plus the simulator's own: the occupancy runs exactly the running
+/// jobs, on the nodes the network model sees; no running job is pending or has ended; busy GPUs
+/// equal the running jobs' GPUs; no queue is above its GPU limit. Pure; O(GPUs + running pods)
+/// per call. "Every job ends exactly once" is checked where a job ends
+/// ([`check_first_end`]) and over all records when the run stops.
+fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
+    let violation = |job: &str, invariant: &'static str, detail: String| sched::Violation {
+        job: job.to_owned(),
+        invariant,
+        detail,
+    };
+    sched::check_occupancy(st.cluster, &st.occupancy)?;
+    if st.occupancy.jobs().len() != st.running.len() {
+        return Err(violation(
+            "",
+            "occupancy and running set differ",
+            format!(
+                "{} jobs hold GPUs, {} are running",
+                st.occupancy.jobs().len(),
+                st.running.len()
+            ),
+        ));
+    }
+    // Same count, and (below) every job holding GPUs is running: the two sets are equal.
+    let mut busy = 0.0;
+    for (name, alloc) in st.occupancy.jobs() {
+        let Some((i, r)) = st
+            .name_index
+            .get(name.as_str())
+            .and_then(|&i| Some((i, st.running.get(&i)?)))
+        else {
+            return Err(violation(
+                name,
+                "not running",
+                "holds GPUs but is not a running job".to_owned(),
+            ));
+        };
+        sched::check_gang(st.cluster, &st.jobs[i], alloc)?;
+        if alloc
+            .pods
+            .iter()
+            .map(|p| p.node)
+            .ne(r.nodes.iter().copied())
+        {
+            return Err(violation(
+                name,
+                "nodes disagree",
+                "the occupancy and the network model see different nodes".to_owned(),
+            ));
+        }
+        if st.records[i].outcome != Outcome::Unfinished || st.records[i].end_s.is_some() {
+            return Err(violation(
+                name,
+                "ended job running",
+                format!("running although {:?}", st.records[i].outcome),
+            ));
+        }
+        if st.pending.contains_key(&(st.submit[i], i)) {
+            return Err(violation(
+                name,
+                "pending and running",
+                "in both the pending list and the running set".to_owned(),
+            ));
+        }
+        busy += f64::from(st.records[i].gpus);
+    }
+    if (busy - st.busy_gpus).abs() > 1e-6 {
+        return Err(violation(
+            "",
+            "busy GPUs",
+            format!(
+                "{} GPUs counted busy, the running jobs hold {busy}",
+                st.busy_gpus
+            ),
+        ));
+    }
+    // Quotas and limits: no queue (with its subtree) above its GPU limit.
+    let tree = &st.queue_tree;
+    let limited =
+        |q: &QueueSpec| q.resources[sched::Resource::Gpu as usize].is_some_and(|r| r.limit >= 0.0);
+    if !tree.queues.iter().any(limited) {
+        return Ok(());
+    }
+    let mut usage = vec![Resources::default(); tree.queues.len()];
+    for &i in st.running.keys() {
+        if let Some(q) = tree.find(&st.jobs[i].queue) {
+            usage[q.index()].gpu += f64::from(st.records[i].gpus);
+        }
+    }
+    for (k, q) in tree.queues.iter().enumerate() {
+        let Some(quota) = q.resources[sched::Resource::Gpu as usize] else {
+            continue;
+        };
+        let used = sched::subtree_usage(tree, &usage, sched::QueueId(k as u32)).gpu;
+        if quota.limit >= 0.0 && used > quota.limit + 1e-9 {
+            return Err(violation(
+                "",
+                "queue limit exceeded",
+                format!("queue `{}` uses {used} GPUs, limit {}", q.name, quota.limit),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A job about to end (complete or fail) has not ended before and is neither pending nor (for a
+/// failure) running. Pure; O(log jobs).
+fn check_first_end(st: &State<'_>, i: usize) -> Result<(), sched::Violation> {
+    let r = &st.records[i];
+    if r.outcome != Outcome::Unfinished || r.end_s.is_some() {
+        return Err(sched::Violation {
+            job: r.name.clone(),
+            invariant: "job ended twice",
+            detail: format!("ends again after {:?}", r.outcome),
+        });
+    }
+    if st.pending.contains_key(&(st.submit[i], i)) {
+        return Err(sched::Violation {
+            job: r.name.clone(),
+            invariant: "pending job ended",
+            detail: "ends while still in the pending list".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// FNV-1a: the invariant checks look every running job up by name after every event, and
+/// SipHash dominated their cost. Look-ups only; nothing iterates this map.
+#[derive(Clone, Copy, Debug, Default)]
+struct BuildFnv;
+
+/// FNV-1a state.
+#[derive(Debug)]
+struct Fnv(u64);
+
+impl std::hash::BuildHasher for BuildFnv {
+    type Hasher = Fnv;
+    fn build_hasher(&self) -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 fn shape_key(job: &Job) -> String {
@@ -589,6 +847,7 @@ fn start(
     now: SimTime,
 ) {
     sched::commit(&mut st.occupancy, &st.jobs[i], placement).expect("a fresh placement commits");
+    st.changes += 1;
     let nodes: Vec<NodeId> = placement.pods.iter().map(|p| p.node).collect();
     let rec = &mut st.records[i];
     if rec.start_s.is_none() {
@@ -623,6 +882,7 @@ fn start(
 fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
     let r = st.running.remove(&i).expect("finishing a running job");
     st.occupancy.release(&st.jobs[i].name);
+    st.changes += 1;
     let rec = &mut st.records[i];
     let run = now.secs_since(r.start);
     rec.gpu_seconds += f64::from(rec.gpus) * run;
@@ -646,6 +906,7 @@ fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
     };
     let r = st.running.remove(&i).expect("victim is running");
     st.occupancy.release(name);
+    st.changes += 1;
     let rec = &mut st.records[i];
     let run = now.secs_since(r.start);
     let lost = f64::from(rec.gpus) * run;

@@ -72,6 +72,7 @@ fn config(order: Order) -> SimConfig {
         horizon: None,
         comm: CommDefaults::default(),
         timeline_points: 20,
+        check_invariants: true,
     }
 }
 

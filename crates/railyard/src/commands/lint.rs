@@ -152,10 +152,20 @@ pub fn lint(args: &LintArgs) -> Result<String, CliError> {
             .iter()
             .filter(|f| f.severity == Severity::Warning)
             .count();
+        // The one-line error names the first error's file, document and path; the rest is in
+        // the report.
+        let first = findings
+            .iter()
+            .find(|f| f.severity == Severity::Error)
+            .expect("errors > 0");
         Err(CliError::CheckFailed {
             report,
             summary: format!(
-                "lint: {errors} error{}, {warnings} warning{}",
+                "{}: document {}: {}: {} (lint: {errors} error{}, {warnings} warning{})",
+                first.file,
+                first.document,
+                first.path,
+                first.message,
                 if errors == 1 { "" } else { "s" },
                 if warnings == 1 { "" } else { "s" }
             ),
@@ -194,7 +204,14 @@ pub fn check_document(doc: &Value) -> Vec<Problem> {
         Some("NetworkAttachmentDefinition") => check_network_attachment(doc),
         Some("Job") if api == "batch/v1" => check_kueue_topology(doc),
         Some("JobSet") if api.starts_with(JOBSET_API) => check_kueue_topology(doc),
-        _ => Vec::new(),
+        Some(_) => Vec::new(),
+        // Not a Kubernetes object at all (kubectl would refuse it): say so rather than pass it.
+        None => vec![Problem {
+            path: "kind".to_owned(),
+            severity: Severity::Error,
+            message: "missing; expected a Kubernetes object (apiVersion, kind, metadata)"
+                .to_owned(),
+        }],
     }
 }
 

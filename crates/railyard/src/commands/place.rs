@@ -79,6 +79,19 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     let job_file = inputs.job.display().to_string();
     let doc = jobs::read_job(&job_file, &read_text(inputs.job)?)?;
     let job = doc.resolve(&job_file, cluster)?;
+    // A job that does not fit even with nothing running would wait forever: that is a mistake
+    // in the job (or the wrong cluster), not an answer, so it is an input error (exit 1).
+    if let Err(e) = sched::place(cluster, &sched::Occupancy::new(cluster), &job) {
+        return Err(CliError::input(
+            &job_file,
+            format!(
+                "job `{}` can never be placed on cluster {} ({} GPUs), even with nothing running: {e}",
+                job.name,
+                cluster.name,
+                cluster.gpu_count()
+            ),
+        ));
+    }
     let occupancy = match inputs.state {
         Some(p) => {
             let f = p.display().to_string();

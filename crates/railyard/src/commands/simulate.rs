@@ -60,6 +60,11 @@ pub struct SimulateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub output: OutputFormat,
+    /// Check, after every event, that no GPU (share or memory) is oversubscribed, every running
+    /// gang is whole, required levels and queue limits hold and every job ends exactly once; stop
+    /// with exit 1 at the first violation.
+    #[arg(long)]
+    pub check_invariants: bool,
     /// Write an HTML report here.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -188,6 +193,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             horizon: args.horizon_s.map(SimTime::from_secs_f64),
             comm: CommDefaults::default(),
             timeline_points: 400,
+            check_invariants: args.check_invariants,
         };
         let mut network = fabric_network(&cluster, routing);
         let mut bar = ProgressBar::new(trace.jobs.len(), &config.policy.name);

@@ -367,8 +367,17 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
             label,
             field: at(f),
         };
+        let name = s.name.unwrap_or_else(|| format!("pod-set-{i}"));
+        if let Some(k) = pod_sets.iter().position(|p: &PodSetDoc| p.name == name) {
+            return Err(err(
+                at("name"),
+                format!(
+                    "`{name}` is already the name of pod_sets[{k}]; pod set names must be unique"
+                ),
+            ));
+        }
         pod_sets.push(PodSetDoc {
-            name: s.name.unwrap_or_else(|| format!("pod-set-{i}")),
+            name,
             count: s.count,
             min_count: s.min_count,
             gpu,
@@ -559,7 +568,7 @@ fn container_sum(
                 let n = parse(v).ok_or_else(|| {
                     CliError::input(
                         file,
-                        format!("{at}: {field}.containers[{i}].resources.{part}[{resource}]: cannot read {v}"),
+                        format!("{at}: {field}.containers[{i}].resources.{part}[{resource}]: expected a Kubernetes quantity (e.g. 8, \"500m\", \"64Gi\"), got {v}"),
                     )
                 })?;
                 total += n;

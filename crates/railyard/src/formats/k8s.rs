@@ -88,13 +88,26 @@ pub fn import_nodes(
     options: &ImportOptions,
 ) -> Result<LoadedCluster, CliError> {
     let mut notes = Vec::new();
+    let overlay_file = options
+        .overlay
+        .as_ref()
+        .map_or_else(|| file.to_owned(), |p| p.display().to_string());
     let overlay: Overlay = match &options.overlay {
-        Some(p) => {
-            let f = p.display().to_string();
-            parse_typed(&f, &read_text(p)?)?
-        }
+        Some(p) => parse_typed(&overlay_file, &read_text(p)?)?,
         None => Overlay::default(),
     };
+    if let Some(o) = &overlay.oversubscription {
+        if let Some((t, x)) = o
+            .iter()
+            .enumerate()
+            .find(|(_, x)| !(x.is_finite() && **x > 0.0 && **x <= 1000.0))
+        {
+            return Err(CliError::input(
+                &overlay_file,
+                format!("oversubscription[{t}]: expected a ratio in (0, 1000], got {x}"),
+            ));
+        }
+    }
     let objects = node_objects(file, docs)?;
     if objects.len() > topology::MAX_NODES {
         return Err(CliError::input(
@@ -159,7 +172,8 @@ pub fn import_nodes(
         .enumerate()
         .map(|(t, &us)| {
             Ok(TierParams {
-                latency_ns: check_positive(file, "overlay tier_latency_us", us)? as u64,
+                latency_ns: check_positive(&overlay_file, &format!("tier_latency_us[{t}]"), us)?
+                    as u64,
                 oversubscription: match overlay.oversubscription.as_ref().and_then(|o| o.get(t)) {
                     Some(&o) => o,
                     None => 1.0,
@@ -351,15 +365,27 @@ fn node_record(
     });
     let ready =
         ready_condition.is_none_or(|c| c.get("status").and_then(Value::as_str) == Some("True"));
-    let internal_ip = obj
+    let internal_ip = match obj
         .pointer("/status/addresses")
         .and_then(Value::as_array)
         .and_then(|a| {
             a.iter()
-                .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
-        })
-        .and_then(|x| x.get("address").and_then(Value::as_str))
-        .map(str::to_owned);
+                .position(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
+                .map(|k| (k, &a[k]))
+        }) {
+        None => None,
+        Some((k, x)) => {
+            let address = x.get("address").and_then(Value::as_str).unwrap_or("");
+            // Launch files put this address in front of every other node: refuse a typo here
+            // rather than hand torchrun an endpoint nobody can reach.
+            if address.parse::<std::net::IpAddr>().is_err() {
+                return Err(at(format!(
+                    "status.addresses[{k}].address: expected an IP address for the InternalIP, got \"{address}\""
+                )));
+            }
+            Some(address.to_owned())
+        }
+    };
 
     let instance = labels
         .get(INSTANCE_TYPE_LABEL)
@@ -522,6 +548,49 @@ pub struct TopologyObject {
     pub levels: Vec<String>,
 }
 
+/// Check a Kubernetes label key: an optional DNS-subdomain prefix (at most 253 characters) and
+/// `/`, then a name of at most 63 characters, alphanumeric at both ends with `-`, `_` and `.`
+/// inside. Returns why not.
+pub fn check_label_key(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(p) = prefix {
+        if p.is_empty() || p.len() > 253 {
+            return Err("the prefix must be 1..=253 characters".to_owned());
+        }
+        let ok_part = |part: &str| {
+            !part.is_empty()
+                && part.len() <= 63
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        };
+        if !p.split('.').all(ok_part) {
+            return Err(format!(
+                "the prefix `{p}` must be a DNS subdomain (lowercase letters, digits, `-`, `.`)"
+            ));
+        }
+    }
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if name.is_empty()
+        || name.len() > 63
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        || !alnum(name.chars().next())
+        || !alnum(name.chars().last())
+    {
+        return Err(format!(
+            "the name `{name}` must be 1..=63 characters, letters, digits, `-`, `_` or `.`, starting and ending with a letter or digit"
+        ));
+    }
+    Ok(())
+}
+
 /// Read the first Topology object of a file (other kinds, e.g. ResourceFlavor, are skipped).
 pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, CliError> {
     for (d, doc) in docs.iter().enumerate() {
@@ -575,6 +644,18 @@ pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, CliEr
                 return Err(CliError::input(
                     file,
                     format!("Topology \"{name}\": spec.levels[{i}].nodeLabel: `{label}` is listed twice"),
+                ));
+            }
+            if let Err(why) = check_label_key(label) {
+                return Err(CliError::input(
+                    file,
+                    format!("Topology \"{name}\": spec.levels[{i}].nodeLabel: `{label}` is not a Kubernetes label key: {why}"),
+                ));
+            }
+            if !out.is_empty() && out.last().is_some_and(|x| x == HOSTNAME_LABEL) {
+                return Err(CliError::input(
+                    file,
+                    format!("Topology \"{name}\": spec.levels[{i}].nodeLabel: `{label}` comes after `{HOSTNAME_LABEL}`, which may only be the lowest level"),
                 ));
             }
             out.push(label.to_owned());

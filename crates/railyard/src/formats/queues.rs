@@ -363,6 +363,7 @@ fn number(v: &Value) -> Option<f64> {
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
+    .filter(|x: &f64| x.is_finite())
 }
 
 fn problem(field: &str, message: String) -> FieldProblem {
@@ -378,6 +379,27 @@ fn kai_queue(d: &Value) -> Result<QueueSpec, FieldProblem> {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned();
+    // A misspelt field (`parentqueue`) would silently change the tree: refuse what the KAI
+    // Queue CRD (scheduling.run.ai/v2) does not define.
+    const KAI_SPEC_FIELDS: [&str; 6] = [
+        "displayName",
+        "parentQueue",
+        "priority",
+        "resources",
+        "preemptMinRuntime",
+        "reclaimMinRuntime",
+    ];
+    if let Some(spec) = d.get("spec").and_then(Value::as_object) {
+        if let Some(k) = spec.keys().find(|k| !KAI_SPEC_FIELDS.contains(&k.as_str())) {
+            return Err(problem(
+                &format!("spec.{k}"),
+                format!(
+                    "unknown field; a KAI Queue's spec has {}",
+                    KAI_SPEC_FIELDS.join(", ")
+                ),
+            ));
+        }
+    }
     let parent = match d.pointer("/spec/parentQueue") {
         None | Some(Value::Null) => None,
         Some(Value::String(p)) if p.is_empty() => None,

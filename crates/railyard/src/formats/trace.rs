@@ -93,6 +93,8 @@ pub fn parse_trace(
         format: Some(format),
         ..Trace::default()
     };
+    // Job names (native `name`, Helios `job_id`) → first line, for look-ups only.
+    let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     for (i, record) in reader.records().enumerate() {
         let line = record
             .as_ref()
@@ -107,7 +109,17 @@ pub fn parse_trace(
         }
         let parsed = record
             .map_err(|e| format!("unreadable row: {e}"))
-            .and_then(|r| parse_row(format, &columns, &r, line));
+            .and_then(|r| parse_row(format, &columns, &r, line))
+            .and_then(|job| match seen.get(&job.name) {
+                Some(first) => Err(format!(
+                    "job name `{}` is already used on line {first}; names must be unique",
+                    job.name
+                )),
+                None => {
+                    seen.insert(job.name.clone(), line);
+                    Ok(job)
+                }
+            });
         match parsed {
             Ok(job) => trace.jobs.push(job),
             Err(msg) if skip_bad_rows => trace.skipped.push((line, msg)),

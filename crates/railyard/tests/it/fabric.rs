@@ -345,20 +345,46 @@ fn job_gives_the_figures_of_place_then_placement() {
 #[test]
 fn job_that_cannot_be_placed_is_one_line_with_the_schedulers_reason() {
     let dir = crate::temp_dir("fabric-job-too-big");
-    let job = dir.join("too-big.yaml");
+    // Never fits (129 nodes on a 128-node cluster): the same input error as `place`.
+    let too_big = dir.join("too-big.yaml");
     std::fs::write(
-        &job,
+        &too_big,
         "name: too-big\npod_sets:\n  - count: 129\n    gpus: 8\n",
     )
     .expect("write");
-    let job = job.to_str().expect("UTF-8 path");
+    let too_big = too_big.to_str().expect("UTF-8 path");
+    let place = crate::fails(&["place", "--cluster", "preset:fat-tree-k8", "--job", too_big]);
+    let fabric = crate::fails(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        too_big,
+        "--collective",
+        "allreduce",
+    ]);
+    assert_eq!(fabric, place);
+    assert!(place.contains("can never be placed"), "{place}");
+    // Does not fit now (the cluster is busy): `place` answers placed: false with a reason, and
+    // `fabric collective --job` turns that reason into its one-line error.
+    let all = dir.join("all-nodes.yaml");
+    std::fs::write(
+        &all,
+        "name: all-nodes\npod_sets:\n  - count: 128\n    gpus: 8\n",
+    )
+    .expect("write");
+    let all = all.to_str().expect("UTF-8 path");
+    let state = "tests/fixtures/sched/state/fat-tree-busy.yaml";
     let placement: railyard::formats::placement::PlacementFile =
         serde_json::from_str(&crate::ok(&[
             "place",
             "--cluster",
             "preset:fat-tree-k8",
             "--job",
-            job,
+            all,
+            "--state",
+            state,
             "--output",
             "json",
         ]))
@@ -371,13 +397,15 @@ fn job_that_cannot_be_placed_is_one_line_with_the_schedulers_reason() {
         "--cluster",
         "preset:fat-tree-k8",
         "--job",
-        job,
+        all,
+        "--state",
+        state,
         "--collective",
         "allreduce",
     ]);
     assert_eq!(
         line,
-        format!("error: {job}: job `too-big` cannot be placed on fat-tree-k8: {reason}")
+        format!("error: {all}: job `all-nodes` cannot be placed on fat-tree-k8: {reason}")
     );
 }
 

@@ -1,6 +1,7 @@
 //! Integration tests of the `railyard` CLI: one test binary, one module per command family.
 
 mod cables;
+mod corpus;
 mod doctor;
 mod fabric;
 mod launch;

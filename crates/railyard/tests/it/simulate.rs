@@ -127,3 +127,47 @@ fn text_output_is_a_table_per_policy() {
         2
     );
 }
+
+#[test]
+fn the_full_philly_trace_holds_every_invariant_under_each_policy() {
+    // 82,247 jobs on 2,560 GPUs; every event checked (see `--check-invariants`). The four runs
+    // go in parallel processes.
+    let policies = [
+        "fifo",
+        "best-effort",
+        "fair-share",
+        "best-effort+required:tier0",
+    ];
+    let children: Vec<_> = policies
+        .iter()
+        .map(|p| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_railyard"))
+                .args([
+                    "simulate",
+                    "--cluster",
+                    "preset:philly-2560",
+                    "--trace",
+                    "../../data/philly-jobs.csv",
+                    "--policy",
+                    p,
+                    "--check-invariants",
+                    "--output",
+                    "json",
+                ])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("railyard starts")
+        })
+        .collect();
+    for (p, child) in policies.iter().zip(children) {
+        let out = child.wait_with_output().expect("railyard runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{p}: {stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(v["jobs"], 82_247, "{p}");
+        let ended = v["completed"].as_u64().unwrap() + v["failed"].as_u64().unwrap();
+        assert_eq!(ended, 82_247, "{p}: every job ends");
+    }
+}

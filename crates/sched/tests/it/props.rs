@@ -363,3 +363,174 @@ proptest! {
         }
     }
 }
+
+/// One step of the churn property: the cluster and its jobs change under the scheduler.
+#[derive(Clone, Debug)]
+enum Op {
+    /// A job arrives and waits.
+    Arrive(JobSpec),
+    /// The k-th running job (mod running) completes.
+    Complete(usize),
+    /// Node n (mod nodes) fails (NotReady): its jobs lose their pods and are requeued.
+    Fail(usize),
+    /// Node n is cordoned: running jobs stay, nothing new lands there.
+    Cordon(usize),
+    /// Node n is back: Ready and uncordoned.
+    Recover(usize),
+}
+
+fn arb_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => arb_job().prop_map(Op::Arrive),
+        3 => any::<usize>().prop_map(Op::Complete),
+        1 => any::<usize>().prop_map(Op::Fail),
+        1 => any::<usize>().prop_map(Op::Cordon),
+        1 => any::<usize>().prop_map(Op::Recover),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Random arrivals, completions, node failures and cordons. After every step (and a
+    /// best-effort scheduling pass over the waiting jobs) every invariant holds
+    /// (`sched::check_invariants`: no GPU, share or memory oversubscribed; gangs whole; required
+    /// levels kept), no job runs on a failed node, new pods avoid failed and cordoned nodes, and
+    /// every job is exactly one of waiting, running or done. A failed node's jobs are requeued
+    /// whole (a gang that lost a pod cannot go on) and start again when they fit.
+    #[test]
+    fn churn_of_jobs_and_nodes_keeps_every_invariant(
+        mut c in arb_cluster(),
+        ops in prop::collection::vec(arb_op(), 1..40),
+    ) {
+        let mut occ = Occupancy::new(&c);
+        let mut jobs: Vec<sched::Job> = Vec::new();
+        let mut waiting: Vec<usize> = Vec::new();
+        let mut running: Vec<usize> = Vec::new();
+        let mut done: Vec<usize> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Arrive(s) => {
+                    let name = format!("j{}", jobs.len());
+                    jobs.push(job_with(&name, s.count, s.gpu, topology_of(&c, &s)));
+                    waiting.push(jobs.len() - 1);
+                }
+                Op::Complete(k) if !running.is_empty() => {
+                    let i = running.remove(k % running.len());
+                    prop_assert!(occ.release(&jobs[i].name).is_some());
+                    done.push(i);
+                }
+                Op::Complete(_) => {}
+                Op::Fail(n) => {
+                    let n = n % c.nodes.len();
+                    c.nodes[n].ready = false;
+                    let id = NodeId(n as u32);
+                    let hit: Vec<usize> = running
+                        .iter()
+                        .copied()
+                        .filter(|&i| occ.jobs()[&jobs[i].name].pods.iter().any(|p| p.node == id))
+                        .collect();
+                    for i in hit {
+                        occ.release(&jobs[i].name);
+                        running.retain(|&r| r != i);
+                        waiting.push(i);
+                    }
+                    waiting.sort_unstable();
+                }
+                Op::Cordon(n) => {
+                    let n = n % c.nodes.len();
+                    c.nodes[n].unschedulable = true;
+                }
+                Op::Recover(n) => {
+                    let n = n % c.nodes.len();
+                    c.nodes[n].ready = true;
+                    c.nodes[n].unschedulable = false;
+                }
+            }
+            // A best-effort pass in arrival order.
+            let mut still = Vec::new();
+            for i in std::mem::take(&mut waiting) {
+                match place(&c, &occ, &jobs[i]) {
+                    Ok(p) => {
+                        for pod in &p.pods {
+                            let node = c.node(pod.node);
+                            prop_assert!(node.ready && !node.unschedulable, "{} placed on {}", jobs[i].name, node.name);
+                        }
+                        commit(&mut occ, &jobs[i], &p).expect("a fresh placement commits");
+                        running.push(i);
+                    }
+                    Err(_) => still.push(i),
+                }
+            }
+            waiting = still;
+            let by_name: std::collections::BTreeMap<&str, &sched::Job> =
+                running.iter().map(|&i| (jobs[i].name.as_str(), &jobs[i])).collect();
+            let checked = sched::check_invariants(&c, &occ, &|n| by_name.get(n).copied());
+            prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
+            prop_assert_eq!(occ.jobs().len(), running.len());
+            for a in occ.jobs().values() {
+                for p in &a.pods {
+                    prop_assert!(c.node(p.node).ready, "{} runs on failed node {}", a.job.name, c.node(p.node).name);
+                }
+            }
+            let mut all: Vec<usize> = waiting.iter().chain(&running).chain(&done).copied().collect();
+            all.sort_unstable();
+            prop_assert_eq!(all, (0..jobs.len()).collect::<Vec<_>>());
+        }
+    }
+}
+
+#[test]
+fn the_invariant_checks_catch_a_broken_gang_and_a_broken_required_level() {
+    let c = cluster(&[&[2, 2]], 4);
+    let j = job("pair", 2, 4, required(&c, RACK));
+    let pod = |n: u32| sched::PodAllocation {
+        node: NodeId(n),
+        gpu_ids: vec![0, 1, 2, 3],
+        milli: 1000,
+        memory_mib: 0,
+    };
+    let running = sched::running_job(&j);
+    let whole = sched::Allocation {
+        job: running.clone(),
+        pods: vec![pod(0), pod(1)],
+    };
+    assert!(sched::check_gang(&c, &j, &whole).is_ok());
+    let short = sched::Allocation {
+        job: running.clone(),
+        pods: vec![pod(0)],
+    };
+    assert_eq!(
+        sched::check_gang(&c, &j, &short).unwrap_err().to_string(),
+        "job \"pair\": gang not whole: 1 pods running, expected 2..=2"
+    );
+    let split = sched::Allocation {
+        job: running.clone(),
+        pods: vec![pod(0), pod(2)],
+    };
+    assert_eq!(
+        sched::check_gang(&c, &j, &split).unwrap_err().to_string(),
+        "job \"pair\": required level broken: pod set `workers` spans 2 `rack` domains"
+    );
+    let half = sched::Allocation {
+        job: running,
+        pods: vec![
+            pod(0),
+            sched::PodAllocation {
+                gpu_ids: vec![0, 1],
+                ..pod(1)
+            },
+        ],
+    };
+    assert!(sched::check_gang(&c, &j, &half)
+        .unwrap_err()
+        .to_string()
+        .contains("pod shape"));
+    // A job the caller does not know holds GPUs.
+    let mut occ = Occupancy::new(&c);
+    let p = place(&c, &occ, &j).unwrap();
+    commit(&mut occ, &j, &p).unwrap();
+    let err = sched::check_invariants(&c, &occ, &|_| None).unwrap_err();
+    assert_eq!(err.invariant, "unknown job");
+    assert!(sched::check_invariants(&c, &occ, &|_| Some(&j)).is_ok());
+}

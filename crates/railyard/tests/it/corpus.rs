@@ -1,0 +1,95 @@
+//! The bad-input corpus (`tests/corpus/cases.txt`): every case exits 1 with exactly one
+//! `error:` line that names the bad file, and never panics. The messages are one snapshot, so a
+//! reviewer reads them all in one place.
+
+use std::fmt::Write as _;
+
+use crate::railyard;
+
+/// One line of the manifest: a name and the railyard arguments; `@` marks the bad file.
+struct Case {
+    name: String,
+    args: Vec<String>,
+    file: String,
+}
+
+fn cases() -> Vec<Case> {
+    let manifest = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/cases.txt"),
+    )
+    .expect("tests/corpus/cases.txt");
+    manifest
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next().expect("a case name").to_owned();
+            let mut file = None;
+            let args = words
+                .map(|w| match w.strip_prefix('@') {
+                    Some(f) => {
+                        assert!(file.is_none(), "{name}: more than one `@` file");
+                        file = Some(f.to_owned());
+                        f.to_owned()
+                    }
+                    None => w.to_owned(),
+                })
+                .collect();
+            let file = file.unwrap_or_else(|| panic!("{name}: no `@` file"));
+            Case { name, args, file }
+        })
+        .collect()
+}
+
+#[test]
+fn every_bad_input_gives_one_line_naming_file_and_place() {
+    let cases = cases();
+    assert!(cases.len() >= 60, "the corpus has {} cases", cases.len());
+    let mut names = std::collections::BTreeSet::new();
+    let mut all = String::new();
+    let mut failures = Vec::new();
+    for c in &cases {
+        assert!(names.insert(c.name.clone()), "case {} listed twice", c.name);
+        assert!(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(&c.file)
+                .exists(),
+            "{}: {} does not exist",
+            c.name,
+            c.file
+        );
+        let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+        let run = railyard(&args);
+        let errors: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .collect();
+        let mut why = Vec::new();
+        if run.code != 1 {
+            why.push(format!("exit {}", run.code));
+        }
+        if run.stderr.contains("panicked") {
+            why.push("panic".to_owned());
+        }
+        if errors.len() != 1 {
+            why.push(format!("{} error lines", errors.len()));
+        }
+        // The file, then the place and what was expected.
+        let prefix = format!("error: {}: ", c.file);
+        if errors.len() == 1 && !errors[0].starts_with(&prefix) {
+            why.push("does not start with the file".to_owned());
+        }
+        if errors.len() == 1 && errors[0].len() < prefix.len() + 12 {
+            why.push("too short to say what was expected".to_owned());
+        }
+        if why.is_empty() {
+            writeln!(all, "{}: {}", c.name, errors[0]).unwrap();
+        } else {
+            failures.push(format!("{}: {}: {}", c.name, why.join(", "), run.stderr));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    insta::assert_snapshot!(all);
+}
