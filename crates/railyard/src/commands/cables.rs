@@ -244,6 +244,13 @@ fn default_overhead() -> f64 {
     3.0
 }
 
+/// Parse and check a layout file's text (`file` names it in errors).
+pub fn parse_layout(file: &str, text: &str) -> Result<Layout, CliError> {
+    let layout: Layout = parse_typed(file, text)?;
+    layout.validate(file)?;
+    Ok(layout)
+}
+
 impl Layout {
     /// Check the layout: finite non-negative figures, every placement names a known rack.
     pub fn validate(&self, file: &str) -> Result<(), CliError> {
@@ -365,9 +372,7 @@ pub fn plan_command(args: &PlanArgs) -> Result<String, CliError> {
     let layout = match &args.layout {
         Some(path) => {
             let file = path.display().to_string();
-            let layout: Layout = parse_typed(&file, &read_text(path)?)?;
-            layout.validate(&file)?;
-            Some(layout)
+            Some(parse_layout(&file, &read_text(path)?)?)
         }
         None => None,
     };

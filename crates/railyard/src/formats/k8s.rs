@@ -87,7 +87,6 @@ pub fn import_nodes(
     docs: &[Value],
     options: &ImportOptions,
 ) -> Result<LoadedCluster, CliError> {
-    let mut notes = Vec::new();
     let overlay: Overlay = match &options.overlay {
         Some(p) => {
             let f = p.display().to_string();
@@ -95,6 +94,17 @@ pub fn import_nodes(
         }
         None => Overlay::default(),
     };
+    import_nodes_with_overlay(file, docs, options, &overlay)
+}
+
+/// [`import_nodes`] with the overlay already read (`options.overlay` is ignored).
+pub fn import_nodes_with_overlay(
+    file: &str,
+    docs: &[Value],
+    options: &ImportOptions,
+    overlay: &Overlay,
+) -> Result<LoadedCluster, CliError> {
+    let mut notes = Vec::new();
     let objects = node_objects(file, docs)?;
     if objects.len() > topology::MAX_NODES {
         return Err(CliError::input(
@@ -120,7 +130,7 @@ pub fn import_nodes(
     let mut guessed = 0usize;
     let mut no_condition = 0usize;
     for (i, obj) in objects.iter().enumerate() {
-        let (record, facts) = node_record(file, i, obj, fallback_shape.as_deref(), &overlay)?;
+        let (record, facts) = node_record(file, i, obj, fallback_shape.as_deref(), overlay)?;
         guessed += usize::from(facts.nics_guessed);
         no_condition += usize::from(facts.no_ready_condition);
         records.push(record);

@@ -3,6 +3,7 @@
 mod cables;
 mod doctor;
 mod fabric;
+mod fuzz_regressions;
 mod launch;
 mod lint;
 mod place;

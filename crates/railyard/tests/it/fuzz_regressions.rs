@@ -1,0 +1,38 @@
+//! Regression tests for what the fuzz targets in `fuzz/` found: one test per bug, named after
+//! it, calling the same library function the target called. Each input is the (minimised)
+//! crashing input or a cheap equivalent of it.
+
+use railyard::formats::{hostlist, slurm};
+
+/// Found by `slurm_topology` (timeout): `gpu-[0000-3160240]` was under the old 10,000,000-name
+/// limit and made 3 million names; a hostlist now names at most `MAX_NODES`.
+#[test]
+fn hostlist_range_of_millions_is_refused() {
+    let e = hostlist::expand("gpu-[0000-3160240],login,n[1-3]x").unwrap_err();
+    assert!(e.contains("too many names"), "{e}");
+}
+
+/// A range of the whole u64 space must be refused, not overflow counting its names.
+#[test]
+fn hostlist_range_of_the_whole_u64_space_is_refused() {
+    let e = hostlist::expand("n[0-18446744073709551615]").unwrap_err();
+    assert!(e.contains("too many names"), "{e}");
+}
+
+/// Zero padding sets the width of every name: 20,000 names padded to 10,000 digits would be
+/// 200 MB of names. Refused by the byte budget before any name is made.
+#[test]
+fn hostlist_wide_zero_padding_is_refused_before_allocating() {
+    let expr = format!("n[{}-20000]", "0".repeat(10_000));
+    let e = hostlist::expand(&expr).unwrap_err();
+    assert!(e.contains("too many names"), "{e}");
+    assert!(e.len() < 200, "the message quotes the input shortened: {e}");
+}
+
+/// The name budget covers the whole `topology.conf`, not each line: 3 lines of 400,000 names.
+#[test]
+fn slurm_tree_name_budget_is_per_file() {
+    let text = "SwitchName=a Nodes=n[0-399999]\nSwitchName=b Nodes=m[0-399999]\nSwitchName=c Nodes=o[0-399999]\n";
+    let e = slurm::parse_tree(text).unwrap_err();
+    assert!(e.starts_with("line 3: "), "{e}");
+}
