@@ -294,15 +294,20 @@ impl Layout {
     }
 
     fn rack_of(&self, name: &str) -> Option<&RackPosition> {
+        // The longest prefix first: one map look-up per prefix of the name, not a scan of every
+        // placement per link (which is links × placements on a large cluster).
         let rack = self.placement.get(name).or_else(|| {
-            self.placement
-                .iter()
-                .filter(|(k, _)| {
-                    k.strip_suffix('*')
-                        .is_some_and(|prefix| name.starts_with(prefix))
+            let mut key = String::with_capacity(name.len() + 1);
+            name.char_indices()
+                .map(|(i, _)| i)
+                .chain([name.len()])
+                .rev()
+                .find_map(|end| {
+                    key.clear();
+                    key.push_str(&name[..end]);
+                    key.push('*');
+                    self.placement.get(&key)
                 })
-                .max_by_key(|(k, _)| k.len())
-                .map(|(_, v)| v)
         })?;
         self.racks.get(rack)
     }

@@ -36,6 +36,10 @@ pub const KAI_GPU_MEMORY: &str = "gpu-memory";
 /// The GPU resource name.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
+/// Most pods one job may ask for, over all its pod sets: one per node of the largest cluster
+/// railyard accepts. Larger counts are refused while the file is read.
+pub const MAX_PODS_PER_JOB: u32 = topology::MAX_NODES as u32;
+
 /// Where a job came from; decides which ordering rules apply and how fields are named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobFormat {
@@ -258,6 +262,7 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
         );
     }
     let mut pod_sets = Vec::new();
+    let mut total_pods = 0u64;
     for (i, s) in j.pod_sets.into_iter().enumerate() {
         let at = |f: &str| format!("pod_sets[{i}].{f}");
         let gpu = match (s.gpus, s.gpu_fraction, s.gpu_memory_mib) {
@@ -277,8 +282,18 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
                 ))
             }
         };
-        if s.count == 0 {
-            return Err(err(at("count"), "expected at least 1 pod".into()));
+        if s.count == 0 || s.count > MAX_PODS_PER_JOB {
+            return Err(err(
+                at("count"),
+                format!("expected 1..={MAX_PODS_PER_JOB} pods, got {}", s.count),
+            ));
+        }
+        total_pods += u64::from(s.count);
+        if total_pods > u64::from(MAX_PODS_PER_JOB) {
+            return Err(err(
+                at("count"),
+                format!("the pod sets ask for {total_pods} pods, more than the limit of {MAX_PODS_PER_JOB} per job"),
+            ));
         }
         if let Some(m) = s.min_count {
             if m == 0 || m > s.count {
@@ -551,10 +566,10 @@ fn kueue_job(file: &str, at: &str, d: &Value) -> Result<JobDoc, CliError> {
     let count = match path(d, &["spec", "parallelism"]) {
         None => 1,
         Some(v) => parse_count(v)
-            .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n))
+            .filter(|&n| (1..=u64::from(MAX_PODS_PER_JOB)).contains(&n))
             .ok_or_else(|| {
                 err(format!(
-                    "spec.parallelism: expected a positive integer, got {v}"
+                    "spec.parallelism: expected 1..={MAX_PODS_PER_JOB} pods, got {v}"
                 ))
             })? as u32,
     };
@@ -732,8 +747,12 @@ fn kai_job(file: &str, at: &str, pod: &Value, group: Option<&Value>) -> Result<J
         Some(g) => {
             let count = path(g, &["spec", "minMember"])
                 .and_then(parse_count)
-                .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n))
-                .ok_or_else(|| err("spec.minMember: expected a positive integer".to_owned()))?
+                .filter(|&n| (1..=u64::from(MAX_PODS_PER_JOB)).contains(&n))
+                .ok_or_else(|| {
+                    err(format!(
+                        "spec.minMember: expected 1..={MAX_PODS_PER_JOB} pods"
+                    ))
+                })?
                 as u32;
             let tc = ["spec", "topologyConstraint"];
             let r = str_at(g, &[tc[0], tc[1], "requiredTopologyLevel"]).map(|l| LevelRef {
