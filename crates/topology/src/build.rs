@@ -10,8 +10,8 @@ use crate::model::{
 };
 use crate::spec::{ClosSpec, ClusterSpec, FatTreeSpec, NodeSpec, TierSpec};
 use crate::{
-    HOSTNAME_LABEL, MAX_GPUS_PER_NODE, MAX_GPU_MEMORY_GIB, MAX_LINKS, MAX_NODES, MAX_PORTS_PER_RAIL, MAX_RAILS,
-    MAX_SWITCHES,
+    HOSTNAME_LABEL, MAX_GPUS_PER_NODE, MAX_GPU_MEMORY_GIB, MAX_LINKS, MAX_NODES,
+    MAX_PORTS_PER_RAIL, MAX_RAILS, MAX_SWITCHES,
 };
 
 /// Most switch tiers a fabric may have.
@@ -109,7 +109,10 @@ fn check_node_spec(n: &NodeSpec) -> Vec<Problem> {
     if n.gpu_memory_gib == 0 || n.gpu_memory_gib > MAX_GPU_MEMORY_GIB {
         p.push(problem(
             "node.gpu_memory_gib",
-            format!("expected 1..={MAX_GPU_MEMORY_GIB} GiB, got {}", n.gpu_memory_gib),
+            format!(
+                "expected 1..={MAX_GPU_MEMORY_GIB} GiB, got {}",
+                n.gpu_memory_gib
+            ),
         ));
     }
     if n.rails == 0 || n.rails > MAX_RAILS {
@@ -121,7 +124,10 @@ fn check_node_spec(n: &NodeSpec) -> Vec<Problem> {
     if n.ports_per_rail == 0 || n.ports_per_rail > MAX_PORTS_PER_RAIL {
         p.push(problem(
             "node.ports_per_rail",
-            format!("expected 1..={MAX_PORTS_PER_RAIL}, got {}", n.ports_per_rail),
+            format!(
+                "expected 1..={MAX_PORTS_PER_RAIL}, got {}",
+                n.ports_per_rail
+            ),
         ));
     }
     if !(n.port_gbps.is_finite() && n.port_gbps > 0.0 && n.port_gbps <= 1.0e5) {
@@ -280,11 +286,22 @@ fn check_clos(c: &ClosSpec, node: &NodeSpec, place: &str) -> Vec<Problem> {
         }
     }
     let explicit: Vec<Option<u32>> = c.tiers.iter().map(|t| t.switches_per_domain).collect();
-    if let Err((i, msg)) = switch_counts(c.rail_optimized, node.rails, &explicit) {
-        p.push(problem(
+    match switch_counts(c.rail_optimized, node.rails, &explicit) {
+        Err((i, msg)) => p.push(problem(
             format!("{place}.tiers[{i}].switches_per_domain"),
             msg,
-        ));
+        )),
+        // Sizes checked before the node records are made (the same rule `assemble` applies).
+        Ok(counts) if p.is_empty() => {
+            let groups: Vec<u64> = c
+                .tiers
+                .iter()
+                .map(|t| u64::from(c.nodes / t.nodes_per_domain))
+                .collect();
+            let nic_links = u64::from(c.nodes) * u64::from(node.rails);
+            p.extend(fabric_size_problems(&groups, &counts, nic_links));
+        }
+        Ok(_) => {}
     }
     p
 }
@@ -744,25 +761,34 @@ fn check_fabric_size(
     levels: &[Level],
     switch_counts: &[u32],
 ) -> Vec<Problem> {
-    let groups = |t: usize| -> u64 {
-        switch_levels
-            .get(t)
-            .map_or(1, |&l| levels[l].domains.len() as u64)
-    };
-    let switches: u64 = (0..switch_counts.len())
-        .map(|t| groups(t) * u64::from(switch_counts[t]))
-        .sum();
+    let groups: Vec<u64> = (0..switch_counts.len())
+        .map(|t| {
+            switch_levels
+                .get(t)
+                .map_or(1, |&l| levels[l].domains.len() as u64)
+        })
+        .collect();
     let nic_links: u64 = records.iter().map(|r| u64::from(r.nics.rails)).sum();
+    fabric_size_problems(&groups, switch_counts, nic_links)
+}
+
+/// Switches and links of tiers with `groups[t]` groups of `switch_counts[t]` switches each
+/// (leaf first) over `nic_links` NIC links, against [`MAX_SWITCHES`] and [`MAX_LINKS`]. Child
+/// switch `i` has `max(1, S/S₋)` up-links, so a tier adds `groups below × max(S₋, S)` links.
+fn fabric_size_problems(groups: &[u64], switch_counts: &[u32], nic_links: u64) -> Vec<Problem> {
+    let switches: u64 = groups
+        .iter()
+        .zip(switch_counts)
+        .map(|(&g, &s)| g * u64::from(s))
+        .sum();
     let switch_links: u64 = (1..switch_counts.len())
-        .map(|t| groups(t - 1) * u64::from(switch_counts[t - 1].max(switch_counts[t])))
+        .map(|t| groups[t - 1] * u64::from(switch_counts[t - 1].max(switch_counts[t])))
         .sum();
     let mut p = Vec::new();
     if switches > MAX_SWITCHES as u64 {
         p.push(problem(
             "switches",
-            format!(
-                "the tiers make {switches} switches, more than the limit of {MAX_SWITCHES}"
-            ),
+            format!("the tiers make {switches} switches, more than the limit of {MAX_SWITCHES}"),
         ));
     }
     if nic_links + switch_links > MAX_LINKS as u64 {

@@ -386,7 +386,8 @@ fn collect_rdma(tree: &mut Tree<'_>) -> Option<Vec<RdmaDevice>> {
             let netdevs = netdev_names
                 .into_iter()
                 .map(|n| {
-                    let mtu = tree.parse(&format!("sys/class/net/{n}/mtu"), "an integer", parse_mtu);
+                    let mtu =
+                        tree.parse(&format!("sys/class/net/{n}/mtu"), "an integer", parse_mtu);
                     (n, mtu)
                 })
                 .collect();
@@ -407,7 +408,8 @@ fn collect_pci(tree: &mut Tree<'_>) -> Vec<PciDevice> {
     let mut out = Vec::new();
     for address in tree.list("sys/bus/pci/devices").unwrap_or_default() {
         let base = format!("sys/bus/pci/devices/{address}");
-        let Some(vendor) = tree.parse(&format!("{base}/vendor"), "a hex vendor ID", parse_hex) else {
+        let Some(vendor) = tree.parse(&format!("{base}/vendor"), "a hex vendor ID", parse_hex)
+        else {
             continue;
         };
         let class = tree

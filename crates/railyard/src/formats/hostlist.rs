@@ -118,7 +118,10 @@ pub fn expand_within(expr: &str, max_names: usize) -> Result<Vec<String>, String
         }
         let Some(open) = el.find('[') else {
             if out.len() >= max_names {
-                return Err(format!("`{}` expands to more than {max_names} names", shorten(expr)));
+                return Err(format!(
+                    "`{}` expands to more than {max_names} names",
+                    shorten(expr)
+                ));
             }
             bytes_out += el.len();
             out.push(el.to_owned());
@@ -133,7 +136,13 @@ pub fn expand_within(expr: &str, max_names: usize) -> Result<Vec<String>, String
             let width = a.len();
             let (lo, hi): (u64, u64) = match (a.parse(), b.parse()) {
                 (Ok(lo), Ok(hi)) if lo <= hi => (lo, hi),
-                _ => return Err(format!("bad range `{}` in `{}`", shorten(range), shorten(el))),
+                _ => {
+                    return Err(format!(
+                        "bad range `{}` in `{}`",
+                        shorten(range),
+                        shorten(el)
+                    ))
+                }
             };
             // Counted in u64 before anything is made: `hi - lo + 1` can be 2^64 − 1 names.
             let count = (hi - lo).saturating_add(1);

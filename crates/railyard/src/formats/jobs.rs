@@ -752,8 +752,7 @@ fn kai_job(file: &str, at: &str, pod: &Value, group: Option<&Value>) -> Result<J
                     err(format!(
                         "spec.minMember: expected 1..={MAX_PODS_PER_JOB} pods"
                     ))
-                })?
-                as u32;
+                })? as u32;
             let tc = ["spec", "topologyConstraint"];
             let r = str_at(g, &[tc[0], tc[1], "requiredTopologyLevel"]).map(|l| LevelRef {
                 label: l.to_owned(),

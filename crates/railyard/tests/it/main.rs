@@ -5,6 +5,7 @@ mod doctor;
 mod fabric;
 mod fuzz_regressions;
 mod launch;
+mod limits;
 mod lint;
 mod place;
 mod queues;
