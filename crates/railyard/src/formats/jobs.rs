@@ -266,9 +266,17 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
     for (i, s) in j.pod_sets.into_iter().enumerate() {
         let at = |f: &str| format!("pod_sets[{i}].{f}");
         let gpu = match (s.gpus, s.gpu_fraction, s.gpu_memory_mib) {
-            (Some(g), None, None) if g >= 1 => sched::GpuRequest::Whole(g),
+            (Some(g), None, None) if (1..=topology::MAX_GPUS_PER_NODE).contains(&g) => {
+                sched::GpuRequest::Whole(g)
+            }
             (Some(g), None, None) => {
-                return Err(err(at("gpus"), format!("expected at least 1, got {g}")))
+                return Err(err(
+                    at("gpus"),
+                    format!(
+                        "expected 1..={} GPUs per pod (a pod runs on one node), got {g}",
+                        topology::MAX_GPUS_PER_NODE
+                    ),
+                ))
             }
             (None, Some(f), None) => fraction(f).map_err(|m| err(at("gpu_fraction"), m))?,
             (None, None, Some(m)) if m >= 1 => sched::GpuRequest::MemoryMib(m),
@@ -526,12 +534,31 @@ fn container_sum(
                         format!("{at}: {field}.containers[{i}].resources.{part}[{resource}]: cannot read {v}"),
                     )
                 })?;
-                total += n;
+                total = u64::checked_add(total, n).ok_or_else(|| {
+                    CliError::input(
+                        file,
+                        format!(
+                            "{at}: {field}.containers: the {resource} requests add up past {}",
+                            u64::MAX
+                        ),
+                    )
+                })?;
                 break;
             }
         }
     }
     Ok(total)
+}
+
+/// A pod runs on one node, so it can use at most [`topology::MAX_GPUS_PER_NODE`] whole GPUs.
+fn check_gpus_per_pod(gpus: u64) -> Result<(), String> {
+    let max = topology::MAX_GPUS_PER_NODE;
+    if gpus > u64::from(max) {
+        return Err(format!(
+            "{gpus} {GPU_RESOURCE} per pod is more than the limit of {max} (a pod runs on one node)"
+        ));
+    }
+    Ok(())
 }
 
 fn parse_count(v: &Value) -> Option<u64> {
@@ -657,6 +684,7 @@ fn kueue_job(file: &str, at: &str, d: &Value) -> Result<JobDoc, CliError> {
         .unwrap_or(Value::Null);
     let f = "spec.template.spec";
     let gpus = container_sum(file, &at, &pod_spec, f, GPU_RESOURCE, parse_count)?;
+    check_gpus_per_pod(gpus).map_err(|m| err(format!("{f}.containers: {m}")))?;
     let cpu_millis = container_sum(file, &at, &pod_spec, f, "cpu", parse_cpu_millis)?;
     let memory_mib = container_sum(file, &at, &pod_spec, f, "memory", parse_memory_mib)?;
     let priority = pod_spec
@@ -713,6 +741,7 @@ fn kai_job(file: &str, at: &str, pod: &Value, group: Option<&Value>) -> Result<J
     })?;
     let pod_spec = pod.get("spec").cloned().unwrap_or(Value::Null);
     let whole = container_sum(file, &at, &pod_spec, "spec", GPU_RESOURCE, parse_count)?;
+    check_gpus_per_pod(whole).map_err(|m| err(format!("spec.containers: {m}")))?;
     let frac = map_str(pod, &ann, KAI_GPU_FRACTION);
     let mem = map_str(pod, &ann, KAI_GPU_MEMORY);
     let afield = |k: &str| format!("metadata.annotations[{k}]");

@@ -36,3 +36,17 @@ fn slurm_tree_name_budget_is_per_file() {
     let e = slurm::parse_tree(text).unwrap_err();
     assert!(e.starts_with("line 3: "), "{e}");
 }
+
+/// Two containers whose `nvidia.com/gpu` limits add up past `u64::MAX` overflowed the sum (a
+/// panic in debug builds, a wrapped and wrong GPU count in release).
+#[test]
+fn kueue_container_gpu_sum_overflow_is_an_error() {
+    let text = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {kueue.x-k8s.io/queue-name: q}\nspec:\n  template:\n    spec:\n      containers:\n        - {name: a, resources: {limits: {nvidia.com/gpu: 18446744073709551615}}}\n        - {name: b, resources: {limits: {nvidia.com/gpu: 2}}}\n";
+    let e = railyard::formats::jobs::read_job("job.yaml", text)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("job.yaml: document 1 (Job j): spec.template.spec.containers"),
+        "{e}"
+    );
+}

@@ -244,3 +244,19 @@ fn more_than_ten_thousand_queues_are_refused() {
     );
     assert!(read.queues.is_empty());
 }
+
+#[test]
+fn pods_asking_for_more_than_1024_gpus_are_refused() {
+    let native = "name: big\npod_sets:\n  - {count: 1, gpus: 1025}\n";
+    let e = jobs::read_job("job.yaml", native).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "job.yaml: pod_sets[0].gpus: expected 1..=1024 GPUs per pod (a pod runs on one node), got 1025"
+    );
+    let kueue = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {kueue.x-k8s.io/queue-name: q}\nspec:\n  template:\n    spec:\n      containers: [{name: a, resources: {limits: {nvidia.com/gpu: 1025}}}]\n";
+    let e = jobs::read_job("kueue.yaml", kueue).unwrap_err().to_string();
+    assert!(
+        e.contains("1025 nvidia.com/gpu per pod is more than the limit of 1024"),
+        "{e}"
+    );
+}
