@@ -50,3 +50,26 @@ fn kueue_container_gpu_sum_overflow_is_an_error() {
         "{e}"
     );
 }
+
+fn fat_tree_k8() -> topology::Cluster {
+    railyard::cluster_arg::load_cluster_quiet(&railyard::cluster_arg::ClusterArgs {
+        cluster: "preset:fat-tree-k8".to_owned(),
+        ..Default::default()
+    })
+    .unwrap()
+    .cluster
+}
+
+/// A native state pod with `gpus: 1e12` and no `gpu_ids` made up 10¹² GPU ids before its GPU
+/// count was checked (found while writing the `state` target). Now refused first, naming the pod.
+#[test]
+fn state_pod_with_absurd_gpus_is_refused_before_making_ids() {
+    let text = "jobs:\n  - name: j\n    pods:\n      - {node: host-000, gpus: 1e12}\n";
+    let e = railyard::formats::state::read("state.yaml", text, &fat_tree_k8())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "state.yaml: jobs[0] (j): pods[0].gpus: expected (0, 8] on node \"host-000\", got 1000000000000"
+    );
+}
