@@ -9,7 +9,10 @@ use crate::model::{
     Cluster, Domain, Endpoint, Level, Link, NicSpec, Node, NvlinkDomain, Switch, Taint, Tier,
 };
 use crate::spec::{ClosSpec, ClusterSpec, FatTreeSpec, NodeSpec, TierSpec};
-use crate::{HOSTNAME_LABEL, MAX_GPUS_PER_NODE, MAX_NODES};
+use crate::{
+    HOSTNAME_LABEL, MAX_GPUS_PER_NODE, MAX_GPU_MEMORY_GIB, MAX_LINKS, MAX_NODES,
+    MAX_PORTS_PER_RAIL, MAX_RAILS, MAX_SWITCHES,
+};
 
 /// Most switch tiers a fabric may have.
 const MAX_TIERS: usize = 8;
@@ -103,22 +106,28 @@ fn check_node_spec(n: &NodeSpec) -> Vec<Problem> {
             format!("expected 1..={MAX_GPUS_PER_NODE}, got {}", n.gpus),
         ));
     }
-    if n.gpu_memory_gib == 0 {
+    if n.gpu_memory_gib == 0 || n.gpu_memory_gib > MAX_GPU_MEMORY_GIB {
         p.push(problem(
             "node.gpu_memory_gib",
-            "expected a positive number of GiB",
+            format!(
+                "expected 1..={MAX_GPU_MEMORY_GIB} GiB, got {}",
+                n.gpu_memory_gib
+            ),
         ));
     }
-    if n.rails == 0 || n.rails > 64 {
+    if n.rails == 0 || n.rails > MAX_RAILS {
         p.push(problem(
             "node.rails",
-            format!("expected 1..=64, got {}", n.rails),
+            format!("expected 1..={MAX_RAILS}, got {}", n.rails),
         ));
     }
-    if n.ports_per_rail == 0 || n.ports_per_rail > 16 {
+    if n.ports_per_rail == 0 || n.ports_per_rail > MAX_PORTS_PER_RAIL {
         p.push(problem(
             "node.ports_per_rail",
-            format!("expected 1..=16, got {}", n.ports_per_rail),
+            format!(
+                "expected 1..={MAX_PORTS_PER_RAIL}, got {}",
+                n.ports_per_rail
+            ),
         ));
     }
     if !(n.port_gbps.is_finite() && n.port_gbps > 0.0 && n.port_gbps <= 1.0e5) {
@@ -277,11 +286,22 @@ fn check_clos(c: &ClosSpec, node: &NodeSpec, place: &str) -> Vec<Problem> {
         }
     }
     let explicit: Vec<Option<u32>> = c.tiers.iter().map(|t| t.switches_per_domain).collect();
-    if let Err((i, msg)) = switch_counts(c.rail_optimized, node.rails, &explicit) {
-        p.push(problem(
+    match switch_counts(c.rail_optimized, node.rails, &explicit) {
+        Err((i, msg)) => p.push(problem(
             format!("{place}.tiers[{i}].switches_per_domain"),
             msg,
-        ));
+        )),
+        // Sizes checked before the node records are made (the same rule `assemble` applies).
+        Ok(counts) if p.is_empty() => {
+            let groups: Vec<u64> = c
+                .tiers
+                .iter()
+                .map(|t| u64::from(c.nodes / t.nodes_per_domain))
+                .collect();
+            let nic_links = u64::from(c.nodes) * u64::from(node.rails);
+            p.extend(fabric_size_problems(&groups, &counts, nic_links));
+        }
+        Ok(_) => {}
     }
     p
 }
@@ -512,6 +532,14 @@ pub fn assemble(
             Vec::new()
         }
     };
+    if problems.is_empty() {
+        problems.extend(check_fabric_size(
+            &records,
+            &switch_levels,
+            &levels,
+            &switch_counts,
+        ));
+    }
     if !problems.is_empty() {
         return Err(TopologyError::new(problems));
     }
@@ -724,6 +752,57 @@ pub fn assemble(
     })
 }
 
+/// The switch and link counts the tiers will make, refused above [`MAX_SWITCHES`] and
+/// [`MAX_LINKS`] before anything is allocated (a leaf block of one node with 65,536 switches
+/// is a valid shape, but not at 4,096 blocks).
+fn check_fabric_size(
+    records: &[NodeRecord],
+    switch_levels: &[usize],
+    levels: &[Level],
+    switch_counts: &[u32],
+) -> Vec<Problem> {
+    let groups: Vec<u64> = (0..switch_counts.len())
+        .map(|t| {
+            switch_levels
+                .get(t)
+                .map_or(1, |&l| levels[l].domains.len() as u64)
+        })
+        .collect();
+    let nic_links: u64 = records.iter().map(|r| u64::from(r.nics.rails)).sum();
+    fabric_size_problems(&groups, switch_counts, nic_links)
+}
+
+/// Switches and links of tiers with `groups[t]` groups of `switch_counts[t]` switches each
+/// (leaf first) over `nic_links` NIC links, against [`MAX_SWITCHES`] and [`MAX_LINKS`]. Child
+/// switch `i` has `max(1, S/S₋)` up-links, so a tier adds `groups below × max(S₋, S)` links.
+fn fabric_size_problems(groups: &[u64], switch_counts: &[u32], nic_links: u64) -> Vec<Problem> {
+    let switches: u64 = groups
+        .iter()
+        .zip(switch_counts)
+        .map(|(&g, &s)| g * u64::from(s))
+        .sum();
+    let switch_links: u64 = (1..switch_counts.len())
+        .map(|t| groups[t - 1] * u64::from(switch_counts[t - 1].max(switch_counts[t])))
+        .sum();
+    let mut p = Vec::new();
+    if switches > MAX_SWITCHES as u64 {
+        p.push(problem(
+            "switches",
+            format!("the tiers make {switches} switches, more than the limit of {MAX_SWITCHES}"),
+        ));
+    }
+    if nic_links + switch_links > MAX_LINKS as u64 {
+        p.push(problem(
+            "links",
+            format!(
+                "the tiers make {} links, more than the limit of {MAX_LINKS}",
+                nic_links + switch_links
+            ),
+        ));
+    }
+    p
+}
+
 /// Problems with the records and levels that can be seen before building anything.
 fn check_records(records: &[NodeRecord], params: &FabricParams) -> Vec<Problem> {
     const MAX_REPORTED: usize = 20;
@@ -787,6 +866,35 @@ fn check_records(records: &[NodeRecord], params: &FabricParams) -> Vec<Problem> 
             p.push(problem(
                 at(),
                 "expected at least one NIC rail with a positive speed",
+            ));
+        } else if r.nics.rails > MAX_RAILS
+            || r.nics.ports_per_rail > MAX_PORTS_PER_RAIL
+            || r.nics.port_gbps > 1.0e5
+        {
+            p.push(problem(
+                at(),
+                format!(
+                    "{} rails × {} ports × {} Gb/s: expected at most {MAX_RAILS} rails, {MAX_PORTS_PER_RAIL} ports per rail and 100000 Gb/s per port",
+                    r.nics.rails, r.nics.ports_per_rail, r.nics.port_gbps
+                ),
+            ));
+        }
+        if r.gpu_memory_gib == 0 || r.gpu_memory_gib > MAX_GPU_MEMORY_GIB {
+            p.push(problem(
+                at(),
+                format!(
+                    "{} GiB per GPU: expected 1..={MAX_GPU_MEMORY_GIB}",
+                    r.gpu_memory_gib
+                ),
+            ));
+        }
+        if !(r.nvlink_gbps.is_finite() && (0.0..=1.0e6).contains(&r.nvlink_gbps)) {
+            p.push(problem(
+                at(),
+                format!(
+                    "NVLink {} Gb/s: expected a speed in [0, 1000000] Gb/s",
+                    r.nvlink_gbps
+                ),
             ));
         }
         for l in &params.levels {

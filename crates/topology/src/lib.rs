@@ -36,3 +36,22 @@ pub const MAX_NODES: usize = 1_000_000;
 
 /// Largest GPU count railyard accepts on one node.
 pub const MAX_GPUS_PER_NODE: u32 = 1024;
+
+/// Most memory per GPU, GiB (64 TiB: far above any GPU, and small enough that MiB figures fit
+/// a `u32`).
+pub const MAX_GPU_MEMORY_GIB: u32 = 65_536;
+
+/// Most RDMA rails per node (a spec's `node.rails`, an overlay's `rails`).
+pub const MAX_RAILS: u32 = 64;
+
+/// Most NIC ports per rail.
+pub const MAX_PORTS_PER_RAIL: u32 = 16;
+
+/// Most switches a fabric may have (a 1,000,000-node cluster with one switch per 8 nodes at
+/// the leaf and the tiers above has about 250,000). Checked from the tier sizes before any
+/// switch is made.
+pub const MAX_SWITCHES: usize = 1_000_000;
+
+/// Most links (NIC-to-leaf plus switch-to-switch) a fabric may have: 1,000,000 nodes × 16
+/// rails. Checked before any link is made.
+pub const MAX_LINKS: usize = 16_000_000;

@@ -244,6 +244,13 @@ fn default_overhead() -> f64 {
     3.0
 }
 
+/// Parse and check a layout file's text (`file` names it in errors).
+pub fn parse_layout(file: &str, text: &str) -> Result<Layout, CliError> {
+    let layout: Layout = parse_typed(file, text)?;
+    layout.validate(file)?;
+    Ok(layout)
+}
+
 impl Layout {
     /// Check the layout: finite non-negative figures, every placement names a known rack.
     pub fn validate(&self, file: &str) -> Result<(), CliError> {
@@ -287,15 +294,20 @@ impl Layout {
     }
 
     fn rack_of(&self, name: &str) -> Option<&RackPosition> {
+        // The longest prefix first: one map look-up per prefix of the name, not a scan of every
+        // placement per link (which is links × placements on a large cluster).
         let rack = self.placement.get(name).or_else(|| {
-            self.placement
-                .iter()
-                .filter(|(k, _)| {
-                    k.strip_suffix('*')
-                        .is_some_and(|prefix| name.starts_with(prefix))
+            let mut key = String::with_capacity(name.len() + 1);
+            name.char_indices()
+                .map(|(i, _)| i)
+                .chain([name.len()])
+                .rev()
+                .find_map(|end| {
+                    key.clear();
+                    key.push_str(&name[..end]);
+                    key.push('*');
+                    self.placement.get(&key)
                 })
-                .max_by_key(|(k, _)| k.len())
-                .map(|(_, v)| v)
         })?;
         self.racks.get(rack)
     }
@@ -365,9 +377,7 @@ pub fn plan_command(args: &PlanArgs) -> Result<String, CliError> {
     let layout = match &args.layout {
         Some(path) => {
             let file = path.display().to_string();
-            let layout: Layout = parse_typed(&file, &read_text(path)?)?;
-            layout.validate(&file)?;
-            Some(layout)
+            Some(parse_layout(&file, &read_text(path)?)?)
         }
         None => None,
     };

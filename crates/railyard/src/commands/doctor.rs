@@ -386,9 +386,8 @@ fn collect_rdma(tree: &mut Tree<'_>) -> Option<Vec<RdmaDevice>> {
             let netdevs = netdev_names
                 .into_iter()
                 .map(|n| {
-                    let mtu = tree.parse(&format!("sys/class/net/{n}/mtu"), "an integer", |s| {
-                        s.parse::<u32>().ok()
-                    });
+                    let mtu =
+                        tree.parse(&format!("sys/class/net/{n}/mtu"), "an integer", parse_mtu);
                     (n, mtu)
                 })
                 .collect();
@@ -409,12 +408,12 @@ fn collect_pci(tree: &mut Tree<'_>) -> Vec<PciDevice> {
     let mut out = Vec::new();
     for address in tree.list("sys/bus/pci/devices").unwrap_or_default() {
         let base = format!("sys/bus/pci/devices/{address}");
-        let hex = |s: &str| u32::from_str_radix(s.trim_start_matches("0x"), 16).ok();
-        let Some(vendor) = tree.parse(&format!("{base}/vendor"), "a hex vendor ID", hex) else {
+        let Some(vendor) = tree.parse(&format!("{base}/vendor"), "a hex vendor ID", parse_hex)
+        else {
             continue;
         };
         let class = tree
-            .parse(&format!("{base}/class"), "a hex class code", hex)
+            .parse(&format!("{base}/class"), "a hex class code", parse_hex)
             .unwrap_or(0);
         let kind = match (vendor, class >> 16) {
             (0x10de, 0x03) => PciKind::Gpu,
@@ -424,14 +423,8 @@ fn collect_pci(tree: &mut Tree<'_>) -> Vec<PciDevice> {
         if tree.exists(&format!("{base}/physfn")) {
             continue; // an SR-IOV virtual function: its link is the physical function's
         }
-        // "Unknown" is what the kernel shows for a link it cannot read (a device in D3cold):
-        // a fact for the PCIe check, not a malformed file.
-        let speed = |s: &str| {
-            (s == "Unknown")
-                .then_some(None)
-                .or_else(|| parse_gt_s(s).map(Some))
-        };
-        let width = |s: &str| s.parse::<u32>().ok();
+        let speed = parse_link_speed;
+        let width = parse_link_width;
         let current_gt_s = tree
             .parse(&format!("{base}/current_link_speed"), "\"N GT/s\"", speed)
             .flatten();
@@ -459,8 +452,35 @@ fn collect_pci(tree: &mut Tree<'_>) -> Vec<PciDevice> {
     out
 }
 
+// The per-file parsers below are pure functions of the file's trimmed text (public so the fuzz
+// targets in `fuzz/` call exactly what `collect` calls).
+
+/// `sys/class/net/*/mtu`: the netdev MTU.
+pub fn parse_mtu(s: &str) -> Option<u32> {
+    s.parse::<u32>().ok()
+}
+
+/// `sys/bus/pci/devices/*/vendor` and `class`: `0x10de`, `0x030200`.
+pub fn parse_hex(s: &str) -> Option<u32> {
+    u32::from_str_radix(s.trim_start_matches("0x"), 16).ok()
+}
+
+/// `current_link_width`, `max_link_width`: a lane count.
+pub fn parse_link_width(s: &str) -> Option<u32> {
+    s.parse::<u32>().ok()
+}
+
+/// `current_link_speed`, `max_link_speed`: `Some(Some(GT/s))`, or `Some(None)` for `Unknown`,
+/// what the kernel shows for a link it cannot read (a device in D3cold): a fact for the PCIe
+/// check, not a malformed file.
+pub fn parse_link_speed(s: &str) -> Option<Option<f64>> {
+    (s == "Unknown")
+        .then_some(None)
+        .or_else(|| parse_gt_s(s).map(Some))
+}
+
 /// `"4: ACTIVE"` → `ACTIVE`.
-fn state_name(s: &str) -> Option<String> {
+pub fn state_name(s: &str) -> Option<String> {
     let (num, name) = s.split_once(':')?;
     num.trim().parse::<u32>().ok()?;
     let name = name.trim();
@@ -468,7 +488,7 @@ fn state_name(s: &str) -> Option<String> {
 }
 
 /// `"16.0 GT/s PCIe"`, `"2.5 GT/s"` → GT/s. `"Unknown"` (a device in a low-power state) → None.
-fn parse_gt_s(s: &str) -> Option<f64> {
+pub fn parse_gt_s(s: &str) -> Option<f64> {
     let mut words = s.split_whitespace();
     let v: f64 = words.next()?.parse().ok()?;
     (words.next() == Some("GT/s") && v.is_finite() && v > 0.0).then_some(v)
@@ -504,7 +524,7 @@ fn fmt_link(gt_s: Option<f64>, width: Option<u32>) -> String {
 }
 
 /// `/etc/hosts` lines: address then names; `#` starts a comment.
-fn parse_hosts(text: &str) -> Vec<HostsEntry> {
+pub fn parse_hosts(text: &str) -> Vec<HostsEntry> {
     text.lines()
         .filter_map(|line| {
             let line = line.split('#').next().unwrap_or("");
@@ -517,7 +537,7 @@ fn parse_hosts(text: &str) -> Vec<HostsEntry> {
 }
 
 /// Compare names so that `mlx5_2` sorts before `mlx5_10`.
-fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     fn key(s: &str) -> (String, u64, String) {
         let digits_at = s
             .char_indices()

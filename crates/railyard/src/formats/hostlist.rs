@@ -1,7 +1,13 @@
 //! Slurm hostlist expressions: `gpu-[000-031,040]` compression and expansion.
 
-/// Largest number of names one expression may expand to.
-pub const MAX_EXPANSION: usize = 10_000_000;
+/// Largest number of names one expression (or one `topology.conf`) may expand to: a hostlist
+/// names nodes or switches, and a cluster has at most [`topology::MAX_NODES`] nodes.
+pub const MAX_EXPANSION: usize = topology::MAX_NODES;
+
+/// Largest total length of the names one expression may expand to, bytes (a 1,000,000-node
+/// cluster's names at 64 characters each). Checked before the names are made, so a range with
+/// a zero-padded width of thousands of digits is refused instead of allocating gigabytes.
+pub const MAX_EXPANSION_BYTES: usize = 64 * 1024 * 1024;
 
 /// Split a name into its prefix and trailing decimal digits.
 fn split_number(name: &str) -> (&str, Option<&str>) {
@@ -73,9 +79,17 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
     parts.join(",")
 }
 
-/// Expand a hostlist expression (one bracket group per element).
+/// Expand a hostlist expression (one bracket group per element), refusing more than
+/// [`MAX_EXPANSION`] names or [`MAX_EXPANSION_BYTES`] bytes of names.
 pub fn expand(expr: &str) -> Result<Vec<String>, String> {
+    expand_within(expr, MAX_EXPANSION)
+}
+
+/// [`expand`] with a smaller budget of names (what a file's earlier lines left over).
+pub fn expand_within(expr: &str, max_names: usize) -> Result<Vec<String>, String> {
+    let max_names = max_names.min(MAX_EXPANSION);
     let mut out = Vec::new();
+    let mut bytes_out = 0usize;
     let mut depth = 0i32;
     let mut start = 0;
     let bytes = expr.as_bytes();
@@ -91,43 +105,73 @@ pub fn expand(expr: &str) -> Result<Vec<String>, String> {
             _ => {}
         }
         if !(0..=1).contains(&depth) {
-            return Err(format!("unbalanced brackets in `{expr}`"));
+            return Err(format!("unbalanced brackets in `{}`", shorten(expr)));
         }
     }
     if depth != 0 {
-        return Err(format!("unbalanced brackets in `{expr}`"));
+        return Err(format!("unbalanced brackets in `{}`", shorten(expr)));
     }
     elements.push(&expr[start..]);
     for el in elements {
         if el.is_empty() {
-            return Err(format!("empty name in `{expr}`"));
+            return Err(format!("empty name in `{}`", shorten(expr)));
         }
         let Some(open) = el.find('[') else {
+            if out.len() >= max_names {
+                return Err(format!(
+                    "`{}` expands to more than {max_names} names",
+                    shorten(expr)
+                ));
+            }
+            bytes_out += el.len();
             out.push(el.to_owned());
             continue;
         };
         let close = el
             .find(']')
-            .ok_or_else(|| format!("unbalanced brackets in `{el}`"))?;
+            .ok_or_else(|| format!("unbalanced brackets in `{}`", shorten(el)))?;
         let (prefix, suffix) = (&el[..open], &el[close + 1..]);
         for range in el[open + 1..close].split(',') {
             let (a, b) = range.split_once('-').unwrap_or((range, range));
             let width = a.len();
             let (lo, hi): (u64, u64) = match (a.parse(), b.parse()) {
                 (Ok(lo), Ok(hi)) if lo <= hi => (lo, hi),
-                _ => return Err(format!("bad range `{range}` in `{el}`")),
+                _ => {
+                    return Err(format!(
+                        "bad range `{}` in `{}`",
+                        shorten(range),
+                        shorten(el)
+                    ))
+                }
             };
-            if (hi - lo) as usize >= MAX_EXPANSION
-                || out.len() + (hi - lo) as usize >= MAX_EXPANSION
-            {
-                return Err(format!("range `{range}` expands to too many names"));
+            // Counted in u64 before anything is made: `hi - lo + 1` can be 2^64 − 1 names.
+            let count = (hi - lo).saturating_add(1);
+            let name_len = prefix.len() + width.max(b.trim_start_matches('0').len()) + suffix.len();
+            let too_many = count > (max_names - out.len().min(max_names)) as u64;
+            let too_long = count.saturating_mul(name_len as u64)
+                > (MAX_EXPANSION_BYTES - bytes_out.min(MAX_EXPANSION_BYTES)) as u64;
+            if too_many || too_long {
+                return Err(format!(
+                    "range `{}` expands to too many names (at most {max_names} names and {MAX_EXPANSION_BYTES} bytes)",
+                    shorten(range)
+                ));
             }
+            bytes_out += count as usize * name_len;
             for n in lo..=hi {
                 out.push(format!("{prefix}{n:0width$}{suffix}"));
             }
         }
     }
     Ok(out)
+}
+
+/// A piece of user input for an error message: at most 40 characters.
+fn shorten(s: &str) -> String {
+    if s.chars().count() > 40 {
+        format!("{}…", s.chars().take(40).collect::<String>())
+    } else {
+        s.to_owned()
+    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,10 @@ pub const KAI_GPU_MEMORY: &str = "gpu-memory";
 /// The GPU resource name.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
+/// Most pods one job may ask for, over all its pod sets: one per node of the largest cluster
+/// railyard accepts. Larger counts are refused while the file is read.
+pub const MAX_PODS_PER_JOB: u32 = topology::MAX_NODES as u32;
+
 /// Where a job came from; decides which ordering rules apply and how fields are named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobFormat {
@@ -305,12 +309,21 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
         );
     }
     let mut pod_sets = Vec::new();
+    let mut total_pods = 0u64;
     for (i, s) in j.pod_sets.into_iter().enumerate() {
         let at = |f: &str| format!("pod_sets[{i}].{f}");
         let gpu = match (s.gpus, s.gpu_fraction, s.gpu_memory_mib) {
-            (Some(g), None, None) if g >= 1 => sched::GpuRequest::Whole(g),
+            (Some(g), None, None) if (1..=topology::MAX_GPUS_PER_NODE).contains(&g) => {
+                sched::GpuRequest::Whole(g)
+            }
             (Some(g), None, None) => {
-                return Err(err(at("gpus"), format!("expected at least 1, got {g}")))
+                return Err(err(
+                    at("gpus"),
+                    format!(
+                        "expected 1..={} GPUs per pod (a pod runs on one node), got {g}",
+                        topology::MAX_GPUS_PER_NODE
+                    ),
+                ))
             }
             (None, Some(f), None) => fraction(f).map_err(|m| err(at("gpu_fraction"), m))?,
             (None, None, Some(m)) if m >= 1 => sched::GpuRequest::MemoryMib(m),
@@ -324,8 +337,18 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
                 ))
             }
         };
-        if s.count == 0 {
-            return Err(err(at("count"), "expected at least 1 pod".into()));
+        if s.count == 0 || s.count > MAX_PODS_PER_JOB {
+            return Err(err(
+                at("count"),
+                format!("expected 1..={MAX_PODS_PER_JOB} pods, got {}", s.count),
+            ));
+        }
+        total_pods += u64::from(s.count);
+        if total_pods > u64::from(MAX_PODS_PER_JOB) {
+            return Err(err(
+                at("count"),
+                format!("the pod sets ask for {total_pods} pods, more than the limit of {MAX_PODS_PER_JOB} per job"),
+            ));
         }
         if let Some(m) = s.min_count {
             if m == 0 || m > s.count {
@@ -571,12 +594,31 @@ fn container_sum(
                         format!("{at}: {field}.containers[{i}].resources.{part}[{resource}]: expected a Kubernetes quantity (e.g. 8, \"500m\", \"64Gi\"), got {v}"),
                     )
                 })?;
-                total += n;
+                total = u64::checked_add(total, n).ok_or_else(|| {
+                    CliError::input(
+                        file,
+                        format!(
+                            "{at}: {field}.containers: the {resource} requests add up past {}",
+                            u64::MAX
+                        ),
+                    )
+                })?;
                 break;
             }
         }
     }
     Ok(total)
+}
+
+/// A pod runs on one node, so it can use at most [`topology::MAX_GPUS_PER_NODE`] whole GPUs.
+fn check_gpus_per_pod(gpus: u64) -> Result<(), String> {
+    let max = topology::MAX_GPUS_PER_NODE;
+    if gpus > u64::from(max) {
+        return Err(format!(
+            "{gpus} {GPU_RESOURCE} per pod is more than the limit of {max} (a pod runs on one node)"
+        ));
+    }
+    Ok(())
 }
 
 fn parse_count(v: &Value) -> Option<u64> {
@@ -637,6 +679,7 @@ fn kueue_job(file: &str, document: usize, d: &Value) -> Result<JobDoc, CliError>
         .unwrap_or(Value::Null);
     let f = "spec.template.spec";
     let gpus = container_sum(file, &at, &pod_spec, f, GPU_RESOURCE, parse_count)?;
+    check_gpus_per_pod(gpus).map_err(|m| err(format!("{f}.containers: {m}")))?;
     let cpu_millis = container_sum(file, &at, &pod_spec, f, "cpu", parse_cpu_millis)?;
     let memory_mib = container_sum(file, &at, &pod_spec, f, "memory", parse_memory_mib)?;
     let priority = pod_spec
@@ -672,9 +715,9 @@ pub fn pod_count(v: Option<&Value>) -> Result<u32, String> {
     match v {
         None => Ok(1),
         Some(v) => parse_count(v)
-            .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n))
+            .filter(|&n| (1..=u64::from(MAX_PODS_PER_JOB)).contains(&n))
             .map(|n| n as u32)
-            .ok_or_else(|| format!("expected a positive integer, got {v}")),
+            .ok_or_else(|| format!("expected 1..={MAX_PODS_PER_JOB} pods, got {v}")),
     }
 }
 
@@ -817,6 +860,7 @@ fn kai_job(
     })?;
     let pod_spec = pod.get("spec").cloned().unwrap_or(Value::Null);
     let whole = container_sum(file, &at, &pod_spec, "spec", GPU_RESOURCE, parse_count)?;
+    check_gpus_per_pod(whole).map_err(|m| err(format!("spec.containers: {m}")))?;
     let frac = map_str(pod, &ann, KAI_GPU_FRACTION);
     let mem = map_str(pod, &ann, KAI_GPU_MEMORY);
     let afield = |k: &str| format!("metadata.annotations[{k}]");
@@ -851,9 +895,12 @@ fn kai_job(
         Some(g) => {
             let count = path(g, &["spec", "minMember"])
                 .and_then(parse_count)
-                .filter(|&n| (1..=u64::from(u32::MAX)).contains(&n))
-                .ok_or_else(|| err("spec.minMember: expected a positive integer".to_owned()))?
-                as u32;
+                .filter(|&n| (1..=u64::from(MAX_PODS_PER_JOB)).contains(&n))
+                .ok_or_else(|| {
+                    err(format!(
+                        "spec.minMember: expected 1..={MAX_PODS_PER_JOB} pods"
+                    ))
+                })? as u32;
             let tc = ["spec", "topologyConstraint"];
             let r = str_at(g, &[tc[0], tc[1], "requiredTopologyLevel"]).map(|l| LevelRef {
                 label: l.to_owned(),

@@ -81,21 +81,37 @@ pub struct Overlay {
     pub rail_optimized: Option<bool>,
 }
 
+/// The name errors about overlay facts carry: the overlay file, or the NodeList when none.
+fn overlay_name(file: &str, options: &ImportOptions) -> String {
+    options
+        .overlay
+        .as_ref()
+        .map_or_else(|| file.to_owned(), |p| p.display().to_string())
+}
+
 /// Turn parsed NodeList / Node documents into a cluster.
 pub fn import_nodes(
     file: &str,
     docs: &[Value],
     options: &ImportOptions,
 ) -> Result<LoadedCluster, CliError> {
-    let mut notes = Vec::new();
-    let overlay_file = options
-        .overlay
-        .as_ref()
-        .map_or_else(|| file.to_owned(), |p| p.display().to_string());
+    let overlay_file = overlay_name(file, options);
     let overlay: Overlay = match &options.overlay {
         Some(p) => parse_typed(&overlay_file, &read_text(p)?)?,
         None => Overlay::default(),
     };
+    import_nodes_with_overlay(file, docs, options, &overlay)
+}
+
+/// [`import_nodes`] with the overlay already read (`options.overlay` only names it in errors).
+pub fn import_nodes_with_overlay(
+    file: &str,
+    docs: &[Value],
+    options: &ImportOptions,
+    overlay: &Overlay,
+) -> Result<LoadedCluster, CliError> {
+    let mut notes = Vec::new();
+    let overlay_file = overlay_name(file, options);
     if let Some(o) = &overlay.oversubscription {
         if let Some((t, x)) = o
             .iter()
@@ -133,7 +149,7 @@ pub fn import_nodes(
     let mut guessed = 0usize;
     let mut no_condition = 0usize;
     for (i, obj) in objects.iter().enumerate() {
-        let (record, facts) = node_record(file, i, obj, fallback_shape.as_deref(), &overlay)?;
+        let (record, facts) = node_record(file, i, obj, fallback_shape.as_deref(), overlay)?;
         guessed += usize::from(facts.nics_guessed);
         no_condition += usize::from(facts.no_ready_condition);
         records.push(record);

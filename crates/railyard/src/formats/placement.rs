@@ -120,8 +120,8 @@ pub fn resolve(
         let gpu_ids = if p.gpu_ids.is_empty() {
             let whole = p.gpus.ceil() as u32;
             let start = next_gpu.entry(node).or_insert(0);
-            let ids: Vec<u32> = (*start..*start + whole).collect();
-            *start += whole;
+            let ids: Vec<u32> = (*start..start.saturating_add(whole)).collect();
+            *start = start.saturating_add(whole);
             ids
         } else {
             p.gpu_ids.clone()

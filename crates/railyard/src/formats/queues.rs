@@ -21,7 +21,12 @@ use crate::error::{one_line, CliError};
 use crate::formats::jobs::{self, parse_cpu_millis, parse_memory_mib, FieldProblem};
 use crate::input::parse_documents;
 
-/// A queue and where it came from.
+/// Most queues (KAI Queues, Kueue ClusterQueues, Cohorts and LocalQueues together) the queue
+/// files may declare. Real trees have hundreds; the tree checks walk ancestries, so a bound keeps
+/// them fast.
+pub const MAX_QUEUES: usize = 10_000;
+
+/// A queue and the file it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueEntry {
     /// The queue.
@@ -199,7 +204,26 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
     let mut cohorts_named: Vec<(String, String)> = Vec::new();
     let mut pending_jobs: Vec<JobEntry> = Vec::new();
     let mut kueue_names: std::collections::BTreeSet<String> = Default::default();
+    let mut n_queues = 0usize;
     for &Source { file, text, docs } in files {
+        n_queues += docs
+            .iter()
+            .filter(|d| {
+                matches!(
+                    d.get("kind").and_then(Value::as_str),
+                    Some("Queue" | "ClusterQueue" | "Cohort" | "LocalQueue")
+                )
+            })
+            .count();
+        if n_queues > MAX_QUEUES {
+            out.problems.push(QueueFinding::new(
+                file,
+                None,
+                None,
+                format!("the queue files declare more than the limit of {MAX_QUEUES} queues"),
+            ));
+            return out;
+        }
         let has_jobs = docs.iter().any(jobs::is_job_doc)
             || (docs.len() == 1 && docs[0].get("pod_sets").is_some());
         let has_queues = docs.iter().any(|d| {
@@ -320,12 +344,18 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
         }
     }
     // Kueue cohorts named by a ClusterQueue or Cohort but not declared exist implicitly.
+    // Sets, not scans: one scan per named cohort would be quadratic in the queues.
+    let mut declared: std::collections::BTreeSet<String> =
+        out.queues.iter().map(|q| q.spec.name.clone()).collect();
+    let kueue_parents: std::collections::BTreeSet<String> = out
+        .queues
+        .iter()
+        .filter(|q| kueue_names.contains(&q.spec.name))
+        .filter_map(|q| q.spec.parent.clone())
+        .collect();
     for (c, file) in cohorts_named {
-        let declared = out.queues.iter().any(|q| q.spec.name == c);
-        let is_kueue_child = out.queues.iter().any(|q| {
-            q.spec.parent.as_deref() == Some(c.as_str()) && kueue_names.contains(&q.spec.name)
-        });
-        if !declared && is_kueue_child {
+        if !declared.contains(&c) && kueue_parents.contains(&c) {
+            declared.insert(c.clone());
             out.queues.push(QueueEntry {
                 spec: pass_through(&c),
                 file,

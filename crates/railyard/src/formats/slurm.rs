@@ -152,9 +152,11 @@ pub struct TreeSwitch {
     pub nodes: Vec<String>,
 }
 
-/// Parse a topology/tree file (comments and `LinkSpeed` ignored).
+/// Parse a topology/tree file (comments and `LinkSpeed` ignored). All its hostlists together
+/// expand to at most [`hostlist::MAX_EXPANSION`] names.
 pub fn parse_tree(text: &str) -> Result<Vec<TreeSwitch>, String> {
     let mut out = Vec::new();
+    let mut names_left = hostlist::MAX_EXPANSION;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
@@ -172,10 +174,14 @@ pub fn parse_tree(text: &str) -> Result<Vec<TreeSwitch>, String> {
             match k.to_ascii_lowercase().as_str() {
                 "switchname" => sw.name = v.to_owned(),
                 "switches" => {
-                    sw.switches = hostlist::expand(v).map_err(|e| format!("line {}: {e}", i + 1))?
+                    sw.switches = hostlist::expand_within(v, names_left)
+                        .map_err(|e| format!("line {}: {e}", i + 1))?;
+                    names_left -= sw.switches.len();
                 }
                 "nodes" => {
-                    sw.nodes = hostlist::expand(v).map_err(|e| format!("line {}: {e}", i + 1))?
+                    sw.nodes = hostlist::expand_within(v, names_left)
+                        .map_err(|e| format!("line {}: {e}", i + 1))?;
+                    names_left -= sw.nodes.len();
                 }
                 "linkspeed" => {}
                 other => return Err(format!("line {}: unknown key `{other}`", i + 1)),

@@ -117,11 +117,19 @@ pub fn read(file: &str, text: &str, cluster: &Cluster) -> Result<Occupancy, CliE
                     p.node
                 ))
             })?;
+            let node_gpus = cluster.node(node).gpus;
+            if !(p.gpus.is_finite() && p.gpus > 0.0 && p.gpus <= f64::from(node_gpus)) {
+                // Checked before GPU ids are made up: `gpus: 1e12` must not allocate 10¹² ids.
+                return Err(at(format!(
+                    "pods[{k}].gpus: expected (0, {node_gpus}] on node \"{}\", got {}",
+                    p.node, p.gpus
+                )));
+            }
             let ids = if p.gpu_ids.is_empty() {
                 let whole = p.gpus.ceil().max(1.0) as u32;
                 let start = next_gpu.entry(node).or_insert(0);
-                let ids: Vec<u32> = (*start..*start + whole).collect();
-                *start += whole;
+                let ids: Vec<u32> = (*start..start.saturating_add(whole)).collect();
+                *start = start.saturating_add(whole);
                 ids
             } else {
                 p.gpu_ids.clone()

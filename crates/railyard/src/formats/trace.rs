@@ -7,7 +7,8 @@ use sim::{CommProfile, TopologyAsk, TraceJob};
 
 use crate::error::CliError;
 
-/// Longest trace railyard reads, rows.
+/// Longest trace railyard reads, rows. A row is a non-blank line after the header; longer
+/// traces are refused by counting lines, before any row is parsed.
 pub const MAX_ROWS: usize = 10_000_000;
 
 /// Trace formats.
@@ -52,6 +53,17 @@ pub fn parse_trace(
     format: TraceFormat,
     skip_bad_rows: bool,
 ) -> Result<Trace, CliError> {
+    let rows = text
+        .split('\n')
+        .filter(|l| !l.trim().is_empty())
+        .count()
+        .saturating_sub(1);
+    if rows > MAX_ROWS {
+        return Err(CliError::input(
+            file,
+            format!("{rows} rows is more than the limit of {MAX_ROWS}; split the trace"),
+        ));
+    }
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .trim(csv::Trim::All)

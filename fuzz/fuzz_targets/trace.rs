@@ -1,0 +1,26 @@
+//! Trace CSVs (`simulate --trace`): the first byte picks the format (auto, Philly, Helios,
+//! native) and `--skip-bad-rows`; the rest is the file.
+#![no_main]
+
+#[path = "common/mod.rs"]
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+use railyard::formats::trace::{parse_trace, TraceFormat};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let Some(text) = common::text(rest) else {
+        return;
+    };
+    let format = match selector % 4 {
+        0 => TraceFormat::Auto,
+        1 => TraceFormat::Philly,
+        2 => TraceFormat::Helios,
+        _ => TraceFormat::Native,
+    };
+    let skip_bad_rows = selector & 4 != 0;
+    let _ = parse_trace("trace.csv", text, format, skip_bad_rows);
+});
