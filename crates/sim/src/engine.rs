@@ -931,13 +931,12 @@ fn queue_usage(st: &State<'_>) -> Vec<f64> {
 }
 
 fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
-    let order: Vec<usize> = match st.config.policy.order {
-        Order::Fifo | Order::BestEffortFifo => st.pending.keys().map(|&(_, i)| i).collect(),
-        Order::FairShare => fair_order(st),
-    };
     let share = matches!(st.config.policy.order, Order::FairShare).then(|| fair_shares(st));
+    let order: Vec<usize> = match &share {
+        None => st.pending.keys().map(|&(_, i)| i).collect(),
+        Some(fair) => fair_order(st, fair),
+    };
     let mut reclaim_attempts = 0;
-    let mut started_any = false;
     for i in order {
         let free = st.total_gpus - st.busy_gpus;
         let want = f64::from(st.records[i].gpus);
@@ -949,7 +948,6 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
         if let Some(p) = placed {
             st.pending.remove(&(st.submit[i], i));
             start(st, events, i, &p, now);
-            started_any = true;
             continue;
         }
         if let Some(fair) = &share {
@@ -968,7 +966,6 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
                         }
                         st.pending.remove(&(st.submit[i], i));
                         start(st, events, i, &d.placement, now);
-                        started_any = true;
                         continue;
                     }
                 }
@@ -978,7 +975,6 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
             break;
         }
     }
-    let _ = started_any;
     // Fragmentation: free GPUs while jobs wait and none of the smallest waiting shapes fits.
     let free = st.total_gpus - st.busy_gpus;
     let level = if st.pending.is_empty() || free <= 0.0 {
@@ -1006,8 +1002,7 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
 
 /// Pending jobs ordered by their queue's use over fair share (lowest first), then priority
 /// (highest first), then submission.
-fn fair_order(st: &State<'_>) -> Vec<usize> {
-    let fair = fair_shares(st);
+fn fair_order(st: &State<'_>, fair: &BTreeMap<String, f64>) -> Vec<usize> {
     let used = queue_usage(st);
     let mut v: Vec<(u64, i32, SimTime, usize)> = st
         .pending
