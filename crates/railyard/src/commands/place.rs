@@ -47,6 +47,20 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
     let job = doc.resolve(&job_file, &cluster)?;
     // A job that does not fit even with nothing running would wait forever: that is a mistake
     // in the job (or the wrong cluster), not an answer, so it is an input error (exit 1).
+    let largest = cluster.nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
+    for (i, set) in job.pod_sets.iter().enumerate() {
+        if let sched::GpuRequest::Whole(g) = set.gpu {
+            if g > largest {
+                return Err(CliError::input(
+                    &job_file,
+                    format!(
+                        "job `{}` pod set {i} (`{}`): {g} GPUs per pod, but the largest node of cluster {} has {largest}; a pod runs on one node",
+                        job.name, set.name, cluster.name
+                    ),
+                ));
+            }
+        }
+    }
     if let Err(e) = sched::place(&cluster, &sched::Occupancy::new(&cluster), &job) {
         return Err(CliError::input(
             &job_file,
