@@ -61,7 +61,20 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
             }
         }
     }
-    if let Err(e) = sched::place(&cluster, &sched::Occupancy::new(&cluster), &job) {
+    // NotReady and cordoned nodes may come back: judge "never" with every node available.
+    let all_up;
+    let whole = if cluster.nodes.iter().any(|n| !n.ready || n.unschedulable) {
+        let mut c = cluster.clone();
+        for n in &mut c.nodes {
+            n.ready = true;
+            n.unschedulable = false;
+        }
+        all_up = c;
+        &all_up
+    } else {
+        &cluster
+    };
+    if let Err(e) = sched::place(whole, &sched::Occupancy::new(whole), &job) {
         return Err(CliError::input(
             &job_file,
             format!(
