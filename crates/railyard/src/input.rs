@@ -49,14 +49,13 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<serde_json::Value>,
     let mut docs = Vec::new();
     for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
         let v = serde_json::Value::deserialize(doc).map_err(|e| {
-            CliError::input(
-                file,
-                format!(
-                    "document {}: invalid YAML: {}",
-                    i + 1,
-                    one_line(&e.to_string())
-                ),
-            )
+            // The generic value is serde_json's: its "JSON number out of range" means a YAML
+            // integer beyond 64 bits.
+            let m = one_line(&e.to_string()).replace(
+                "JSON number out of range",
+                "number out of range (beyond 64-bit integers)",
+            );
+            CliError::input(file, format!("document {}: invalid YAML: {m}", i + 1))
         })?;
         if !v.is_null() {
             docs.push(v);
@@ -68,5 +67,22 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<serde_json::Value>,
 /// Parse a single YAML (or JSON) document into a typed value, with the parser's line and field
 /// in the error.
 pub fn parse_typed<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, CliError> {
-    serde_norway::from_str(text).map_err(|e| CliError::input(file, one_line(&e.to_string())))
+    let blank = text
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'));
+    if blank {
+        return Err(CliError::input(
+            file,
+            "the file is empty (nothing but blank lines and comments)",
+        ));
+    }
+    serde_norway::from_str(text).map_err(|e| {
+        let m = one_line(&e.to_string());
+        // Syntax errors from the scanner/parser read better with what failed to parse.
+        if m.contains("while scanning") || m.contains("while parsing") {
+            CliError::input(file, format!("invalid YAML/JSON: {m}"))
+        } else {
+            CliError::input(file, m)
+        }
+    })
 }

@@ -271,3 +271,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn duplicate_job_names_are_an_error_not_a_panic() {
+    // Regression: two trace jobs named alike made `commit` fail (the occupancy tracks running
+    // jobs by name) and the simulator panicked.
+    let c = cluster(2, 2);
+    let mut second = job("a", 10.0, 60.0, 8, "q");
+    second.line = 3;
+    let mut first = job("a", 0.0, 60.0, 8, "q");
+    first.line = 2;
+    let err = simulate(
+        &c,
+        &[first, second],
+        &config(Order::Fifo),
+        &mut scaled(1.0),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "job \"a\" (line 3): the name is already used on line 2"
+    );
+}

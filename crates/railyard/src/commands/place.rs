@@ -81,7 +81,34 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     let job = doc.resolve(&job_file, cluster)?;
     // A job that does not fit even with nothing running would wait forever: that is a mistake
     // in the job (or the wrong cluster), not an answer, so it is an input error (exit 1).
-    if let Err(e) = sched::place(cluster, &sched::Occupancy::new(cluster), &job) {
+    let largest = cluster.nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
+    for (i, set) in job.pod_sets.iter().enumerate() {
+        if let sched::GpuRequest::Whole(g) = set.gpu {
+            if g > largest {
+                return Err(CliError::input(
+                    &job_file,
+                    format!(
+                        "job `{}` pod set {i} (`{}`): {g} GPUs per pod, but the largest node of cluster {} has {largest}; a pod runs on one node",
+                        job.name, set.name, cluster.name
+                    ),
+                ));
+            }
+        }
+    }
+    // NotReady and cordoned nodes may come back: judge "never" with every node available.
+    let all_up;
+    let whole = if cluster.nodes.iter().any(|n| !n.ready || n.unschedulable) {
+        let mut c = cluster.clone();
+        for n in &mut c.nodes {
+            n.ready = true;
+            n.unschedulable = false;
+        }
+        all_up = c;
+        &all_up
+    } else {
+        cluster
+    };
+    if let Err(e) = sched::place(whole, &sched::Occupancy::new(whole), &job) {
         return Err(CliError::input(
             &job_file,
             format!(

@@ -642,6 +642,15 @@ pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, CliEr
                     format!("Topology \"{name}\": spec.levels: expected a non-empty list"),
                 )
             })?;
+        if levels.len() > 16 {
+            return Err(CliError::input(
+                file,
+                format!(
+                    "Topology \"{name}\": spec.levels: {} levels; the Topology CRD allows at most 16",
+                    levels.len()
+                ),
+            ));
+        }
         let mut out = Vec::with_capacity(levels.len());
         for (i, l) in levels.iter().enumerate() {
             let label = l
@@ -710,23 +719,32 @@ struct TopologyOut<'a> {
     spec: TopologySpecOut<'a>,
 }
 
-/// A Kubernetes object name derived from the cluster name (RFC 1123 subdomain).
+/// A Kubernetes object name derived from the cluster name: an RFC 1123 subdomain (lowercase
+/// alphanumeric labels of at most 63 characters with `-` inside, joined by `.`, at most 253).
 pub fn object_name(cluster: &Cluster) -> String {
-    let s: String = cluster
-        .name
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '-'
-            }
+    let lower = cluster.name.to_ascii_lowercase();
+    let labels: Vec<String> = lower
+        .split('.')
+        .map(|label| {
+            let l: String = label
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .take(63)
+                .collect();
+            l.trim_matches('-').to_owned()
         })
+        .filter(|l| !l.is_empty())
         .collect();
-    let s = s
-        .trim_matches(|c: char| !c.is_ascii_alphanumeric())
-        .to_owned();
+    let mut s = String::new();
+    for l in labels {
+        if s.len() + 1 + l.len() > 253 {
+            break;
+        }
+        if !s.is_empty() {
+            s.push('.');
+        }
+        s.push_str(&l);
+    }
     if s.is_empty() {
         "default".to_owned()
     } else {

@@ -2,6 +2,7 @@
 
 mod cables;
 mod corpus;
+mod crds;
 mod doctor;
 mod fabric;
 mod fuzz_regressions;
