@@ -1,7 +1,6 @@
 //! `railyard fabric …`: figures from DESIGN.md and the cross-pod example, and bad input.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use railyard::cluster_arg::ClusterArgs;
 use railyard::commands::fabric::{collective_report, ecmp, CollectiveArgs, EcmpArgs};
@@ -34,25 +33,15 @@ fn args(cluster: &str, placement: PathBuf, routing: &str, qps: u32) -> Collectiv
     }
 }
 
-fn railyard(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_railyard"))
-        .args(args)
-        .output()
-        .expect("run railyard");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// The command fails with exit 1 and one `error:` line naming `needle`.
 fn check_error(args: &[&str], needle: &str) {
-    let (code, stdout, stderr) = railyard(args);
-    assert_eq!(code, 1, "stdout {stdout} stderr {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.starts_with("error: "), "{stderr}");
-    assert!(stderr.contains(needle), "{stderr} lacks {needle}");
+    crate::assert_one_line_error(&crate::railyard(args), needle);
+}
+
+/// Run the CLI: exit code, stdout, stderr.
+fn railyard(args: &[&str]) -> (i32, String, String) {
+    let r = crate::railyard(args);
+    (r.code, r.stdout, r.stderr)
 }
 
 #[test]
