@@ -552,6 +552,29 @@ fn descend(
     }
 }
 
+/// Spread `count` pods from the top of the tree, or say there is no room.
+fn from_root(
+    view: &View,
+    caps: &Caps,
+    count: u64,
+    mode: Mode,
+) -> Result<Vec<(NodeId, u64)>, String> {
+    if caps.root_units * caps.unit[0] < count {
+        return Err(no_room(caps, count));
+    }
+    let mut out = Vec::new();
+    descend(
+        view,
+        caps,
+        Entry::Root,
+        None,
+        count / caps.unit[0],
+        mode,
+        &mut out,
+    );
+    Ok(out)
+}
+
 /// Place `count` pods of a set, or explain why not.
 fn try_count(
     view: &View,
@@ -563,19 +586,7 @@ fn try_count(
     let mut out = Vec::new();
     let pref = t.preferred.or(t.required).map(|l| view.pos(l));
     let Some(pref) = pref else {
-        if caps.root_units * caps.unit[0] < count {
-            return Err(no_room(caps, count));
-        }
-        descend(
-            view,
-            caps,
-            Entry::Root,
-            None,
-            count / caps.unit[0],
-            Mode::Tightest,
-            &mut out,
-        );
-        return Ok(out);
+        return from_root(view, caps, count, Mode::Tightest);
     };
     let req = t.required.map(|l| view.pos(l));
     for a in (req.unwrap_or(0)..=pref).rev() {
@@ -597,19 +608,7 @@ fn try_count(
             slices_note(caps.unit[r])
         ));
     }
-    if caps.root_units * caps.unit[0] < count {
-        return Err(no_room(caps, count));
-    }
-    descend(
-        view,
-        caps,
-        Entry::Root,
-        None,
-        count / caps.unit[0],
-        Mode::BestFit,
-        &mut out,
-    );
-    Ok(out)
+    from_root(view, caps, count, Mode::BestFit)
 }
 
 fn slices_note(unit: u64) -> String {
