@@ -394,3 +394,36 @@ fn oci_presets_equal_the_example_specs_benchmarks_use() {
         assert_eq!(spec, topology::examples::oci_h100(nodes), "{name}");
     }
 }
+
+#[test]
+fn topograph_labels_are_detected_without_flags() {
+    let dir = temp_dir("topograph-detect");
+    let nodes = dir.join("nodes.yaml");
+    let nodes_s = nodes.to_str().unwrap();
+    ok(&[
+        "topo",
+        "export",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--format",
+        "nodelist",
+        "--out",
+        nodes_s,
+    ]);
+    let r = railyard(&["topo", "show", "--output", "json", "--cluster", nodes_s]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("detected Topograph tier-N labels"),
+        "{}",
+        r.stderr
+    );
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        level_domains(&v),
+        level_domains(&show_json(&["--cluster", "preset:fat-tree-k8"]))
+    );
+    assert_eq!(
+        labels_of(&["--cluster", nodes_s]),
+        labels_of(&["--cluster", "preset:fat-tree-k8"])
+    );
+}
