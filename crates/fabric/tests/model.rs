@@ -11,17 +11,7 @@ use topology::{
 };
 
 fn node(rails: u32, ports: u32, gbps: f64) -> NodeSpec {
-    NodeSpec {
-        gpus: 8,
-        gpu_memory_gib: 80,
-        rails,
-        ports_per_rail: ports,
-        port_gbps: gbps,
-        nvlink_gbps: 3600.0,
-        nvlink_domain_nodes: 1,
-        shape: None,
-        name_prefix: "n".to_owned(),
-    }
+    topology::examples::node(8, rails, ports, gbps)
 }
 
 fn fat_tree_k8() -> Cluster {

@@ -7,7 +7,7 @@ use sim::engine::{
 };
 use sim::{CommProfile, SimTime, TopologyAsk, TraceJob};
 use topology::{
-    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, NodeSpec, TierSpec, HOSTNAME_LABEL,
+    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, TierSpec, HOSTNAME_LABEL,
 };
 
 /// `nodes` hosts of 8 GPUs, racks of `rack` nodes, one top tier.
@@ -22,17 +22,7 @@ fn cluster(nodes: u32, rack: u32) -> Cluster {
     };
     build_from_spec(&ClusterSpec {
         name: "small".into(),
-        node: NodeSpec {
-            gpus: 8,
-            gpu_memory_gib: 80,
-            rails: 1,
-            ports_per_rail: 1,
-            port_gbps: 400.0,
-            nvlink_gbps: 3600.0,
-            nvlink_domain_nodes: 1,
-            shape: None,
-            name_prefix: "n".into(),
-        },
+        node: topology::examples::node(8, 1, 1, 400.0),
         fabric: FabricSpec {
             fat_tree: None,
             clos: Some(ClosSpec {

@@ -5,9 +5,7 @@ use fabric::RoutingConfig;
 use sim::engine::{simulate, CommDefaults, Order, Policy, SimConfig, TopologyMode};
 use sim::network::fabric_network;
 use sim::{CommProfile, SimTime, TopologyAsk, TraceJob};
-use topology::{
-    build_from_spec, ClosSpec, ClusterSpec, FabricSpec, NodeSpec, TierSpec, HOSTNAME_LABEL,
-};
+use topology::{build_from_spec, ClosSpec, ClusterSpec, FabricSpec, TierSpec, HOSTNAME_LABEL};
 
 fn job(name: &str, submit: f64, duration: f64, gpus: u32, comm_share: f64) -> TraceJob {
     TraceJob {
@@ -41,17 +39,7 @@ fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
     };
     let cluster = build_from_spec(&ClusterSpec {
         name: "two-racks".into(),
-        node: NodeSpec {
-            gpus: 8,
-            gpu_memory_gib: 80,
-            rails: 1,
-            ports_per_rail: 1,
-            port_gbps: 100.0,
-            nvlink_gbps: 3600.0,
-            nvlink_domain_nodes: 1,
-            shape: None,
-            name_prefix: "n".into(),
-        },
+        node: topology::examples::node(8, 1, 1, 100.0),
         fabric: FabricSpec {
             fat_tree: None,
             clos: Some(ClosSpec {

@@ -51,3 +51,19 @@ pub fn oci_h100(nodes: u32) -> ClusterSpec {
         },
     }
 }
+
+/// A plain host for tests and small examples: `gpus` GPUs of 80 GiB with 3,600 Gb/s NVLink each,
+/// `rails` × `ports_per_rail` RDMA ports of `port_gbps`, NVLink inside the host only, names `n…`.
+pub fn node(gpus: u32, rails: u32, ports_per_rail: u32, port_gbps: f64) -> NodeSpec {
+    NodeSpec {
+        gpus,
+        gpu_memory_gib: 80,
+        rails,
+        ports_per_rail,
+        port_gbps,
+        nvlink_gbps: 3600.0,
+        nvlink_domain_nodes: 1,
+        shape: None,
+        name_prefix: "n".to_owned(),
+    }
+}

@@ -1,24 +1,11 @@
 //! Builder formulas and invariants: fat-tree counts, Clos tier capacities and latencies, wiring.
 
 use proptest::prelude::*;
+use topology::examples::node;
 use topology::{
     build_from_spec, ClosSpec, Cluster, ClusterSpec, Endpoint, FabricSpec, FatTreeSpec, NodeId,
     NodeSpec, TierSpec, HOSTNAME_LABEL,
 };
-
-fn node(gpus: u32, rails: u32, ports: u32, gbps: f64) -> NodeSpec {
-    NodeSpec {
-        gpus,
-        gpu_memory_gib: 80,
-        rails,
-        ports_per_rail: ports,
-        port_gbps: gbps,
-        nvlink_gbps: 3600.0,
-        nvlink_domain_nodes: 1,
-        shape: None,
-        name_prefix: "n".to_owned(),
-    }
-}
 
 fn fat_tree(k: u32) -> Cluster {
     build_from_spec(&ClusterSpec {

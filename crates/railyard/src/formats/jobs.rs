@@ -7,6 +7,7 @@ use serde_json::Value;
 use topology::{Cluster, TaintEffect};
 
 use crate::error::CliError;
+use crate::formats::k8s::parse_count;
 use crate::input::{parse_documents, parse_typed};
 
 /// Kueue: the queue label on a Job.
@@ -235,11 +236,13 @@ struct NativeJob {
     pod_sets: Vec<NativePodSet>,
 }
 
-fn default_queue() -> String {
+/// The queue a job names when it names none (native job and state files).
+pub(crate) fn default_queue() -> String {
     "default".to_owned()
 }
 
-fn yes() -> bool {
+/// `true`, for serde defaults (`preemptible`).
+pub(crate) fn yes() -> bool {
     true
 }
 
@@ -619,14 +622,6 @@ fn check_gpus_per_pod(gpus: u64) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-fn parse_count(v: &Value) -> Option<u64> {
-    match v {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
 }
 
 fn name_of(file: &str, at: &str, d: &Value) -> Result<String, CliError> {

@@ -321,11 +321,13 @@ fn node_record(
     }
     let gpus = match obj.pointer("/status/allocatable/nvidia.com~1gpu") {
         None | Some(Value::Null) => 0,
-        Some(v) => parse_count(v).ok_or_else(|| {
-            at(format!(
+        Some(v) => parse_count(v)
+            .and_then(|x| u32::try_from(x).ok())
+            .ok_or_else(|| {
+                at(format!(
                 "status.allocatable[\"nvidia.com/gpu\"]: expected a whole number of GPUs, got {v}"
             ))
-        })?,
+            })?,
     };
     if gpus > topology::MAX_GPUS_PER_NODE {
         return Err(at(format!(
@@ -455,10 +457,10 @@ fn node_record(
 }
 
 /// A Kubernetes quantity that must be a whole count: `8`, `"8"`.
-fn parse_count(v: &Value) -> Option<u32> {
+pub(crate) fn parse_count(v: &Value) -> Option<u64> {
     match v {
-        Value::Number(n) => n.as_u64().and_then(|x| u32::try_from(x).ok()),
-        Value::String(s) => s.trim().parse::<u32>().ok(),
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
 }

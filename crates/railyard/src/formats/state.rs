@@ -13,6 +13,7 @@ use serde_json::Value;
 use topology::{Cluster, NodeId};
 
 use crate::error::CliError;
+use crate::formats::jobs::{default_queue, yes};
 use crate::formats::placement::{self, PlacementFile};
 use crate::input::{parse_documents, parse_typed};
 
@@ -44,14 +45,6 @@ struct StatePod {
     gpu_ids: Vec<u32>,
     #[serde(default)]
     gpu_memory_mib: Option<u32>,
-}
-
-fn default_queue() -> String {
-    "default".to_owned()
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// Read a state file into an occupancy of `cluster`.
