@@ -6,7 +6,7 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use railyard::commands::cables;
+use ops::cables;
 
 fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(data) else {

@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(data) else {
         return;
     };
-    let Ok(spec) = railyard::input::parse_typed::<ClusterSpec>("spec.yaml", text) else {
+    let Ok(spec) = formats::input::parse_typed::<ClusterSpec>("spec.yaml", text) else {
         return;
     };
     let nodes = match (&spec.fabric.fat_tree, &spec.fabric.clos) {

@@ -8,7 +8,7 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use railyard::commands::doctor::{self, NodeFacts, PciDevice, PciKind, RdmaDevice, RdmaPort};
+use ops::doctor::{self, NodeFacts, PciDevice, PciKind, RdmaDevice, RdmaPort};
 
 fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(data) else {
@@ -51,6 +51,6 @@ fuzz_target!(|data: &[u8]| {
         unreadable: Vec::new(),
     };
     let findings = doctor::check(&facts);
-    let _ = doctor::render_text(&findings);
-    let _ = doctor::render_json(&findings);
+    let _ = railyard::commands::doctor::render_text(&findings);
+    let _ = railyard::commands::doctor::render_json(&findings);
 });

@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(data) else {
         return;
     };
-    let Ok(jobs) = railyard::formats::jobs::read_jobs("job.yaml", text) else {
+    let Ok(jobs) = formats::jobs::read_jobs("job.yaml", text) else {
         return;
     };
     let cluster = common::small_cluster();

@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(data) else {
         return;
     };
-    if let Ok(docs) = railyard::input::parse_documents("topology.yaml", text) {
-        let _ = railyard::formats::k8s::read_topology("topology.yaml", &docs);
+    if let Ok(docs) = formats::input::parse_documents("topology.yaml", text) {
+        let _ = formats::k8s::read_topology("topology.yaml", &docs);
     }
 });

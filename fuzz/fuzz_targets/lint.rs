@@ -6,13 +6,13 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use railyard::commands::lint::{self, Document};
+use ops::lint::{self, Document};
 
 fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(data) else {
         return;
     };
-    let Ok(values) = railyard::input::parse_documents("lint.yaml", text) else {
+    let Ok(values) = formats::input::parse_documents("lint.yaml", text) else {
         return;
     };
     let docs: Vec<Document> = values

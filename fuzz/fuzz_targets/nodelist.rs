@@ -6,8 +6,8 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use formats::k8s::{self, ImportOptions, LabelPreset, Overlay};
 use libfuzzer_sys::fuzz_target;
-use railyard::formats::k8s::{self, ImportOptions, LabelPreset, Overlay};
 
 fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(data) else {
@@ -18,13 +18,13 @@ fuzz_target!(|data: &[u8]| {
         None => (text, None),
     };
     let overlay: Overlay = match overlay {
-        Some(o) => match railyard::input::parse_typed("overlay.yaml", o) {
+        Some(o) => match formats::input::parse_typed("overlay.yaml", o) {
             Ok(o) => o,
             Err(_) => return,
         },
         None => Overlay::default(),
     };
-    let Ok(docs) = railyard::input::parse_documents("nodes.yaml", nodes) else {
+    let Ok(docs) = formats::input::parse_documents("nodes.yaml", nodes) else {
         return;
     };
     let variants = [

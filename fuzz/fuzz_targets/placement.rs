@@ -8,8 +8,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use formats::placement::{self, PlacementFile};
 use libfuzzer_sys::fuzz_target;
-use railyard::formats::placement::{self, PlacementFile};
 
 fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(data) else {
@@ -19,8 +19,8 @@ fuzz_target!(|data: &[u8]| {
         Some((p, a)) => (p, Some(a)),
         None => (text, None),
     };
-    let given = addresses_text.map(|a| railyard::commands::launch::parse_addresses("hosts", a));
-    let Ok(file) = railyard::input::parse_typed::<PlacementFile>("placement.json", placement_text)
+    let given = addresses_text.map(|a| ops::launch::parse_addresses("hosts", a));
+    let Ok(file) = formats::input::parse_typed::<PlacementFile>("placement.json", placement_text)
     else {
         return;
     };
@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
             })
             .collect(),
     };
-    let options = railyard::commands::launch::LaunchOptions {
+    let options = ops::launch::LaunchOptions {
         port: 29500,
         qps: 4,
         hca_prefix: "mlx5_".into(),
@@ -52,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
         script: "train.py".into(),
         rdzv_id: "job".into(),
     };
-    if let Ok(plan) = railyard::commands::launch::plan(
+    if let Ok(plan) = ops::launch::plan(
         cluster,
         &pods,
         &addresses,
@@ -60,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
         "placement.json",
         "addresses",
     ) {
-        let _ = railyard::commands::launch::render_shell(&plan);
-        let _ = railyard::commands::launch::render_hostfile(&plan);
+        let _ = ops::launch::render_shell(&plan);
+        let _ = ops::launch::render_hostfile(&plan);
     }
 });

@@ -13,8 +13,8 @@ fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(data) else {
         return;
     };
-    let read = railyard::formats::queues::read(&[("queues.yaml".to_owned(), text.to_owned())]);
-    let problems = railyard::commands::queues::problems(&read);
+    let read = formats::queues::read(&[("queues.yaml".to_owned(), text.to_owned())]);
+    let problems = ops::queues::problems(&read);
     if !problems.is_empty() {
         return;
     }

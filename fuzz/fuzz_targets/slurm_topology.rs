@@ -4,8 +4,8 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use formats::{hostlist, slurm};
 use libfuzzer_sys::fuzz_target;
-use railyard::formats::{hostlist, slurm};
 
 fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(data) else {

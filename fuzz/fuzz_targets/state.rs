@@ -22,10 +22,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let cluster = common::small_cluster();
-    let Ok(occupancy) = railyard::formats::state::read("state.json", text, cluster) else {
+    let Ok(occupancy) = formats::state::read("state.json", text, cluster) else {
         return;
     };
-    let job = railyard::formats::jobs::read_job("job.yaml", JOB)
+    let job = formats::jobs::read_job("job.yaml", JOB)
         .and_then(|d| d.resolve("job.yaml", cluster))
         .expect("the fixed job resolves");
     let _ = occupancy.usage_milli_by_queue();

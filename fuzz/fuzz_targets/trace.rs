@@ -5,8 +5,8 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use formats::trace::{parse_trace, TraceFormat};
 use libfuzzer_sys::fuzz_target;
-use railyard::formats::trace::{parse_trace, TraceFormat};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else {

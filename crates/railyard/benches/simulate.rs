@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use fabric::RoutingConfig;
+use formats::trace::{read_trace, TraceFormat};
 use railyard::cluster_arg::{load_cluster_quiet, ClusterArgs};
-use railyard::formats::trace::{read_trace, TraceFormat};
 use sim::engine::{simulate, CommDefaults, Order, Policy, SimConfig, TopologyMode};
 use sim::network::fabric_network;
 use sim::SimTime;

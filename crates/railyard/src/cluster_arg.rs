@@ -1,30 +1,16 @@
 //! The `--cluster` argument, taken the same way by every command: `preset:NAME`, a railyard spec
 //! file, or a Kubernetes NodeList / Node stream with the levels from `--topology`, `--levels` or
-//! `--label-preset` (detected from the labels when none is given).
+//! `--label-preset` (detected from the labels when none is given). Reading is `formats::cluster`;
+//! this module holds the flags and the check that import flags go with a NodeList.
 
 use std::path::{Path, PathBuf};
 
-use topology::{build_from_spec, Cluster, ClusterSpec};
+use formats::cluster::{build_cluster_file, parse_cluster_file, ClusterFile, LoadedCluster};
+use formats::input::read_text;
+use formats::k8s::{ImportOptions, LabelPreset};
+use topology::Cluster;
 
 use crate::error::CliError;
-use crate::formats::k8s::{self, ImportOptions, LabelPreset};
-use crate::input::{parse_documents, parse_typed, read_text};
-
-/// Bundled presets: name and spec text.
-pub const PRESETS: &[(&str, &str)] = &[
-    ("fat-tree-k8", include_str!("../presets/fat-tree-k8.yaml")),
-    ("oci-h100-16k", include_str!("../presets/oci-h100-16k.yaml")),
-    (
-        "oci-h100-131k",
-        include_str!("../presets/oci-h100-131k.yaml"),
-    ),
-    (
-        "oci-gb200-nvl72-4k",
-        include_str!("../presets/oci-gb200-nvl72-4k.yaml"),
-    ),
-    ("philly-512", include_str!("../presets/philly-512.yaml")),
-    ("philly-2560", include_str!("../presets/philly-2560.yaml")),
-];
 
 /// How a command names its cluster.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -40,7 +26,7 @@ pub struct ClusterArgs {
     pub levels: Vec<String>,
     /// A known label vocabulary giving the levels of a NodeList.
     #[arg(long, value_enum)]
-    pub label_preset: Option<LabelPreset>,
+    pub label_preset: Option<LabelPresetArg>,
     /// Hardware shape for imported nodes without a known `node.kubernetes.io/instance-type`.
     #[arg(long, value_name = "NAME")]
     pub shape: Option<String>,
@@ -49,13 +35,22 @@ pub struct ClusterArgs {
     pub overlay: Option<PathBuf>,
 }
 
-/// A loaded cluster and the notes about facts that had to be inferred.
-#[derive(Debug)]
-pub struct LoadedCluster {
-    /// The cluster.
-    pub cluster: Cluster,
-    /// What was detected or inferred, for stderr.
-    pub notes: Vec<String>,
+/// `--label-preset` values (`formats::k8s::LabelPreset`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LabelPresetArg {
+    /// `oci.oraclecloud.com/rdma.hpc_island_id` → `network_block_id` → `local_block_id` → hostname.
+    Oci,
+    /// `fabric.topograph.run/tier-N`, highest N first, then hostname.
+    Topograph,
+}
+
+impl From<LabelPresetArg> for LabelPreset {
+    fn from(a: LabelPresetArg) -> Self {
+        match a {
+            LabelPresetArg::Oci => LabelPreset::Oci,
+            LabelPresetArg::Topograph => LabelPreset::Topograph,
+        }
+    }
 }
 
 /// Load the cluster the arguments name and print the inference notes on stderr.
@@ -70,62 +65,26 @@ pub fn load_cluster(args: &ClusterArgs) -> Result<Cluster, CliError> {
 /// Load the cluster the arguments name, returning the notes instead of printing them.
 pub fn load_cluster_quiet(args: &ClusterArgs) -> Result<LoadedCluster, CliError> {
     if let Some(name) = args.cluster.strip_prefix("preset:") {
-        let Some((_, text)) = PRESETS.iter().find(|(n, _)| *n == name) else {
-            let known: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
-            return Err(CliError::input(
-                "--cluster",
-                format!(
-                    "unknown preset `{name}`; expected one of {}",
-                    known.join(", ")
-                ),
-            ));
-        };
+        // An unknown preset is reported before misplaced flags.
+        let loaded = formats::cluster::preset("--cluster", name)?;
         reject_import_flags(args, &args.cluster)?;
-        let spec: ClusterSpec = parse_typed(&format!("preset:{name}"), text)?;
-        let cluster =
-            build_from_spec(&spec).map_err(|e| CliError::input(format!("preset:{name}"), e))?;
-        return Ok(LoadedCluster {
-            cluster,
-            notes: Vec::new(),
-        });
+        return Ok(loaded);
     }
     let path = Path::new(&args.cluster);
     let file = path.display().to_string();
     let text = read_text(path)?;
-    let docs = parse_documents(&file, &text)?;
-    let is_k8s = docs
-        .first()
-        .and_then(|d| d.get("kind"))
-        .and_then(|k| k.as_str())
-        .is_some_and(|k| matches!(k, "NodeList" | "Node" | "List"));
-    let foreign_kind = docs
-        .first()
-        .and_then(|d| d.get("kind"))
-        .and_then(|k| k.as_str())
-        .filter(|k| !matches!(*k, "NodeList" | "Node" | "List"));
-    if let Some(kind) = foreign_kind {
-        return Err(CliError::input(
-            &file,
-            format!("kind {kind}: expected a Kubernetes Node, NodeList or List of Nodes, or a railyard cluster spec"),
-        ));
+    let parsed = parse_cluster_file(&file, &text)?;
+    if matches!(parsed, ClusterFile::Spec) {
+        reject_import_flags(args, &file)?;
     }
-    if is_k8s {
-        let options = ImportOptions {
-            topology: args.topology.clone(),
-            levels: args.levels.clone(),
-            label_preset: args.label_preset,
-            shape: args.shape.clone(),
-            overlay: args.overlay.clone(),
-        };
-        return k8s::import_nodes(&file, &docs, &options);
-    }
-    reject_import_flags(args, &file)?;
-    let spec: ClusterSpec = parse_typed(&file, &text)?;
-    let cluster = build_from_spec(&spec).map_err(|e| CliError::input(&file, e))?;
-    Ok(LoadedCluster {
-        cluster,
-        notes: Vec::new(),
-    })
+    let options = ImportOptions {
+        topology: args.topology.clone(),
+        levels: args.levels.clone(),
+        label_preset: args.label_preset.map(Into::into),
+        shape: args.shape.clone(),
+        overlay: args.overlay.clone(),
+    };
+    Ok(build_cluster_file(&file, &text, parsed, &options)?)
 }
 
 fn reject_import_flags(args: &ClusterArgs, what: &str) -> Result<(), CliError> {

@@ -17,6 +17,9 @@ pub enum CliError {
     /// A check found several problems, one line each; printed as one `error: …` line apiece.
     #[error("{}", .0.join("\nerror: "))]
     Problems(Vec<String>),
+    /// A reader or an operator tool rejected its input.
+    #[error(transparent)]
+    Format(#[from] formats::FormatError),
     /// A check ran and found problems (doctor, lint): `report` is printed on standard output,
     /// then `summary` as the one-line error.
     #[error("{summary}")]
@@ -35,7 +38,4 @@ impl CliError {
     }
 }
 
-/// Collapse a message to one line (parsers' messages sometimes carry newlines).
-pub fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+pub use formats::one_line;

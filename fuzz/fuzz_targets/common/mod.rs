@@ -25,7 +25,7 @@ fabric:
 pub fn small_cluster() -> &'static Cluster {
     static CLUSTER: OnceLock<Cluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        let spec: ClusterSpec = railyard::input::parse_typed("fuzz", SMALL_SPEC).expect("spec");
+        let spec: ClusterSpec = formats::input::parse_typed("fuzz", SMALL_SPEC).expect("spec");
         build_from_spec(&spec).expect("cluster")
     })
 }

@@ -12,12 +12,12 @@ use serde::Serialize;
 use topology::roce;
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
-use crate::commands::place::{self, PlaceInputs};
-use crate::commands::trim_float;
 use crate::error::CliError;
-use crate::formats::placement;
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
+use formats::placement;
+use ops::place::{self, PlaceInputs};
+use report::fmt::trim_float;
 
 /// Arguments of `fabric collective`.
 #[derive(Debug, clap::Args)]

@@ -9,35 +9,3 @@ pub mod place;
 pub mod queues;
 pub mod simulate;
 pub mod topo;
-
-/// Format a bandwidth given in Gb/s with a readable unit.
-pub fn fmt_gbps(gbps: f64) -> String {
-    let (v, unit) = if gbps >= 1.0e6 {
-        (gbps / 1.0e6, "Pb/s")
-    } else if gbps >= 1.0e3 {
-        (gbps / 1.0e3, "Tb/s")
-    } else {
-        (gbps, "Gb/s")
-    };
-    format!("{} {unit}", trim_float(v))
-}
-
-/// A number with at most three significant decimals and no trailing zeros.
-pub fn trim_float(v: f64) -> String {
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_owned()
-}
-
-/// An integer with thousands separators.
-pub fn fmt_count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}

@@ -4,18 +4,19 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sched::{fair_share, QueueProblemKind, QueueTree, Resource, Resources};
+use sched::{fair_share, Resource, Resources};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use ops::queues::{problems, read_files, tree};
+
 use crate::cluster_arg::{load_cluster, ClusterArgs};
-use crate::commands::trim_float;
 use crate::error::CliError;
-use crate::formats::jobs::{self, parse_cpu_millis, parse_memory_mib};
-use crate::formats::queues::{self, JobEntry, QueueEntry, QueueFiles, QueueFinding};
-use crate::input::{parse_typed, read_text};
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
+use formats::input::{parse_typed, read_text};
+use formats::jobs::{self, parse_cpu_millis, parse_memory_mib};
+use report::fmt::trim_float;
 
 /// Arguments of `queues validate`.
 #[derive(Debug, clap::Args)]
@@ -46,96 +47,6 @@ pub struct ShareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub output: OutputFormat,
-}
-
-fn read_files(paths: &[PathBuf]) -> Result<QueueFiles, CliError> {
-    let mut files = Vec::new();
-    for p in paths {
-        files.push((p.display().to_string(), read_text(p)?));
-    }
-    Ok(queues::read(&files))
-}
-
-/// Every problem of the files and the tree, one line each, naming file and queue.
-pub fn problems(read: &QueueFiles) -> Vec<String> {
-    findings(read).iter().map(ToString::to_string).collect()
-}
-
-/// Every problem of the files and the tree, each with its file and, when known, the document
-/// and field it is about: the one check behind `queues validate`, `queues share`, `place
-/// --queues` and `lint`. Tree problems ([`sched::validate`]) point at the queue's definition
-/// (a duplicate at its second definition) or at the job that names the queue.
-pub fn findings(read: &QueueFiles) -> Vec<QueueFinding> {
-    let specs: Vec<sched::QueueSpec> = read.queues.iter().map(|q| q.spec.clone()).collect();
-    let targets: Vec<sched::JobTarget> = read
-        .jobs
-        .iter()
-        .map(|j| sched::JobTarget {
-            job: j.job.clone(),
-            queue: j.queue.clone(),
-        })
-        .collect();
-    let mut out = read.problems.clone();
-    // Each queue's definitions in input order (the first is the one the tree keeps).
-    let mut definitions: BTreeMap<&str, Vec<&QueueEntry>> = BTreeMap::new();
-    for q in &read.queues {
-        definitions.entry(q.spec.name.as_str()).or_default().push(q);
-    }
-    let mut duplicates_seen: BTreeMap<String, usize> = BTreeMap::new();
-    let job_entry: BTreeMap<&str, &JobEntry> = read
-        .jobs
-        .iter()
-        .rev()
-        .map(|j| (j.job.as_str(), j))
-        .collect();
-    for p in sched::validate(&specs, &targets) {
-        let finding = match &p.kind {
-            QueueProblemKind::JobOnNonLeaf(j) | QueueProblemKind::JobOnUnknownQueue(j) => {
-                job_entry.get(j.as_str()).map(|e| {
-                    QueueFinding::new(
-                        &e.file,
-                        Some(e.document),
-                        Some(e.queue_field.clone()),
-                        p.to_string(),
-                    )
-                })
-            }
-            kind => {
-                let defs = definitions.get(p.queue.as_str());
-                let nth = if *kind == QueueProblemKind::Duplicate {
-                    let seen = duplicates_seen.entry(p.queue.clone()).or_default();
-                    *seen += 1;
-                    *seen
-                } else {
-                    0
-                };
-                defs.and_then(|d| d.get(nth).or(d.first())).map(|q| {
-                    QueueFinding::new(
-                        &q.file,
-                        q.document,
-                        q.document.map(|_| q.flavor.field_of(kind)),
-                        p.to_string(),
-                    )
-                })
-            }
-        };
-        out.push(finding.unwrap_or_else(|| QueueFinding::new("-", None, None, p.to_string())));
-    }
-    out
-}
-
-/// The queue tree of queue files, or every problem of the files and the tree (jobs in the files
-/// are not checked: `share` and `place` take their demand elsewhere).
-pub fn tree(read: &QueueFiles) -> Result<QueueTree, CliError> {
-    let problems = problems(&QueueFiles {
-        jobs: Vec::new(),
-        ..read.clone()
-    });
-    if !problems.is_empty() {
-        return Err(CliError::Problems(problems));
-    }
-    QueueTree::new(read.queues.iter().map(|q| q.spec.clone()).collect())
-        .map_err(|ps| CliError::Problems(ps.iter().map(ToString::to_string).collect()))
 }
 
 /// `queues validate`: the summary on success; every problem (exit 1) otherwise.
@@ -260,7 +171,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
             }
         }
         let text = read_text(path)?;
-        let docs = crate::input::parse_documents(d, &text)?;
+        let docs = formats::input::parse_documents(d, &text)?;
         let is_demand = docs.len() == 1 && docs[0].get("demand").is_some();
         if is_demand {
             let f: DemandFile = parse_typed(d, &text)?;

@@ -13,12 +13,12 @@ use sim::SimTime;
 use topology::Cluster;
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
-use crate::commands::{fmt_count, trim_float};
 use crate::error::CliError;
-use crate::formats::trace::{read_trace, TraceFormat};
 use crate::output::{to_json, OutputFormat};
-use crate::report::html::{render, ReportContext};
 use crate::table::Table;
+use formats::trace::{read_trace, TraceFormat};
+use report::fmt::{fmt_count, trim_float};
+use report::html::{render, ReportContext};
 
 /// Arguments of `simulate`.
 #[derive(Debug, clap::Args)]
@@ -30,7 +30,7 @@ pub struct SimulateArgs {
     pub trace: PathBuf,
     /// Trace format.
     #[arg(long, value_enum, default_value = "auto")]
-    pub trace_format: TraceFormat,
+    pub trace_format: TraceFormatArg,
     /// Count unreadable trace rows instead of stopping at the first.
     #[arg(long)]
     pub skip_bad_rows: bool,
@@ -68,6 +68,30 @@ pub struct SimulateArgs {
     /// Write an HTML report here.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+}
+
+/// `--trace-format` values (`formats::trace::TraceFormat`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormatArg {
+    /// Detect from the header.
+    Auto,
+    /// `timestamp,duration,num_gpus,gpu_time,cluster` (Microsoft Philly).
+    Philly,
+    /// `job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue` (SenseTime Helios/Acme).
+    Helios,
+    /// `name,submit_s,duration_s,gpus` plus optional `queue,priority,preemptible,topology,comm_share,bytes_per_step`.
+    Native,
+}
+
+impl From<TraceFormatArg> for TraceFormat {
+    fn from(a: TraceFormatArg) -> Self {
+        match a {
+            TraceFormatArg::Auto => TraceFormat::Auto,
+            TraceFormatArg::Philly => TraceFormat::Philly,
+            TraceFormatArg::Helios => TraceFormat::Helios,
+            TraceFormatArg::Native => TraceFormat::Native,
+        }
+    }
 }
 
 /// Routing for the simulated fabric.
@@ -183,7 +207,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         seed: args.seed,
         ..RoutingConfig::default()
     };
-    let trace = read_trace(&args.trace, args.trace_format, args.skip_bad_rows)?;
+    let trace = read_trace(&args.trace, args.trace_format.into(), args.skip_bad_rows)?;
     let trace_name = args.trace.display().to_string();
     let mut results = Vec::with_capacity(policies.len());
     for policy in policies {

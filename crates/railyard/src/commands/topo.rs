@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use topology::Cluster;
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
-use crate::commands::{fmt_count, fmt_gbps, trim_float};
 use crate::error::CliError;
-use crate::formats::k8s::{self, TopologyFlavor};
-use crate::formats::slurm;
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
+use formats::k8s::{self, TopologyFlavor};
+use formats::slurm;
+use report::fmt::{fmt_count, fmt_gbps, trim_float};
 
 /// Arguments of `topo show`.
 #[derive(Debug, clap::Args)]

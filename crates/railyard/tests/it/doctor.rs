@@ -1,7 +1,8 @@
 //! `railyard doctor` on fixture trees (`tests/fixtures/doctor/<case>/`, made by
 //! `make-fixtures.sh`): snapshots of the findings, exit codes, bad roots.
 
-use railyard::commands::doctor::{diagnose, render_json, render_text, Level};
+use ops::doctor::{diagnose, Level};
+use railyard::commands::doctor::{render_json, render_text};
 
 use crate::{assert_one_line_error, fixture, railyard};
 

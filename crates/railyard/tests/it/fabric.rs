@@ -250,7 +250,7 @@ fn ring_across_whole_nodes_is_bound_by_the_node_nic_aggregate() {
     assert!((r.ideal_busbw_gb_s - 400.0).abs() < 1e-9, "{r:?}");
     // The same cluster with one 200G port per rail (BM.GPU4.8, 1.6 Tb/s per node) → 200 GB/s.
     let preset = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/oci-h100-16k.yaml"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../formats/presets/oci-h100-16k.yaml"),
     )
     .expect("preset");
     assert!(preset.contains("ports_per_rail: 2"));
@@ -292,7 +292,7 @@ fn job_gives_the_figures_of_place_then_placement() {
         let placement_json = crate::ok(&place);
         let placement = dir.join(format!("placement-{i}.json"));
         std::fs::write(&placement, &placement_json).expect("write the placement");
-        let p: railyard::formats::placement::PlacementFile =
+        let p: formats::placement::PlacementFile =
             serde_json::from_str(&placement_json).expect("placement JSON");
         assert!(p.placed && p.pods.len() == 24, "{p:?}");
         if state.is_some() {
@@ -365,19 +365,18 @@ fn job_that_cannot_be_placed_is_one_line_with_the_schedulers_reason() {
     .expect("write");
     let all = all.to_str().expect("UTF-8 path");
     let state = "tests/fixtures/sched/state/fat-tree-busy.yaml";
-    let placement: railyard::formats::placement::PlacementFile =
-        serde_json::from_str(&crate::ok(&[
-            "place",
-            "--cluster",
-            "preset:fat-tree-k8",
-            "--job",
-            all,
-            "--state",
-            state,
-            "--output",
-            "json",
-        ]))
-        .expect("placement JSON");
+    let placement: formats::placement::PlacementFile = serde_json::from_str(&crate::ok(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        all,
+        "--state",
+        state,
+        "--output",
+        "json",
+    ]))
+    .expect("placement JSON");
     assert!(!placement.placed);
     let reason = placement.reason.expect("a reason");
     let line = crate::fails(&[

@@ -2,7 +2,7 @@
 //! it, calling the same library function the target called. Each input is the (minimised)
 //! crashing input or a cheap equivalent of it.
 
-use railyard::formats::{hostlist, slurm};
+use formats::{hostlist, slurm};
 
 /// Found by `slurm_topology` (timeout): `gpu-[0000-3160240]` was under the old 10,000,000-name
 /// limit and made 3 million names; a hostlist now names at most `MAX_NODES`.
@@ -42,7 +42,7 @@ fn slurm_tree_name_budget_is_per_file() {
 #[test]
 fn kueue_container_gpu_sum_overflow_is_an_error() {
     let text = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {kueue.x-k8s.io/queue-name: q}\nspec:\n  template:\n    spec:\n      containers:\n        - {name: a, resources: {limits: {nvidia.com/gpu: 18446744073709551615}}}\n        - {name: b, resources: {limits: {nvidia.com/gpu: 2}}}\n";
-    let e = railyard::formats::jobs::read_job("job.yaml", text)
+    let e = formats::jobs::read_job("job.yaml", text)
         .unwrap_err()
         .to_string();
     assert!(
@@ -65,7 +65,7 @@ fn fat_tree_k8() -> topology::Cluster {
 #[test]
 fn state_pod_with_absurd_gpus_is_refused_before_making_ids() {
     let text = "jobs:\n  - name: j\n    pods:\n      - {node: host-000, gpus: 1e12}\n";
-    let e = railyard::formats::state::read("state.yaml", text, &fat_tree_k8())
+    let e = formats::state::read("state.yaml", text, &fat_tree_k8())
         .unwrap_err()
         .to_string();
     assert_eq!(

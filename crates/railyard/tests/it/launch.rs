@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use railyard::formats::placement::PlacementFile;
+use formats::placement::PlacementFile;
 
 use crate::{assert_one_line_error, railyard, scratch};
 

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use railyard::formats::{hostlist, jobs, queues, trace};
+use formats::{hostlist, jobs, queues, trace};
 
 use crate::{fails, temp_dir};
 
@@ -169,7 +169,7 @@ fn input_file_above_512_mib_is_refused_before_reading() {
     // A sparse file: costs nothing to make, and railyard refuses it on its size alone.
     let path = temp_dir("limit-file-size").join("huge.yaml");
     let f = std::fs::File::create(&path).unwrap();
-    f.set_len(railyard::input::MAX_INPUT_BYTES + 1).unwrap();
+    f.set_len(formats::input::MAX_INPUT_BYTES + 1).unwrap();
     let e = fails(&["topo", "show", "--cluster", path.to_str().unwrap()]);
     assert!(
         e.contains("file is 536870913 bytes, more than the limit of 536870912"),

@@ -1,7 +1,7 @@
 //! `railyard place`: the placement file it writes, state files it reads (its own output
 //! included), preemption, each job format, and one-line errors for bad input.
 
-use railyard::formats::placement::PlacementFile;
+use formats::placement::PlacementFile;
 
 use crate::{fails, ok, railyard, temp_dir};
 
@@ -231,9 +231,9 @@ mod fuzz {
     //! Mangled job, state and queue files never panic the readers: they give a value or a
     //! one-line error naming the file.
 
+    use formats::{jobs, queues, state};
     use proptest::prelude::*;
     use railyard::cluster_arg::{load_cluster_quiet, ClusterArgs};
-    use railyard::formats::{jobs, queues, state};
 
     const FIXTURES: &[&str] = &[
         "tests/fixtures/sched/jobs/native-train.yaml",
@@ -274,7 +274,7 @@ mod fuzz {
                 while !text.is_char_boundary(end) { end -= 1; }
                 text.replace_range(i..end, s);
             }
-            let one_line = |e: &railyard::CliError| {
+            let one_line = |e: &formats::FormatError| {
                 let m = e.to_string();
                 m.starts_with("f.yaml") && !m.contains('\n')
             };

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use formats::slurm;
 use railyard::cluster_arg::{load_cluster_quiet, ClusterArgs};
-use railyard::formats::slurm;
 use serde_json::Value;
 
 use crate::{fails, ok, railyard, temp_dir};
@@ -385,12 +385,12 @@ fn usage_errors_exit_2() {
 #[test]
 fn oci_presets_equal_the_example_specs_benchmarks_use() {
     for (name, nodes) in [("oci-h100-16k", 2_048), ("oci-h100-131k", 16_384)] {
-        let text = railyard::cluster_arg::PRESETS
+        let text = formats::cluster::PRESETS
             .iter()
             .find(|(n, _)| *n == name)
             .unwrap()
             .1;
-        let spec: topology::ClusterSpec = railyard::input::parse_typed(name, text).unwrap();
+        let spec: topology::ClusterSpec = formats::input::parse_typed(name, text).unwrap();
         assert_eq!(spec, topology::examples::oci_h100(nodes), "{name}");
     }
 }

@@ -11,8 +11,7 @@ use topology::{
     TierParams, HOSTNAME_LABEL,
 };
 
-use crate::cluster_arg::LoadedCluster;
-use crate::error::CliError;
+use crate::error::FormatError;
 use crate::input::{parse_documents, parse_typed, read_text};
 
 /// The label carrying a node's instance type.
@@ -34,12 +33,21 @@ pub const OCI_LEVELS: [&str; 3] = [
 const DEFAULT_TIER_LATENCY_US: [f64; 3] = [2.0, 5.0, 8.0];
 
 /// A known node-label vocabulary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LabelPreset {
     /// `oci.oraclecloud.com/rdma.hpc_island_id` → `network_block_id` → `local_block_id` → hostname.
     Oci,
     /// `fabric.topograph.run/tier-N`, highest N first, then hostname.
     Topograph,
+}
+
+/// A loaded cluster and the notes about facts that had to be inferred.
+#[derive(Debug)]
+pub struct LoadedCluster {
+    /// The cluster.
+    pub cluster: Cluster,
+    /// What was detected or inferred, for the user (the CLI prints them on stderr).
+    pub notes: Vec<String>,
 }
 
 /// Options for importing a NodeList.
@@ -94,7 +102,7 @@ pub fn import_nodes(
     file: &str,
     docs: &[Value],
     options: &ImportOptions,
-) -> Result<LoadedCluster, CliError> {
+) -> Result<LoadedCluster, FormatError> {
     let overlay_file = overlay_name(file, options);
     let overlay: Overlay = match &options.overlay {
         Some(p) => parse_typed(&overlay_file, &read_text(p)?)?,
@@ -109,7 +117,7 @@ pub fn import_nodes_with_overlay(
     docs: &[Value],
     options: &ImportOptions,
     overlay: &Overlay,
-) -> Result<LoadedCluster, CliError> {
+) -> Result<LoadedCluster, FormatError> {
     let mut notes = Vec::new();
     let overlay_file = overlay_name(file, options);
     if let Some(o) = &overlay.oversubscription {
@@ -118,7 +126,7 @@ pub fn import_nodes_with_overlay(
             .enumerate()
             .find(|(_, x)| !(x.is_finite() && **x > 0.0 && **x <= 1000.0))
         {
-            return Err(CliError::input(
+            return Err(FormatError::input(
                 &overlay_file,
                 format!("oversubscription[{t}]: expected a ratio in (0, 1000], got {x}"),
             ));
@@ -126,7 +134,7 @@ pub fn import_nodes_with_overlay(
     }
     let objects = node_objects(file, docs)?;
     if objects.len() > topology::MAX_NODES {
-        return Err(CliError::input(
+        return Err(FormatError::input(
             file,
             format!(
                 "{} nodes is more than the limit of {}",
@@ -139,7 +147,7 @@ pub fn import_nodes_with_overlay(
     if let Some(s) = &fallback_shape {
         if known_shape(s).is_none() {
             let known: Vec<&str> = topology::SHAPES.iter().map(|s| s.name).collect();
-            return Err(CliError::input(
+            return Err(FormatError::input(
                 "--shape",
                 format!("unknown shape `{s}`; expected one of {}", known.join(", ")),
             ));
@@ -197,7 +205,7 @@ pub fn import_nodes_with_overlay(
                 switches_per_group: None,
             })
         })
-        .collect::<Result<Vec<_>, CliError>>()?;
+        .collect::<Result<Vec<_>, FormatError>>()?;
     let params = FabricParams {
         levels,
         host_label: HOSTNAME_LABEL.to_owned(),
@@ -208,15 +216,15 @@ pub fn import_nodes_with_overlay(
         || "cluster".to_owned(),
         |s| s.to_string_lossy().into_owned(),
     );
-    let cluster = assemble(&name, records, &params).map_err(|e| CliError::input(file, e))?;
+    let cluster = assemble(&name, records, &params).map_err(|e| FormatError::input(file, e))?;
     Ok(LoadedCluster { cluster, notes })
 }
 
-fn check_positive(file: &str, what: &str, us: f64) -> Result<f64, CliError> {
+fn check_positive(file: &str, what: &str, us: f64) -> Result<f64, FormatError> {
     if us.is_finite() && us > 0.0 && us <= 1.0e6 {
         Ok(us * 1000.0)
     } else {
-        Err(CliError::input(
+        Err(FormatError::input(
             file,
             format!("{what}: expected a positive latency in µs, got {us}"),
         ))
@@ -235,13 +243,13 @@ fn default_latencies(n: usize) -> Vec<f64> {
 }
 
 /// The Node objects of a NodeList, a List of Nodes, or a stream of Node documents.
-fn node_objects<'a>(file: &str, docs: &'a [Value]) -> Result<Vec<&'a Value>, CliError> {
+fn node_objects<'a>(file: &str, docs: &'a [Value]) -> Result<Vec<&'a Value>, FormatError> {
     let mut out = Vec::new();
     for (d, doc) in docs.iter().enumerate() {
         match doc.get("kind").and_then(Value::as_str) {
             Some("NodeList" | "List") => {
                 let items = doc.get("items").and_then(Value::as_array).ok_or_else(|| {
-                    CliError::input(
+                    FormatError::input(
                         file,
                         format!("document {}: `items` must be a list of Node objects", d + 1),
                     )
@@ -250,7 +258,7 @@ fn node_objects<'a>(file: &str, docs: &'a [Value]) -> Result<Vec<&'a Value>, Cli
                     match item.get("kind").and_then(Value::as_str) {
                         Some("Node") | None => out.push(item),
                         Some(k) => {
-                            return Err(CliError::input(
+                            return Err(FormatError::input(
                                 file,
                                 format!("items[{i}]: expected kind Node, got {k}"),
                             ))
@@ -260,7 +268,7 @@ fn node_objects<'a>(file: &str, docs: &'a [Value]) -> Result<Vec<&'a Value>, Cli
             }
             Some("Node") => out.push(doc),
             Some(k) => {
-                return Err(CliError::input(
+                return Err(FormatError::input(
                     file,
                     format!(
                         "document {}: expected a Node or NodeList, got kind {k}",
@@ -269,7 +277,7 @@ fn node_objects<'a>(file: &str, docs: &'a [Value]) -> Result<Vec<&'a Value>, Cli
                 ))
             }
             None => {
-                return Err(CliError::input(
+                return Err(FormatError::input(
                     file,
                     format!(
                         "document {}: missing `kind` (expected Node or NodeList)",
@@ -280,7 +288,7 @@ fn node_objects<'a>(file: &str, docs: &'a [Value]) -> Result<Vec<&'a Value>, Cli
         }
     }
     if out.is_empty() {
-        return Err(CliError::input(file, "no Node objects found"));
+        return Err(FormatError::input(file, "no Node objects found"));
     }
     Ok(out)
 }
@@ -296,14 +304,14 @@ fn node_record(
     obj: &Value,
     fallback_shape: Option<&str>,
     overlay: &Overlay,
-) -> Result<(NodeRecord, Facts), CliError> {
+) -> Result<(NodeRecord, Facts), FormatError> {
     let name = obj
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| CliError::input(file, format!("node {index}: missing metadata.name")))?
+        .ok_or_else(|| FormatError::input(file, format!("node {index}: missing metadata.name")))?
         .to_owned();
-    let at = |msg: String| CliError::input(file, format!("node \"{name}\": {msg}"));
+    let at = |msg: String| FormatError::input(file, format!("node \"{name}\": {msg}"));
     let mut labels = BTreeMap::new();
     if let Some(l) = obj.pointer("/metadata/labels") {
         let map = l
@@ -470,12 +478,12 @@ fn choose_levels(
     records: &[NodeRecord],
     options: &ImportOptions,
     notes: &mut Vec<String>,
-) -> Result<Vec<String>, CliError> {
+) -> Result<Vec<String>, FormatError> {
     let sources = usize::from(options.topology.is_some())
         + usize::from(!options.levels.is_empty())
         + usize::from(options.label_preset.is_some());
     if sources > 1 {
-        return Err(CliError::input(
+        return Err(FormatError::input(
             "--cluster",
             "give the levels one way: --topology, --levels or --label-preset",
         ));
@@ -492,7 +500,7 @@ fn choose_levels(
         Some(p) => p,
         None => {
             let detected = detect_preset(records).ok_or_else(|| {
-                CliError::input(
+                FormatError::input(
                     file,
                     "no levels given and no known label vocabulary found on the nodes; pass --topology FILE, --levels a,b,c or --label-preset oci|topograph",
                 )
@@ -610,7 +618,7 @@ pub fn check_label_key(key: &str) -> Result<(), String> {
 }
 
 /// Read the first Topology object of a file (other kinds, e.g. ResourceFlavor, are skipped).
-pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, CliError> {
+pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, FormatError> {
     for (d, doc) in docs.iter().enumerate() {
         if doc.get("kind").and_then(Value::as_str) != Some("Topology") {
             continue;
@@ -621,7 +629,7 @@ pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, CliEr
         } else if api.starts_with("kai.scheduler/") {
             TopologyFlavor::Kai
         } else {
-            return Err(CliError::input(
+            return Err(FormatError::input(
                 file,
                 format!(
                     "document {}: apiVersion `{api}`: expected kueue.x-k8s.io/… or kai.scheduler/…",
@@ -639,13 +647,13 @@ pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, CliEr
             .and_then(Value::as_array)
             .filter(|l| !l.is_empty())
             .ok_or_else(|| {
-                CliError::input(
+                FormatError::input(
                     file,
                     format!("Topology \"{name}\": spec.levels: expected a non-empty list"),
                 )
             })?;
         if levels.len() > 16 {
-            return Err(CliError::input(
+            return Err(FormatError::input(
                 file,
                 format!(
                     "Topology \"{name}\": spec.levels: {} levels; the Topology CRD allows at most 16",
@@ -660,7 +668,7 @@ pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, CliEr
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
                 .ok_or_else(|| {
-                    CliError::input(
+                    FormatError::input(
                         file,
                         format!(
                             "Topology \"{name}\": spec.levels[{i}].nodeLabel: expected a label"
@@ -668,19 +676,19 @@ pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, CliEr
                     )
                 })?;
             if out.iter().any(|x| x == label) {
-                return Err(CliError::input(
+                return Err(FormatError::input(
                     file,
                     format!("Topology \"{name}\": spec.levels[{i}].nodeLabel: `{label}` is listed twice"),
                 ));
             }
             if let Err(why) = check_label_key(label) {
-                return Err(CliError::input(
+                return Err(FormatError::input(
                     file,
                     format!("Topology \"{name}\": spec.levels[{i}].nodeLabel: `{label}` is not a Kubernetes label key: {why}"),
                 ));
             }
             if !out.is_empty() && out.last().is_some_and(|x| x == HOSTNAME_LABEL) {
-                return Err(CliError::input(
+                return Err(FormatError::input(
                     file,
                     format!("Topology \"{name}\": spec.levels[{i}].nodeLabel: `{label}` comes after `{HOSTNAME_LABEL}`, which may only be the lowest level"),
                 ));
@@ -693,7 +701,7 @@ pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, CliEr
             levels: out,
         });
     }
-    Err(CliError::input(file, "no Topology object found"))
+    Err(FormatError::input(file, "no Topology object found"))
 }
 
 #[derive(Serialize)]

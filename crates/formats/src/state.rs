@@ -12,10 +12,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use topology::{Cluster, NodeId};
 
-use crate::error::CliError;
-use crate::formats::jobs::{default_queue, yes};
-use crate::formats::placement::{self, PlacementFile};
+use crate::error::FormatError;
 use crate::input::{parse_documents, parse_typed};
+use crate::jobs::{default_queue, yes};
+use crate::placement::{self, PlacementFile};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,14 +48,14 @@ struct StatePod {
 }
 
 /// Read a state file into an occupancy of `cluster`.
-pub fn read(file: &str, text: &str, cluster: &Cluster) -> Result<Occupancy, CliError> {
+pub fn read(file: &str, text: &str, cluster: &Cluster) -> Result<Occupancy, FormatError> {
     let docs = parse_documents(file, text)?;
     let mut occ = Occupancy::new(cluster);
     let Some(doc) = docs.first() else {
         return Ok(occ);
     };
     if docs.len() > 1 {
-        return Err(CliError::input(file, "expected one document"));
+        return Err(FormatError::input(file, "expected one document"));
     }
     let placements: Option<Vec<PlacementFile>> = match doc {
         Value::Array(_) => Some(parse_typed(file, text)?),
@@ -97,7 +97,7 @@ pub fn read(file: &str, text: &str, cluster: &Cluster) -> Result<Occupancy, CliE
     }
     let state: NativeState = parse_typed(file, text)?;
     for (i, j) in state.jobs.into_iter().enumerate() {
-        let at = |m: String| CliError::input(file, format!("jobs[{i}] ({}): {m}", j.name));
+        let at = |m: String| FormatError::input(file, format!("jobs[{i}] ({}): {m}", j.name));
         if j.pods.is_empty() {
             return Err(at("pods: expected at least one pod".into()));
         }
@@ -156,10 +156,11 @@ fn share(
     gpus: f64,
     gpu_ids: Vec<u32>,
     memory: Option<u32>,
-) -> Result<PodAllocation, CliError> {
+) -> Result<PodAllocation, FormatError> {
     let n = cluster.node(node);
     let mem_total = n.gpu_memory_gib * 1024;
-    let err = |m: String| CliError::input(file, format!("job `{job}` on node \"{}\": {m}", n.name));
+    let err =
+        |m: String| FormatError::input(file, format!("job `{job}` on node \"{}\": {m}", n.name));
     if !(gpus.is_finite() && gpus > 0.0 && gpus <= f64::from(n.gpus)) {
         return Err(err(format!("gpus: expected (0, {}], got {gpus}", n.gpus)));
     }
@@ -194,7 +195,7 @@ fn share(
     })
 }
 
-fn state_error(file: &str, cluster: &Cluster, e: StateError) -> CliError {
+fn state_error(file: &str, cluster: &Cluster, e: StateError) -> FormatError {
     let m = match e {
         StateError::DuplicateJob(j) => format!("job `{j}` is listed twice"),
         StateError::UnknownNode { job, node } => {
@@ -214,5 +215,5 @@ fn state_error(file: &str, cluster: &Cluster, e: StateError) -> CliError {
             cluster.node(node).name
         ),
     };
-    CliError::input(file, m)
+    FormatError::input(file, m)
 }

@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use sim::engine::SimResult;
 
-use crate::commands::{fmt_count, trim_float};
-use crate::report::svg::{bar_chart, esc, line_chart, Series};
+use crate::fmt::{fmt_count, trim_float};
+use crate::svg::{bar_chart, esc, line_chart, Series};
 
 /// What the page is about.
 #[derive(Debug)]

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use topology::{Cluster, NodeId};
 
-use crate::error::CliError;
+use crate::error::FormatError;
 
 /// One pod of a placed gang.
 #[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
@@ -68,9 +68,9 @@ pub fn resolve(
     file: &str,
     placement: &PlacementFile,
     cluster: &Cluster,
-) -> Result<Vec<ResolvedPod>, CliError> {
+) -> Result<Vec<ResolvedPod>, FormatError> {
     if !placement.placed {
-        return Err(CliError::input(
+        return Err(FormatError::input(
             file,
             format!(
                 "the job was not placed{}",
@@ -83,7 +83,7 @@ pub fn resolve(
         ));
     }
     if placement.pods.is_empty() {
-        return Err(CliError::input(file, "pods: expected at least one pod"));
+        return Err(FormatError::input(file, "pods: expected at least one pod"));
     }
     let by_name: std::collections::HashMap<&str, NodeId> = cluster
         .nodes
@@ -97,7 +97,7 @@ pub fn resolve(
     let mut used: BTreeSet<(NodeId, u32)> = BTreeSet::new();
     let mut out: Vec<ResolvedPod> = Vec::with_capacity(n);
     for (i, p) in placement.pods.iter().enumerate() {
-        let at = |m: String| CliError::input(file, format!("pods[{i}]: {m}"));
+        let at = |m: String| FormatError::input(file, format!("pods[{i}]: {m}"));
         let r = p.rank as usize;
         if r >= n || seen_rank[r] {
             return Err(at(format!(
@@ -152,7 +152,7 @@ pub fn resolve(
 }
 
 /// Read and check a placement file.
-pub fn read(path: &std::path::Path, cluster: &Cluster) -> Result<Vec<ResolvedPod>, CliError> {
+pub fn read(path: &std::path::Path, cluster: &Cluster) -> Result<Vec<ResolvedPod>, FormatError> {
     let file = path.display().to_string();
     let text = crate::input::read_text(path)?;
     let placement: PlacementFile = crate::input::parse_typed(&file, &text)?;

@@ -5,20 +5,20 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use crate::error::{one_line, CliError};
+use crate::error::{one_line, FormatError};
 
 /// Largest input file railyard reads, bytes. Larger files are refused before reading.
 pub const MAX_INPUT_BYTES: u64 = 512 * 1024 * 1024;
 
 /// Read a whole text file, refusing files above [`MAX_INPUT_BYTES`].
-pub fn read_text(path: &Path) -> Result<String, CliError> {
+pub fn read_text(path: &Path) -> Result<String, FormatError> {
     let shown = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|source| CliError::Io {
+    let meta = std::fs::metadata(path).map_err(|source| FormatError::Io {
         path: shown.clone(),
         source,
     })?;
     if meta.len() > MAX_INPUT_BYTES {
-        return Err(CliError::input(
+        return Err(FormatError::input(
             &shown,
             format!(
                 "file is {} bytes, more than the limit of {MAX_INPUT_BYTES}",
@@ -26,12 +26,12 @@ pub fn read_text(path: &Path) -> Result<String, CliError> {
             ),
         ));
     }
-    let bytes = std::fs::read(path).map_err(|source| CliError::Io {
+    let bytes = std::fs::read(path).map_err(|source| FormatError::Io {
         path: shown.clone(),
         source,
     })?;
     String::from_utf8(bytes).map_err(|e| {
-        CliError::input(
+        FormatError::input(
             &shown,
             format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
         )
@@ -40,10 +40,10 @@ pub fn read_text(path: &Path) -> Result<String, CliError> {
 
 /// Parse every YAML document of `text` (JSON is parsed as JSON, for exact line numbers) into
 /// generic values. Empty documents are skipped.
-pub fn parse_documents(file: &str, text: &str) -> Result<Vec<serde_json::Value>, CliError> {
+pub fn parse_documents(file: &str, text: &str) -> Result<Vec<serde_json::Value>, FormatError> {
     if text.trim_start().starts_with(['{', '[']) {
         let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| CliError::input(file, format!("invalid JSON: {e}")))?;
+            .map_err(|e| FormatError::input(file, format!("invalid JSON: {e}")))?;
         return Ok(vec![v]);
     }
     let mut docs = Vec::new();
@@ -55,7 +55,7 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<serde_json::Value>,
                 "JSON number out of range",
                 "number out of range (beyond 64-bit integers)",
             );
-            CliError::input(file, format!("document {}: invalid YAML: {m}", i + 1))
+            FormatError::input(file, format!("document {}: invalid YAML: {m}", i + 1))
         })?;
         if !v.is_null() {
             docs.push(v);
@@ -66,12 +66,12 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<serde_json::Value>,
 
 /// Parse a single YAML (or JSON) document into a typed value, with the parser's line and field
 /// in the error.
-pub fn parse_typed<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, CliError> {
+pub fn parse_typed<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, FormatError> {
     let blank = text
         .lines()
         .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'));
     if blank {
-        return Err(CliError::input(
+        return Err(FormatError::input(
             file,
             "the file is empty (nothing but blank lines and comments)",
         ));
@@ -80,9 +80,9 @@ pub fn parse_typed<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, Cli
         let m = one_line(&e.to_string());
         // Syntax errors from the scanner/parser read better with what failed to parse.
         if m.contains("while scanning") || m.contains("while parsing") {
-            CliError::input(file, format!("invalid YAML/JSON: {m}"))
+            FormatError::input(file, format!("invalid YAML/JSON: {m}"))
         } else {
-            CliError::input(file, m)
+            FormatError::input(file, m)
         }
     })
 }

@@ -3,7 +3,7 @@
 
 use topology::{Cluster, DomainId};
 
-use crate::formats::hostlist;
+use crate::hostlist;
 
 /// The Slurm switch name of a domain: its path of label values, sanitised, joined by `_`.
 fn switch_name(cluster: &Cluster, d: DomainId) -> String {

@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use sched::{QueueSpec, Resource, ResourceQuota, UNLIMITED};
 use serde_json::Value;
 
-use crate::error::{one_line, CliError};
-use crate::formats::jobs::{self, parse_cpu_millis, parse_memory_mib, FieldProblem};
+use crate::error::{one_line, FormatError};
 use crate::input::parse_documents;
+use crate::jobs::{self, parse_cpu_millis, parse_memory_mib, FieldProblem};
 
 /// Most queues (KAI Queues, Kueue ClusterQueues, Cohorts and LocalQueues together) the queue
 /// files may declare. Real trees have hundreds; the tree checks walk ancestries, so a bound keeps
@@ -106,7 +106,7 @@ impl QueueFinding {
     }
 
     /// A reader's error (`FILE: message`) about a file, at a document when known.
-    fn from_error(file: &str, document: Option<usize>, e: &CliError) -> Self {
+    fn from_error(file: &str, document: Option<usize>, e: &FormatError) -> Self {
         let text = e.to_string();
         let message = text
             .strip_prefix(&format!("{file}: "))

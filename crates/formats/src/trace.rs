@@ -5,14 +5,14 @@ use std::path::Path;
 
 use sim::{CommProfile, TopologyAsk, TraceJob};
 
-use crate::error::CliError;
+use crate::error::FormatError;
 
 /// Longest trace railyard reads, rows. A row is a non-blank line after the header; longer
 /// traces are refused by counting lines, before any row is parsed.
 pub const MAX_ROWS: usize = 10_000_000;
 
 /// Trace formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceFormat {
     /// Detect from the header.
     Auto,
@@ -40,7 +40,7 @@ pub fn read_trace(
     path: &Path,
     format: TraceFormat,
     skip_bad_rows: bool,
-) -> Result<Trace, CliError> {
+) -> Result<Trace, FormatError> {
     let file = path.display().to_string();
     let text = crate::input::read_text(path)?;
     parse_trace(&file, &text, format, skip_bad_rows)
@@ -52,14 +52,14 @@ pub fn parse_trace(
     text: &str,
     format: TraceFormat,
     skip_bad_rows: bool,
-) -> Result<Trace, CliError> {
+) -> Result<Trace, FormatError> {
     let rows = text
         .split('\n')
         .filter(|l| !l.trim().is_empty())
         .count()
         .saturating_sub(1);
     if rows > MAX_ROWS {
-        return Err(CliError::input(
+        return Err(FormatError::input(
             file,
             format!("{rows} rows is more than the limit of {MAX_ROWS}; split the trace"),
         ));
@@ -70,13 +70,13 @@ pub fn parse_trace(
         .from_reader(text.as_bytes());
     let header: Vec<String> = reader
         .headers()
-        .map_err(|e| CliError::input(file, format!("line 1: unreadable header: {e}")))?
+        .map_err(|e| FormatError::input(file, format!("line 1: unreadable header: {e}")))?
         .iter()
         .map(str::to_owned)
         .collect();
     let format = match format {
         TraceFormat::Auto => detect(&header).ok_or_else(|| {
-            CliError::input(
+            FormatError::input(
                 file,
                 format!(
                     "line 1: unknown trace header `{}`; expected Philly (timestamp,duration,num_gpus,gpu_time,cluster), Helios (job_id,…,gpu_num,…,submit_time,…,duration,…) or native (name,submit_s,duration_s,gpus,…)",
@@ -95,7 +95,7 @@ pub fn parse_trace(
     };
     for c in required {
         if columns.get(c).is_none() {
-            return Err(CliError::input(
+            return Err(FormatError::input(
                 file,
                 format!("line 1: missing column `{c}`"),
             ));
@@ -114,7 +114,7 @@ pub fn parse_trace(
             .and_then(|r| r.position())
             .map_or(i as u64 + 2, csv::Position::line);
         if trace.jobs.len() + trace.skipped.len() >= MAX_ROWS {
-            return Err(CliError::input(
+            return Err(FormatError::input(
                 file,
                 format!("more than {MAX_ROWS} rows; split the trace"),
             ));
@@ -136,7 +136,7 @@ pub fn parse_trace(
             Ok(job) => trace.jobs.push(job),
             Err(msg) if skip_bad_rows => trace.skipped.push((line, msg)),
             Err(msg) => {
-                return Err(CliError::input(
+                return Err(FormatError::input(
                     file,
                     format!(
                         "line {line}: {msg} (pass --skip-bad-rows to count and skip such rows)"
@@ -146,7 +146,7 @@ pub fn parse_trace(
         }
     }
     if trace.jobs.is_empty() {
-        return Err(CliError::input(file, "no readable jobs"));
+        return Err(FormatError::input(file, "no readable jobs"));
     }
     Ok(trace)
 }

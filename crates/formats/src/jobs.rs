@@ -6,9 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use topology::{Cluster, TaintEffect};
 
-use crate::error::CliError;
-use crate::formats::k8s::parse_count;
+use crate::error::FormatError;
 use crate::input::{parse_documents, parse_typed};
+use crate::k8s::parse_count;
 
 /// Kueue: the queue label on a Job.
 pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
@@ -136,7 +136,7 @@ fn kind(doc: &Value) -> &str {
 
 /// Read every job of a file (native: one job; Kubernetes: each Job, and each Pod or PodGroup);
 /// the first bad job is the error.
-pub fn read_jobs(file: &str, text: &str) -> Result<Vec<JobDoc>, CliError> {
+pub fn read_jobs(file: &str, text: &str) -> Result<Vec<JobDoc>, FormatError> {
     let docs = parse_documents(file, text)?;
     jobs_in_documents(file, &docs, Some(text))?
         .into_iter()
@@ -145,7 +145,7 @@ pub fn read_jobs(file: &str, text: &str) -> Result<Vec<JobDoc>, CliError> {
 }
 
 /// A job document's number in its file (from 1) and the job read from it, or why it could not be.
-pub type JobRead = (usize, Result<JobDoc, CliError>);
+pub type JobRead = (usize, Result<JobDoc, FormatError>);
 
 /// Every job of a file's parsed documents with its document number (from 1), each read on its
 /// own so that one bad job does not hide the others (`queues validate` and `lint` report them
@@ -155,14 +155,16 @@ pub fn jobs_in_documents(
     file: &str,
     docs: &[Value],
     text: Option<&str>,
-) -> Result<Vec<JobRead>, CliError> {
+) -> Result<Vec<JobRead>, FormatError> {
     if docs.is_empty() {
-        return Err(CliError::input(file, "no job in the file"));
+        return Err(FormatError::input(file, "no job in the file"));
     }
     if docs.len() == 1 && docs[0].get("apiVersion").is_none() && docs[0].get("kind").is_none() {
-        let native: Result<NativeJob, CliError> = match text {
+        let native: Result<NativeJob, FormatError> = match text {
             Some(t) => parse_typed(file, t),
-            None => serde_json::from_value(docs[0].clone()).map_err(|e| CliError::input(file, e)),
+            None => {
+                serde_json::from_value(docs[0].clone()).map_err(|e| FormatError::input(file, e))
+            }
         };
         return Ok(vec![(1, native.and_then(|n| native_job(file, n)))]);
     }
@@ -176,7 +178,7 @@ pub fn jobs_in_documents(
                 .iter()
                 .find(|p| kind(p) == "Pod")
                 .ok_or_else(|| {
-                    CliError::input(
+                    FormatError::input(
                         file,
                         format!("{at} (PodGroup): expected a Pod in the same file giving the per-pod resources"),
                     )
@@ -188,7 +190,7 @@ pub fn jobs_in_documents(
         jobs.push((i + 1, job));
     }
     if jobs.is_empty() {
-        return Err(CliError::input(
+        return Err(FormatError::input(
             file,
             "no job found; expected a railyard job spec, a batch/v1 Job, or a Pod/PodGroup",
         ));
@@ -207,10 +209,10 @@ pub fn names_queue(doc: &Value) -> bool {
 }
 
 /// Read exactly one job.
-pub fn read_job(file: &str, text: &str) -> Result<JobDoc, CliError> {
+pub fn read_job(file: &str, text: &str) -> Result<JobDoc, FormatError> {
     let mut jobs = read_jobs(file, text)?;
     if jobs.len() > 1 {
-        return Err(CliError::input(
+        return Err(FormatError::input(
             file,
             format!("expected one job, found {}", jobs.len()),
         ));
@@ -288,8 +290,8 @@ struct NativeSlice {
     size: u32,
 }
 
-fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, CliError> {
-    let err = |field: String, m: String| CliError::input(file, format!("{field}: {m}"));
+fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, FormatError> {
+    let err = |field: String, m: String| FormatError::input(file, format!("{field}: {m}"));
     if j.name.trim().is_empty() {
         return Err(err("name".into(), "must not be empty".into()));
     }
@@ -549,12 +551,12 @@ fn k8s_tolerations(
     at: &str,
     spec: &Value,
     field: &str,
-) -> Result<Vec<sched::Toleration>, CliError> {
+) -> Result<Vec<sched::Toleration>, FormatError> {
     let Some(list) = spec.get("tolerations") else {
         return Ok(Vec::new());
     };
     let Some(list) = list.as_array() else {
-        return Err(CliError::input(
+        return Err(FormatError::input(
             file,
             format!("{at}: {field}.tolerations: expected a list"),
         ));
@@ -568,7 +570,7 @@ fn k8s_tolerations(
                 t.get("value").and_then(Value::as_str),
                 t.get("effect").and_then(Value::as_str),
             )
-            .map_err(|m| CliError::input(file, format!("{at}: {field}.tolerations[{i}].{m}")))
+            .map_err(|m| FormatError::input(file, format!("{at}: {field}.tolerations[{i}].{m}")))
         })
         .collect()
 }
@@ -581,7 +583,7 @@ fn container_sum(
     field: &str,
     resource: &str,
     parse: fn(&Value) -> Option<u64>,
-) -> Result<u64, CliError> {
+) -> Result<u64, FormatError> {
     let mut total = 0;
     let containers = pod_spec
         .get("containers")
@@ -592,13 +594,13 @@ fn container_sum(
         for part in ["limits", "requests"] {
             if let Some(v) = path(c, &["resources", part, resource]) {
                 let n = parse(v).ok_or_else(|| {
-                    CliError::input(
+                    FormatError::input(
                         file,
                         format!("{at}: {field}.containers[{i}].resources.{part}[{resource}]: expected a Kubernetes quantity (e.g. 8, \"500m\", \"64Gi\"), got {v}"),
                     )
                 })?;
                 total = u64::checked_add(total, n).ok_or_else(|| {
-                    CliError::input(
+                    FormatError::input(
                         file,
                         format!(
                             "{at}: {field}.containers: the {resource} requests add up past {}",
@@ -624,23 +626,23 @@ fn check_gpus_per_pod(gpus: u64) -> Result<(), String> {
     Ok(())
 }
 
-fn name_of(file: &str, at: &str, d: &Value) -> Result<String, CliError> {
+fn name_of(file: &str, at: &str, d: &Value) -> Result<String, FormatError> {
     str_at(d, &["metadata", "name"])
         .map(str::to_owned)
         .or_else(|| {
             str_at(d, &["metadata", "generateName"]).map(|g| g.trim_end_matches('-').to_owned())
         })
         .filter(|n| !n.is_empty())
-        .ok_or_else(|| CliError::input(file, format!("{at}: metadata.name: missing")))
+        .ok_or_else(|| FormatError::input(file, format!("{at}: metadata.name: missing")))
 }
 
 // ---- Kueue ----
 
-fn kueue_job(file: &str, document: usize, d: &Value) -> Result<JobDoc, CliError> {
+fn kueue_job(file: &str, document: usize, d: &Value) -> Result<JobDoc, FormatError> {
     let at = format!("document {document}");
     let name = name_of(file, &at, d)?;
     let at = format!("{at} (Job {name})");
-    let err = |m: String| CliError::input(file, format!("{at}: {m}"));
+    let err = |m: String| FormatError::input(file, format!("{at}: {m}"));
     let queue = map_str(d, &["metadata", "labels"], KUEUE_QUEUE_LABEL).ok_or_else(|| {
         err(format!(
             "metadata.labels[{KUEUE_QUEUE_LABEL}]: missing; Kueue only admits Jobs that name a LocalQueue"
@@ -832,12 +834,12 @@ fn kai_job(
     document: usize,
     pod: &Value,
     group: Option<&Value>,
-) -> Result<JobDoc, CliError> {
+) -> Result<JobDoc, FormatError> {
     let owner = group.unwrap_or(pod);
     let at = format!("document {document}");
     let name = name_of(file, &at, owner)?;
     let at = format!("{at} ({} {name})", kind(owner));
-    let err = |m: String| CliError::input(file, format!("{at}: {m}"));
+    let err = |m: String| FormatError::input(file, format!("{at}: {m}"));
     let ann = ["metadata", "annotations"];
     let label = |k: &str| {
         map_str(pod, &["metadata", "labels"], k).map(|q| (q, format!("metadata.labels[{k}]")))
@@ -1037,11 +1039,11 @@ pub fn resolve_levels(
 impl JobDoc {
     /// Resolve level labels against the cluster, apply the format's ordering rules, and check
     /// the result with [`sched::Job::check`].
-    pub fn resolve(&self, file: &str, cluster: &Cluster) -> Result<sched::Job, CliError> {
+    pub fn resolve(&self, file: &str, cluster: &Cluster) -> Result<sched::Job, FormatError> {
         let mut pod_sets = Vec::new();
         for s in &self.pod_sets {
             if s.gpu == sched::GpuRequest::Whole(0) {
-                return Err(CliError::input(
+                return Err(FormatError::input(
                     file,
                     format!("{}; railyard places GPU pods", s.gpu_field),
                 ));
@@ -1053,7 +1055,7 @@ impl JobDoc {
                 &levels,
                 &format!("cluster {}", cluster.name),
             )
-            .map_err(|p| CliError::input(file, p))?;
+            .map_err(|p| FormatError::input(file, p))?;
             pod_sets.push(sched::PodSet {
                 name: s.name.clone(),
                 count: s.count,
@@ -1072,7 +1074,8 @@ impl JobDoc {
             pod_sets,
             tolerations: self.tolerations.clone(),
         };
-        job.check(cluster).map_err(|e| CliError::input(file, e))?;
+        job.check(cluster)
+            .map_err(|e| FormatError::input(file, e))?;
         Ok(job)
     }
 

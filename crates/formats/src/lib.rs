@@ -1,0 +1,19 @@
+//! Every wire format railyard reads and writes, into and out of `topology`, `sched` and `sim`
+//! types: Kubernetes objects (NodeList, Kueue and KAI objects, jobs), queue files, state files,
+//! the placement file, traces, Slurm topology files and hostlists. No argument parsing, no
+//! printing: readers take text (or a path) and return values or a [`FormatError`] naming the file
+//! and the place.
+
+pub mod cluster;
+pub mod error;
+pub mod hostlist;
+pub mod input;
+pub mod jobs;
+pub mod k8s;
+pub mod placement;
+pub mod queues;
+pub mod slurm;
+pub mod state;
+pub mod trace;
+
+pub use error::{one_line, FormatError};

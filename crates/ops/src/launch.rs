@@ -1,0 +1,496 @@
+//! `railyard launch`: turn a placement file into the `torchrun` command lines and NCCL
+//! environment of every pod, as a shell script, an env file, a Kubernetes patch, or an MPI /
+//! nccl-tests hostfile.
+//!
+//! One torchrun agent per placed pod ("node" in torchrun's terms): `--node-rank` is the pod's
+//! rank, `--nproc-per-node` its GPUs. The rendezvous endpoint is always the rank-0 pod's node
+//! **IP address**, never a host name: with host networking a node resolves its own name to
+//! 127.0.1.1 (the Debian/Ubuntu `/etc/hosts` default) and other nodes often cannot resolve it at
+//! all, so a name-based endpoint hangs the rendezvous.
+//!
+//! [`plan`] is pure (cluster + placement + addresses → [`LaunchPlan`]); the renderers are pure
+//! functions of the plan; only [`launch`] reads files.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use topology::{Cluster, HOSTNAME_LABEL};
+
+use formats::placement::ResolvedPod;
+use formats::FormatError;
+
+/// Options of [`plan`] that do not come from the cluster or the placement.
+#[derive(Clone, Debug)]
+pub struct LaunchOptions {
+    /// Rendezvous port.
+    pub port: u16,
+    /// Queue pairs per connection.
+    pub qps: u32,
+    /// RDMA device name prefix.
+    pub hca_prefix: String,
+    /// Exact RDMA device names (overrides the prefix when not empty).
+    pub hca: Vec<String>,
+    /// NCCL_SOCKET_IFNAME value.
+    pub socket_ifname: String,
+    /// Training script.
+    pub script: String,
+    /// Rendezvous ID.
+    pub rdzv_id: String,
+}
+
+/// The launch of one job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchPlan {
+    /// `IP:PORT` of the rank-0 node (`[IPv6]:PORT`).
+    pub endpoint: String,
+    /// Pods in the whole job (agents may be filtered to one node).
+    pub n_pods: usize,
+    /// GPUs in the whole job.
+    pub n_gpus: u32,
+    /// One torchrun agent per pod, in rank order.
+    pub agents: Vec<Agent>,
+    /// Rendezvous ID.
+    pub rdzv_id: String,
+    /// Training script.
+    pub script: String,
+}
+
+/// One torchrun agent: a placed pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Agent {
+    /// torchrun node rank (= placement rank).
+    pub rank: u32,
+    /// Node name.
+    pub node: String,
+    /// The node's `kubernetes.io/hostname` label (the name when absent).
+    pub hostname_label: String,
+    /// The node's address.
+    pub address: IpAddr,
+    /// Processes (GPUs) of this agent.
+    pub nproc: u32,
+    /// GPU indices when the pod does not use the whole node (for CUDA_VISIBLE_DEVICES).
+    pub visible_gpus: Option<Vec<u32>>,
+    /// Environment, in output order.
+    pub env: Vec<(String, String)>,
+    /// torchrun arguments after `torchrun` (flags then the script).
+    pub args: Vec<String>,
+}
+
+/// Parse an addresses file: `ADDRESS NAME [NAME…]` per line (the `/etc/hosts` layout), `#`
+/// starts a comment. Loopback and unspecified addresses are refused: they are the very problem
+/// this file exists to avoid.
+pub fn parse_addresses(file: &str, text: &str) -> Result<BTreeMap<String, IpAddr>, FormatError> {
+    let mut out: BTreeMap<String, IpAddr> = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let at = |m: String| FormatError::input(file, format!("line {}: {m}", i + 1));
+        let line = line.split('#').next().unwrap_or("");
+        let mut words = line.split_whitespace();
+        let Some(addr) = words.next() else { continue };
+        let ip: IpAddr = addr
+            .parse()
+            .map_err(|_| at(format!("expected an IP address first, got \"{addr}\"")))?;
+        check_usable(ip).map_err(at)?;
+        let names: Vec<&str> = words.collect();
+        if names.is_empty() {
+            return Err(at(format!("expected node names after {addr}")));
+        }
+        for name in names {
+            if let Some(prev) = out.insert(name.to_owned(), ip) {
+                if prev != ip {
+                    return Err(at(format!(
+                        "node \"{name}\" given two addresses, {prev} and {ip}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Values that end up unquoted in env files and command lines must be plain words.
+fn check_options(options: &LaunchOptions) -> Result<(), FormatError> {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.:/^,=@+".contains(c))
+    };
+    for dev in &options.hca {
+        if !plain(dev) || dev.contains(',') {
+            return Err(FormatError::input(
+                "--hca",
+                format!("expected RDMA device names like mlx5_0, got \"{dev}\""),
+            ));
+        }
+    }
+    if !plain(&options.hca_prefix) {
+        return Err(FormatError::input(
+            "--hca-prefix",
+            format!(
+                "expected a device name prefix like mlx5_, got \"{}\"",
+                options.hca_prefix
+            ),
+        ));
+    }
+    if !plain(&options.socket_ifname) {
+        return Err(FormatError::input(
+            "--socket-ifname",
+            format!(
+                "expected interface names (NCCL_SOCKET_IFNAME syntax), got \"{}\"",
+                options.socket_ifname
+            ),
+        ));
+    }
+    if !plain(&options.rdzv_id) || options.rdzv_id.contains(['=', ',', '/', '^']) {
+        return Err(FormatError::input(
+            "rendezvous id",
+            format!(
+                "expected letters, digits, `-`, `_`, `.` (from --rdzv-id or the placement's job \
+                 name), got \"{}\"",
+                options.rdzv_id
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_usable(ip: IpAddr) -> Result<(), String> {
+    if ip.is_loopback() || ip.is_unspecified() {
+        Err(format!(
+            "{ip} is not reachable from other nodes; give the node's own address"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Build the launch: one agent per pod in rank order. `placement_file` and `address_source`
+/// name the inputs in errors.
+pub fn plan(
+    cluster: &Cluster,
+    pods: &[ResolvedPod],
+    addresses: &BTreeMap<String, IpAddr>,
+    options: &LaunchOptions,
+    placement_file: &str,
+    address_source: &str,
+) -> Result<LaunchPlan, FormatError> {
+    if pods.is_empty() {
+        return Err(FormatError::input(
+            placement_file,
+            "pods: expected at least one pod",
+        ));
+    }
+    check_options(options)?;
+    let mut agents = Vec::with_capacity(pods.len());
+    let nnodes = pods.len();
+    let mut missing: Vec<&str> = Vec::new();
+    let mut resolved: Vec<Option<IpAddr>> = Vec::with_capacity(pods.len());
+    for pod in pods {
+        let node = cluster.node(pod.node);
+        let ip = match addresses.get(&node.name) {
+            Some(ip) => Some(*ip),
+            None => match &node.internal_ip {
+                Some(s) => {
+                    let ip: IpAddr = s.parse().map_err(|_| {
+                        FormatError::input(
+                            address_source,
+                            format!(
+                                "node \"{}\": InternalIP \"{s}\" is not an IP address",
+                                node.name
+                            ),
+                        )
+                    })?;
+                    check_usable(ip).map_err(|m| {
+                        FormatError::input(address_source, format!("node \"{}\": {m}", node.name))
+                    })?;
+                    Some(ip)
+                }
+                None => None,
+            },
+        };
+        if ip.is_none() && !missing.contains(&node.name.as_str()) {
+            missing.push(&node.name);
+        }
+        resolved.push(ip);
+    }
+    if !missing.is_empty() {
+        let shown: Vec<String> = missing.iter().take(5).map(|n| format!("\"{n}\"")).collect();
+        let more = if missing.len() > 5 {
+            format!(" and {} more", missing.len() - 5)
+        } else {
+            String::new()
+        };
+        return Err(FormatError::input(
+            address_source,
+            format!(
+                "no address for node {}{more}: the NodeList has no status.addresses InternalIP \
+                 for it and no --addresses file lists it",
+                shown.join(", ")
+            ),
+        ));
+    }
+    let rank0 = resolved[0].expect("every address resolved above");
+    let endpoint = match rank0 {
+        IpAddr::V4(v4) => format!("{v4}:{}", options.port),
+        IpAddr::V6(v6) => format!("[{v6}]:{}", options.port),
+    };
+    for (pod, ip) in pods.iter().zip(resolved) {
+        let node = cluster.node(pod.node);
+        if pod.gpus.fract() != 0.0 {
+            return Err(FormatError::input(
+                placement_file,
+                format!(
+                    "rank {}: gpus {}: torchrun runs one process per whole GPU",
+                    pod.rank, pod.gpus
+                ),
+            ));
+        }
+        let nproc = pod.gpus as u32;
+        let whole_node =
+            pod.gpu_ids.len() == node.gpus as usize && pod.gpu_ids.iter().copied().eq(0..node.gpus);
+        let hcas = if options.hca.is_empty() {
+            let n = node.nics.rails * node.nics.ports_per_rail;
+            (0..n)
+                .map(|i| format!("{}{i}", options.hca_prefix))
+                .collect::<Vec<_>>()
+        } else {
+            options.hca.clone()
+        };
+        let mut env = vec![
+            ("NCCL_IB_HCA".to_owned(), format!("={}", hcas.join(","))),
+            (
+                "NCCL_IB_QPS_PER_CONNECTION".to_owned(),
+                options.qps.to_string(),
+            ),
+            (
+                "NCCL_SOCKET_IFNAME".to_owned(),
+                options.socket_ifname.clone(),
+            ),
+        ];
+        if !whole_node {
+            env.push((
+                "CUDA_VISIBLE_DEVICES".to_owned(),
+                pod.gpu_ids
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ));
+        }
+        let args = vec![
+            "--nnodes".to_owned(),
+            nnodes.to_string(),
+            "--nproc-per-node".to_owned(),
+            nproc.to_string(),
+            "--node-rank".to_owned(),
+            pod.rank.to_string(),
+            "--rdzv-backend".to_owned(),
+            "c10d".to_owned(),
+            "--rdzv-endpoint".to_owned(),
+            endpoint.clone(),
+            "--rdzv-id".to_owned(),
+            options.rdzv_id.clone(),
+            options.script.clone(),
+        ];
+        agents.push(Agent {
+            rank: pod.rank,
+            node: node.name.clone(),
+            hostname_label: node
+                .labels
+                .get(HOSTNAME_LABEL)
+                .cloned()
+                .unwrap_or_else(|| node.name.clone()),
+            address: ip.expect("every address resolved above"),
+            nproc,
+            visible_gpus: (!whole_node).then(|| pod.gpu_ids.clone()),
+            env,
+            args,
+        });
+    }
+    Ok(LaunchPlan {
+        endpoint,
+        n_pods: agents.len(),
+        n_gpus: agents.iter().map(|a| a.nproc).sum(),
+        agents,
+        rdzv_id: options.rdzv_id.clone(),
+        script: options.script.clone(),
+    })
+}
+
+/// The comment every format starts with: why an IP, and what NCCL_IB_HCA assumes.
+fn header(plan: &LaunchPlan) -> String {
+    format!(
+        "# railyard launch: {} pods, {} GPUs, rendezvous {} (id {}).\n\
+         # The rendezvous endpoint is the rank-0 node's IP address, not its host name: with host\n\
+         # networking a node resolves its own name to 127.0.1.1 (the Debian/Ubuntu /etc/hosts\n\
+         # default) and other nodes cannot resolve it at all, so a name-based rendezvous hangs.\n\
+         # NCCL_IB_HCA assumes one RDMA device per NIC port, named PREFIX0..PREFIX(n-1) rail-major\n\
+         # (override with --hca); the leading `=` makes NCCL match names exactly (`mlx5_1` would\n\
+         # otherwise also select mlx5_10..mlx5_19). Check the names with `ibv_devices`.\n",
+        plan.n_pods,
+        plan.n_gpus,
+        plan.endpoint,
+        plan.rdzv_id
+    )
+}
+
+/// A word for `sh`: bare when safe, else single-quoted.
+pub fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:,=@%+[]".contains(c));
+    if safe && !s.starts_with('=') {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// One line per pod: `VAR=… torchrun …`, to run on that pod's node.
+pub fn render_shell(plan: &LaunchPlan) -> String {
+    let mut out = String::from("#!/bin/sh\n");
+    out.push_str(&header(plan));
+    for a in &plan.agents {
+        out.push_str(&format!(
+            "\n# rank {}: run on {} ({})\n",
+            a.rank, a.node, a.address
+        ));
+        let env: Vec<String> = a
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+            .collect();
+        let args: Vec<String> = a.args.iter().map(|s| shell_quote(s)).collect();
+        out.push_str(&format!("{} torchrun {}\n", env.join(" "), args.join(" ")));
+    }
+    out
+}
+
+/// The torchrun flags as the `PET_*` variables torchrun reads, then the NCCL environment.
+fn env_vars(a: &Agent) -> Vec<(String, String)> {
+    let mut vars = Vec::new();
+    let mut it = a.args.iter();
+    while let Some(flag) = it.next() {
+        let Some(name) = flag.strip_prefix("--") else {
+            continue; // the script
+        };
+        if let Some(value) = it.next() {
+            vars.push((
+                format!("PET_{}", name.replace('-', "_").to_ascii_uppercase()),
+                value.clone(),
+            ));
+        }
+    }
+    vars.extend(a.env.iter().cloned());
+    vars
+}
+
+/// `KEY=VALUE` sections, one per pod, headed `# rank N: NODE (ADDRESS)`.
+pub fn render_env(plan: &LaunchPlan) -> String {
+    let mut out = header(plan);
+    out.push_str(&format!(
+        "# One section per pod: give each node its own section, then run `torchrun {}`.\n",
+        plan.script
+    ));
+    for a in &plan.agents {
+        out.push_str(&format!(
+            "\n# rank {}: {} ({})\n",
+            a.rank, a.node, a.address
+        ));
+        for (k, v) in env_vars(a) {
+            out.push_str(&format!("{k}={v}\n"));
+        }
+    }
+    out
+}
+
+/// One strategic-merge patch per pod for a Pod spec (or a pod template's `spec`): pin it to its
+/// node, use the host network, run torchrun with the NCCL environment.
+pub fn render_k8s_patch(plan: &LaunchPlan, container: &str) -> String {
+    let mut out = header(plan);
+    out.push_str(
+        "# One Pod-spec patch per pod (strategic merge: containers merge by name). hostNetwork\n\
+         # puts NCCL's bootstrap on the node addresses; ClusterFirstWithHostNet keeps cluster DNS.\n",
+    );
+    for a in &plan.agents {
+        let mut command = vec!["torchrun".to_owned()];
+        command.extend(a.args.iter().cloned());
+        let env: Vec<serde_json::Value> = a
+            .env
+            .iter()
+            .map(|(k, v)| serde_json::json!({ "name": k, "value": v }))
+            .collect();
+        let patch = serde_json::json!({
+            "spec": {
+                "nodeSelector": { HOSTNAME_LABEL: a.hostname_label },
+                "hostNetwork": true,
+                "dnsPolicy": "ClusterFirstWithHostNet",
+                "containers": [{
+                    "name": container,
+                    "command": command,
+                    "env": env,
+                    "resources": { "limits": { "nvidia.com/gpu": a.nproc } },
+                }],
+            }
+        });
+        out.push_str(&format!(
+            "---\n# rank {}: {} ({})\n",
+            a.rank, a.node, a.address
+        ));
+        out.push_str(&serde_norway::to_string(&patch).expect("plain data serializes"));
+    }
+    out
+}
+
+/// `ADDRESS slots=N` per node in order of its first rank; pods sharing a node add their slots.
+pub fn render_hostfile(plan: &LaunchPlan) -> String {
+    let mut nodes: Vec<(&str, IpAddr, u32)> = Vec::new();
+    for a in &plan.agents {
+        match nodes.iter_mut().find(|(n, _, _)| *n == a.node) {
+            Some(entry) => entry.2 += a.nproc,
+            None => nodes.push((&a.node, a.address, a.nproc)),
+        }
+    }
+    let mut out = String::from(
+        "# MPI / nccl-tests hostfile from a railyard placement, in rank order (one slot per GPU).\n\
+         # Addresses, not host names: other nodes may not resolve a name, and a node resolves its\n\
+         # own to 127.0.1.1.\n",
+    );
+    for (name, ip, slots) in nodes {
+        out.push_str(&format!("# {name}\n{ip} slots={slots}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_file() {
+        let m = parse_addresses(
+            "a.txt",
+            "# nodes\n10.0.0.1 gpu-1 gpu-1.lan\n\n10.0.0.2 gpu-2 # x\n",
+        )
+        .unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!(m["gpu-2"].to_string(), "10.0.0.2");
+        let e = parse_addresses("a.txt", "127.0.1.1 gpu-1\n").unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("a.txt: line 1: 127.0.1.1 is not reachable"));
+        let e = parse_addresses("a.txt", "10.0.0.1 a\n10.0.0.2 a\n").unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("line 2: node \"a\" given two addresses"));
+        let e = parse_addresses("a.txt", "gpu-1 10.0.0.1\n").unwrap_err();
+        assert!(e.to_string().contains("expected an IP address first"));
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("train.py"), "train.py");
+        assert_eq!(shell_quote("=mlx5_0,mlx5_1"), "'=mlx5_0,mlx5_1'");
+        assert_eq!(shell_quote("^lo,docker"), "'^lo,docker'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+}

@@ -1,0 +1,186 @@
+//! Deciding a placement from the files `railyard place` takes (a job file, running jobs, queue
+//! files) as the placement file it writes: the one code path behind `place` and `fabric
+//! collective --job`.
+
+use std::path::{Path, PathBuf};
+
+use formats::input::read_text;
+use formats::placement::{PlacedPod, PlacementFile};
+use formats::{jobs, queues, state, FormatError};
+use sched::{fair_share, place_with_preemption, PreemptionPolicy, Resources};
+use topology::Cluster;
+
+/// What a placement is decided from, besides the cluster: the files `place` takes.
+#[derive(Clone, Copy, Debug)]
+pub struct PlaceInputs<'a> {
+    /// The job file (native, Kueue or KAI).
+    pub job: &'a Path,
+    /// Running jobs (a state file or previous `place --output json` results).
+    pub state: Option<&'a Path>,
+    /// Queue files; empty for none (then only the job's own queue may be preempted).
+    pub queues: &'a [PathBuf],
+    /// Never preempt.
+    pub no_preempt: bool,
+}
+
+/// Place a job on a cluster the way `railyard place` does, as the placement file it writes:
+/// read and resolve the job, the running jobs and the queues, check the queue's limits, then
+/// place with preemption (unless `no_preempt`). The one code path behind `place` and `fabric
+/// collective --job`. Not being placed is an answer (`placed: false` with the scheduler's
+/// reason); bad input is an error.
+pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFile, FormatError> {
+    let job_file = inputs.job.display().to_string();
+    let doc = jobs::read_job(&job_file, &read_text(inputs.job)?)?;
+    let job = doc.resolve(&job_file, cluster)?;
+    // A job that does not fit even with nothing running would wait forever: that is a mistake
+    // in the job (or the wrong cluster), not an answer, so it is an input error (exit 1).
+    let largest = cluster.nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
+    for (i, set) in job.pod_sets.iter().enumerate() {
+        if let sched::GpuRequest::Whole(g) = set.gpu {
+            if g > largest {
+                return Err(FormatError::input(
+                    &job_file,
+                    format!(
+                        "job `{}` pod set {i} (`{}`): {g} GPUs per pod, but the largest node of cluster {} has {largest}; a pod runs on one node",
+                        job.name, set.name, cluster.name
+                    ),
+                ));
+            }
+        }
+    }
+    // NotReady and cordoned nodes may come back: judge "never" with every node available.
+    let all_up;
+    let whole = if cluster.nodes.iter().any(|n| !n.ready || n.unschedulable) {
+        let mut c = cluster.clone();
+        for n in &mut c.nodes {
+            n.ready = true;
+            n.unschedulable = false;
+        }
+        all_up = c;
+        &all_up
+    } else {
+        cluster
+    };
+    if let Err(e) = sched::place(whole, &sched::Occupancy::new(whole), &job) {
+        return Err(FormatError::input(
+            &job_file,
+            format!(
+                "job `{}` can never be placed on cluster {} ({} GPUs), even with nothing running: {e}",
+                job.name,
+                cluster.name,
+                cluster.gpu_count()
+            ),
+        ));
+    }
+    let occupancy = match inputs.state {
+        Some(p) => {
+            let f = p.display().to_string();
+            state::read(&f, &read_text(p)?, cluster)?
+        }
+        None => sched::Occupancy::new(cluster),
+    };
+    if occupancy.jobs().contains_key(&job.name) {
+        return Err(FormatError::input(
+            &job_file,
+            format!("job `{}` is already running in the state file", job.name),
+        ));
+    }
+    let mut policy = PreemptionPolicy::default();
+    let mut refused: Option<String> = None;
+    if !inputs.queues.is_empty() {
+        let mut files = Vec::new();
+        for p in inputs.queues {
+            files.push((p.display().to_string(), read_text(p)?));
+        }
+        let tree = crate::queues::tree(&queues::read(&files))?;
+        let usage_by_queue = occupancy.usage_milli_by_queue();
+        let mut usage = vec![Resources::default(); tree.queues.len()];
+        let mut demand = vec![Resources::default(); tree.queues.len()];
+        for (name, milli) in &usage_by_queue {
+            if let Some(q) = tree.find(name) {
+                usage[q.index()].gpu = *milli as f64 / 1000.0;
+                demand[q.index()].gpu = *milli as f64 / 1000.0;
+            }
+        }
+        let gpu_mem = cluster
+            .nodes
+            .first()
+            .map_or(80 * 1024, |n| n.gpu_memory_gib * 1024);
+        let request = job.request(gpu_mem);
+        let request_gpu = Resources {
+            gpu: request.gpu,
+            ..Resources::default()
+        };
+        match tree.find(&job.queue) {
+            Some(q) => demand[q.index()].gpu += request.gpu,
+            None => {
+                return Err(FormatError::input(
+                    &job_file,
+                    format!("queue `{}` is not in the queue files", job.queue),
+                ))
+            }
+        }
+        if let Err(e) = sched::admit(&tree, &usage, &job.queue, &request_gpu) {
+            refused = Some(e.to_string());
+        }
+        let capacity = Resources {
+            gpu: cluster.gpu_count() as f64,
+            cpu: f64::INFINITY,
+            memory: f64::INFINITY,
+        };
+        let shares = fair_share(&tree, &demand, &capacity);
+        policy.fair_share_gpus = tree
+            .queues
+            .iter()
+            .zip(&shares)
+            .map(|(q, s)| (q.name.clone(), s.gpu))
+            .collect();
+    }
+    let result = match refused {
+        Some(reason) => Err(reason),
+        None if inputs.no_preempt => sched::place(cluster, &occupancy, &job)
+            .map(|placement| sched::Decision {
+                placement,
+                victims: Vec::new(),
+            })
+            .map_err(|e| e.to_string()),
+        None => {
+            place_with_preemption(cluster, &occupancy, &job, &policy).map_err(|e| e.to_string())
+        }
+    };
+    Ok(match result {
+        Ok(d) => placement_file(cluster, &job.name, &d),
+        Err(reason) => PlacementFile {
+            job: Some(job.name.clone()),
+            placed: false,
+            reason: Some(reason),
+            pods: Vec::new(),
+            highest_tier: None,
+            worst_latency_us: None,
+            preempted: Vec::new(),
+        },
+    })
+}
+
+/// A decision as the placement file `place --output json` writes.
+pub fn placement_file(cluster: &Cluster, job: &str, d: &sched::Decision) -> PlacementFile {
+    PlacementFile {
+        job: Some(job.to_owned()),
+        placed: true,
+        reason: None,
+        pods: d
+            .placement
+            .pods
+            .iter()
+            .map(|p| PlacedPod {
+                rank: p.rank,
+                node: cluster.node(p.node).name.clone(),
+                gpus: p.gpus(),
+                gpu_ids: p.gpu_ids.clone(),
+            })
+            .collect(),
+        highest_tier: d.placement.highest_tier,
+        worst_latency_us: Some(d.placement.worst_latency_ns as f64 / 1000.0),
+        preempted: d.victims.clone(),
+    }
+}
