@@ -30,3 +30,18 @@ impl FormatError {
 pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// A problem with one field of a document: the dotted path and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldProblem {
+    /// Dotted path, e.g. `spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]`.
+    pub field: String,
+    /// What is wrong and what is expected.
+    pub message: String,
+}
+
+impl std::fmt::Display for FieldProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}

@@ -2,13 +2,16 @@
 //! `batch/v1` Job, and a KAI-annotated Pod or PodGroup (+ Pod). Each format is checked with its
 //! own rules, then resolved against a cluster's levels into a [`sched::Job`].
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use topology::{Cluster, TaintEffect};
 
 use crate::error::FormatError;
 use crate::input::{parse_documents, parse_typed};
 use crate::k8s::parse_count;
+use crate::workloads;
 
 /// Kueue: the queue label on a Job.
 pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
@@ -39,9 +42,8 @@ pub const KAI_GPU_MEMORY: &str = "gpu-memory";
 /// The GPU resource name.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
-/// Most pods one job may ask for, over all its pod sets: one per node of the largest cluster
-/// railyard accepts. Larger counts are refused while the file is read.
-pub const MAX_PODS_PER_JOB: u32 = topology::MAX_NODES as u32;
+pub use crate::error::FieldProblem;
+pub use crate::workloads::MAX_PODS_PER_JOB;
 
 /// Where a job came from; decides which ordering rules apply and how fields are named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +84,9 @@ pub struct PodSetDoc {
     pub topology: TopologyDoc,
     /// Where the GPU request is written (for the message when there is none).
     pub gpu_field: String,
+    /// The pod spec of a Kubernetes pod template (`Null` for native jobs): node selectors,
+    /// affinity and the like, for the checks that read them.
+    pub pod_spec: Value,
 }
 
 /// A pod set's topology request as read: levels by label, not yet resolved.
@@ -118,16 +123,10 @@ pub struct JobDoc {
     pub queue_field: String,
 }
 
-/// Whether a document is a job this module reads (Kueue Job, KAI Pod/PodGroup).
+/// Whether a document is a workload this module reads (any kind of [`workloads::KINDS`], a KAI
+/// PodGroup), whatever its API version (an unsupported version is reported when it is read).
 pub fn is_job_doc(doc: &Value) -> bool {
-    matches!(
-        (api_version(doc), kind(doc)),
-        ("batch/v1", "Job") | ("v1", "Pod") | (_, "PodGroup")
-    )
-}
-
-fn api_version(doc: &Value) -> &str {
-    doc.get("apiVersion").and_then(Value::as_str).unwrap_or("")
+    kind(doc) == "PodGroup" || workloads::KINDS.iter().any(|k| k.kind == kind(doc))
 }
 
 fn kind(doc: &Value) -> &str {
@@ -170,11 +169,11 @@ pub fn jobs_in_documents(
     }
     let mut jobs = Vec::new();
     let groups: Vec<&Value> = docs.iter().filter(|d| kind(d) == "PodGroup").collect();
+    let mut kueue_pod_groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, d) in docs.iter().enumerate() {
         let at = format!("document {}", i + 1);
-        let job = match (api_version(d), kind(d)) {
-            ("batch/v1", "Job") => kueue_job(file, i + 1, d),
-            (_, "PodGroup") => docs
+        if kind(d) == "PodGroup" {
+            let job = docs
                 .iter()
                 .find(|p| kind(p) == "Pod")
                 .ok_or_else(|| {
@@ -183,19 +182,117 @@ pub fn jobs_in_documents(
                         format!("{at} (PodGroup): expected a Pod in the same file giving the per-pod resources"),
                     )
                 })
-                .and_then(|pod| kai_job(file, i + 1, pod, Some(d))),
-            ("v1", "Pod") if groups.is_empty() => kai_job(file, i + 1, d, None),
-            _ => continue,
+                .and_then(|pod| kai_job(file, i + 1, pod, Some(d)));
+            jobs.push((i + 1, job));
+            continue;
+        }
+        let wk = match workloads::kind_of(d) {
+            Ok(Some(k)) => k,
+            Ok(None) => continue,
+            Err(m) => {
+                jobs.push((
+                    i + 1,
+                    Err(FormatError::input(file, format!("{at} ({}): {m}", kind(d)))),
+                ));
+                continue;
+            }
         };
-        jobs.push((i + 1, job));
+        let dialect = match dialect_of(d) {
+            Ok(x) => x,
+            Err(m) => {
+                let name = str_at(d, &["metadata", "name"]).unwrap_or("");
+                jobs.push((
+                    i + 1,
+                    Err(FormatError::input(
+                        file,
+                        format!("{at} ({} {name}): {m}", wk.kind),
+                    )),
+                ));
+                continue;
+            }
+        };
+        match (dialect, wk.kind) {
+            (Some(Dialect::Kueue), "Pod") if map_str(d, &["metadata", "labels"], KUEUE_POD_GROUP_LABEL).is_some() => {
+                let group = map_str(d, &["metadata", "labels"], KUEUE_POD_GROUP_LABEL).unwrap_or_default();
+                kueue_pod_groups.entry(group).or_default().push(i);
+            }
+            (Some(Dialect::Kueue), _) => match kueue_workload(file, i + 1, d, wk) {
+                Ok(list) => jobs.extend(list.into_iter().map(|j| (i + 1, Ok(j)))),
+                Err(e) => jobs.push((i + 1, Err(e))),
+            },
+            (Some(Dialect::Kai) | None, "Pod") if groups.is_empty() => {
+                jobs.push((i + 1, kai_job(file, i + 1, d, None)));
+            }
+            (_, "Pod") => {}
+            (Some(Dialect::Kai), k) => jobs.push((
+                i + 1,
+                Err(FormatError::input(
+                    file,
+                    format!("{at} ({k}): KAI's pod grouper for {k} is not modelled yet; give its pods as a PodGroup and a Pod"),
+                )),
+            )),
+            (None, k) => {
+                let name = str_at(d, &["metadata", "name"]).unwrap_or("");
+                jobs.push((
+                    i + 1,
+                    Err(FormatError::input(
+                        file,
+                        format!("{at} ({k} {name}): names no queue; expected metadata.labels[{KUEUE_QUEUE_LABEL}] (Kueue) or metadata.labels[{KAI_QUEUE_LABEL}] (KAI)"),
+                    )),
+                ))
+            }
+        }
     }
+    for (group, members) in kueue_pod_groups {
+        let first = members[0] + 1;
+        jobs.push((first, kueue_pod_group(file, docs, &group, &members)));
+    }
+    jobs.sort_by_key(|(doc, _)| *doc);
     if jobs.is_empty() {
         return Err(FormatError::input(
             file,
-            "no job found; expected a railyard job spec, a batch/v1 Job, or a Pod/PodGroup",
+            format!(
+                "no job found; expected a railyard job spec, a KAI PodGroup, or one of {}",
+                workloads::kinds_list()
+            ),
         ));
     }
     Ok(jobs)
+}
+
+/// Which scheduler a workload is written for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// Kueue: a `kueue.x-k8s.io/queue-name` label.
+    Kueue,
+    /// KAI Scheduler: a `kai.scheduler/queue` (or `runai/queue`) label, `kai.scheduler/*`
+    /// annotations, or `schedulerName: kai-scheduler`.
+    Kai,
+}
+
+/// The scheduler a workload's markings name, `None` when it has none; both is an error.
+pub fn dialect_of(doc: &Value) -> Result<Option<Dialect>, String> {
+    let labels = |v: &Value| path(v, &["metadata", "labels"]).cloned();
+    let annotations = |v: &Value| path(v, &["metadata", "annotations"]).cloned();
+    let has_key = |m: Option<Value>, pred: &dyn Fn(&str) -> bool| {
+        m.as_ref()
+            .and_then(Value::as_object)
+            .is_some_and(|o| o.keys().any(|k| pred(k)))
+    };
+    let kueue = map_str(doc, &["metadata", "labels"], KUEUE_QUEUE_LABEL).is_some();
+    let kai = has_key(labels(doc), &|k| {
+        k == KAI_QUEUE_LABEL || k == KAI_LEGACY_QUEUE_LABEL
+    }) || has_key(annotations(doc), &|k| k.starts_with("kai.scheduler/"))
+        || str_at(doc, &["spec", "schedulerName"]) == Some("kai-scheduler")
+        || str_at(doc, &["spec", "template", "spec", "schedulerName"]) == Some("kai-scheduler");
+    match (kueue, kai) {
+        (true, true) => Err(format!(
+            "carries both Kueue ({KUEUE_QUEUE_LABEL}) and KAI (kai.scheduler/…) markings; a workload goes to one scheduler, remove one"
+        )),
+        (true, false) => Ok(Some(Dialect::Kueue)),
+        (false, true) => Ok(Some(Dialect::Kai)),
+        (false, false) => Ok(None),
+    }
 }
 
 /// Whether a Kubernetes job document names the queue it goes to (Kueue's queue-name label, KAI's
@@ -428,6 +525,7 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, FormatError> {
                     .collect(),
             },
             gpu_field: at("gpus"),
+            pod_spec: Value::Null,
         });
     }
     Ok(JobDoc {
@@ -575,8 +673,10 @@ fn k8s_tolerations(
         .collect()
 }
 
-/// Sum of a resource over a pod spec's containers: limits, else requests.
-fn container_sum(
+/// What a pod asks of a resource, as Kubernetes and Kueue count it: each container's request
+/// (its limit when no request is given), summed over the containers, and at least the largest
+/// init container's (init containers run one at a time, before the others).
+fn pod_requests(
     file: &str,
     at: &str,
     pod_spec: &Value,
@@ -584,33 +684,40 @@ fn container_sum(
     resource: &str,
     parse: fn(&Value) -> Option<u64>,
 ) -> Result<u64, FormatError> {
-    let mut total = 0;
-    let containers = pod_spec
-        .get("containers")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    for (i, c) in containers.iter().enumerate() {
-        for part in ["limits", "requests"] {
+    let one = |c: &Value, i: usize, list: &str| -> Result<u64, FormatError> {
+        for part in ["requests", "limits"] {
             if let Some(v) = path(c, &["resources", part, resource]) {
-                let n = parse(v).ok_or_else(|| {
+                return parse(v).ok_or_else(|| {
                     FormatError::input(
                         file,
-                        format!("{at}: {field}.containers[{i}].resources.{part}[{resource}]: expected a Kubernetes quantity (e.g. 8, \"500m\", \"64Gi\"), got {v}"),
+                        format!("{at}: {field}.{list}[{i}].resources.{part}[{resource}]: expected a Kubernetes quantity (e.g. 8, \"500m\", \"64Gi\"), got {v}"),
                     )
-                })?;
-                total = u64::checked_add(total, n).ok_or_else(|| {
-                    FormatError::input(
-                        file,
-                        format!(
-                            "{at}: {field}.containers: the {resource} requests add up past {}",
-                            u64::MAX
-                        ),
-                    )
-                })?;
-                break;
+                });
             }
         }
+        Ok(0)
+    };
+    let list = |key: &str| {
+        pod_spec
+            .get(key)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    };
+    let mut total: u64 = 0;
+    for (i, c) in list("containers").iter().enumerate() {
+        total = total.checked_add(one(c, i, "containers")?).ok_or_else(|| {
+            FormatError::input(
+                file,
+                format!(
+                    "{at}: {field}.containers: the {resource} requests add up past {}",
+                    u64::MAX
+                ),
+            )
+        })?;
+    }
+    for (i, c) in list("initContainers").iter().enumerate() {
+        total = total.max(one(c, i, "initContainers")?);
     }
     Ok(total)
 }
@@ -638,71 +745,325 @@ fn name_of(file: &str, at: &str, d: &Value) -> Result<String, FormatError> {
 
 // ---- Kueue ----
 
-fn kueue_job(file: &str, document: usize, d: &Value) -> Result<JobDoc, FormatError> {
+/// How a pod set's count is named in messages: `4 pods of pod set `main``.
+pub fn count_source(set: &workloads::PodTemplateSet) -> String {
+    format!("{} pods of pod set `{}`", set.count, set.name)
+}
+
+/// The Kueue annotations railyard reads on a pod template.
+const KUEUE_TEMPLATE_ANNOTATIONS_READ: [&str; 5] = [
+    KUEUE_REQUIRED,
+    KUEUE_PREFERRED,
+    KUEUE_UNCONSTRAINED,
+    KUEUE_SLICE_REQUIRED,
+    KUEUE_SLICE_SIZE,
+];
+
+/// The Kueue labels and annotations railyard reads on a workload object.
+const KUEUE_OBJECT_KEYS_READ: [&str; 4] = [
+    KUEUE_QUEUE_LABEL,
+    KUEUE_MIN_PARALLELISM,
+    KUEUE_POD_GROUP_LABEL,
+    KUEUE_POD_GROUP_TOTAL,
+];
+
+/// What Kueue would act on but railyard does not: `kueue.x-k8s.io/` labels and annotations it
+/// does not read, on the object and on each pod template (`sets`), and the pod-spec fields Kueue
+/// TAS honours that railyard ignores (node selectors, node affinity). One problem each, for
+/// `lint` to report as warnings, so that a manifest is never "no findings" while railyard would
+/// place it other than Kueue does.
+pub fn kueue_unread(doc: &Value, sets: &[workloads::PodTemplateSet]) -> Vec<FieldProblem> {
+    let mut out = Vec::new();
+    let keys = |out: &mut Vec<FieldProblem>, v: Option<&Value>, base: &str, read: &[&str]| {
+        for k in v
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|o| o.keys())
+        {
+            if k.starts_with("kueue.x-k8s.io/") && !read.contains(&k.as_str()) {
+                out.push(FieldProblem {
+                    field: format!("{base}[{k}]"),
+                    message: "Kueue acts on this; railyard does not (its placement may differ from Kueue's)".to_owned(),
+                });
+            }
+        }
+    };
+    for part in ["labels", "annotations"] {
+        keys(
+            &mut out,
+            path(doc, &["metadata", part]),
+            &format!("metadata.{part}"),
+            &KUEUE_OBJECT_KEYS_READ,
+        );
+    }
+    let pod_doc = kind(doc) == "Pod";
+    for set in sets {
+        let base = if set.field.is_empty() {
+            String::new()
+        } else {
+            format!("{}.", set.field)
+        };
+        if !pod_doc {
+            keys(
+                &mut out,
+                path(&set.template, &["metadata", "annotations"]),
+                &format!("{base}metadata.annotations"),
+                &KUEUE_TEMPLATE_ANNOTATIONS_READ,
+            );
+        }
+        for (keys_at, what) in [
+            (&["spec", "nodeSelector"][..], "nodeSelector"),
+            (&["spec", "affinity", "nodeAffinity"][..], "node affinity"),
+        ] {
+            if path(&set.template, keys_at).is_some_and(|v| !v.is_null()) {
+                out.push(FieldProblem {
+                    field: format!("{base}{}", keys_at.join(".")),
+                    message: format!("Kueue TAS places only on nodes matching the {what}; railyard does not read it yet and may choose other nodes"),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Kueue: the label naming a plain pod's group.
+pub const KUEUE_POD_GROUP_LABEL: &str = "kueue.x-k8s.io/pod-group-name";
+/// Kueue: the annotation giving a pod group's total pod count.
+pub const KUEUE_POD_GROUP_TOTAL: &str = "kueue.x-k8s.io/pod-group-total-count";
+
+/// One Kueue workload per document (one per replica group for a LeaderWorkerSet, named
+/// `NAME-0`, `NAME-1`, …), each pod set read from its template.
+fn kueue_workload(
+    file: &str,
+    document: usize,
+    d: &Value,
+    wk: &workloads::WorkloadKind,
+) -> Result<Vec<JobDoc>, FormatError> {
     let at = format!("document {document}");
     let name = name_of(file, &at, d)?;
-    let at = format!("{at} (Job {name})");
+    let at = format!("{at} ({} {name})", wk.kind);
     let err = |m: String| FormatError::input(file, format!("{at}: {m}"));
     let queue = map_str(d, &["metadata", "labels"], KUEUE_QUEUE_LABEL).ok_or_else(|| {
         err(format!(
-            "metadata.labels[{KUEUE_QUEUE_LABEL}]: missing; Kueue only admits Jobs that name a LocalQueue"
+            "metadata.labels[{KUEUE_QUEUE_LABEL}]: missing; Kueue only admits workloads that name a LocalQueue"
         ))
     })?;
-    let count = pod_count(path(d, &["spec", "parallelism"]))
-        .map_err(|m| err(format!("spec.parallelism: {m}")))?;
-    let min_count = match map_str(d, &["metadata", "annotations"], KUEUE_MIN_PARALLELISM) {
-        None => None,
-        Some(s) => Some(
-            s.parse::<u32>()
-                .ok()
-                .filter(|&m| m >= 1 && m <= count)
-                .ok_or_else(|| {
-                    err(format!(
-                        "metadata.annotations[{KUEUE_MIN_PARALLELISM}]: expected 1..={count}, got \"{s}\""
-                    ))
-                })?,
-        ),
-    };
-    let (topology, problems) = kueue_topology(
-        path(d, &["spec", "template", "metadata", "annotations"]),
-        "spec.template.metadata.annotations",
-        Some((count, &format!("spec.parallelism {count}"))),
-    );
-    if let Some(p) = problems.first() {
-        return Err(err(p.to_string()));
-    }
-    let pod_spec = path(d, &["spec", "template", "spec"])
-        .cloned()
-        .unwrap_or(Value::Null);
-    let f = "spec.template.spec";
-    let gpus = container_sum(file, &at, &pod_spec, f, GPU_RESOURCE, parse_count)?;
-    check_gpus_per_pod(gpus).map_err(|m| err(format!("{f}.containers: {m}")))?;
-    let cpu_millis = container_sum(file, &at, &pod_spec, f, "cpu", parse_cpu_millis)?;
-    let memory_mib = container_sum(file, &at, &pod_spec, f, "memory", parse_memory_mib)?;
-    let priority = pod_spec
-        .get("priority")
-        .and_then(Value::as_i64)
-        .unwrap_or(0) as i32;
-    let tolerations = k8s_tolerations(file, &at, &pod_spec, f)?;
-    Ok(JobDoc {
-        format: JobFormat::Kueue,
-        document,
-        queue_field: format!("metadata.labels[{KUEUE_QUEUE_LABEL}]"),
-        name,
-        queue,
-        priority,
-        preemptible: true,
-        tolerations,
-        pod_sets: vec![PodSetDoc {
-            name: "main".to_owned(),
-            count,
+    let sets = workloads::pod_sets(d, wk).map_err(|p| err(p.to_string()))?;
+    let groups = workloads::replica_groups(d, wk).map_err(|p| err(p.to_string()))?;
+    let mut pod_sets = Vec::new();
+    let mut tolerations: Option<(Vec<sched::Toleration>, String)> = None;
+    let mut priority = 0;
+    for (k, set) in sets.iter().enumerate() {
+        let base = if set.field.is_empty() {
+            String::new()
+        } else {
+            format!("{}.", set.field)
+        };
+        let pod_spec = set.template.get("spec").cloned().unwrap_or(Value::Null);
+        let spec_field = format!("{base}spec");
+        let count_source = count_source(set);
+        let (topology, problems) = kueue_topology(
+            path(&set.template, &["metadata", "annotations"]),
+            &format!("{base}metadata.annotations"),
+            Some((set.count, &count_source)),
+        );
+        if let Some(p) = problems.first() {
+            return Err(err(p.to_string()));
+        }
+        let gpus = pod_requests(file, &at, &pod_spec, &spec_field, GPU_RESOURCE, parse_count)?;
+        check_gpus_per_pod(gpus).map_err(|m| err(format!("{spec_field}.containers: {m}")))?;
+        let cpu_millis = pod_requests(file, &at, &pod_spec, &spec_field, "cpu", parse_cpu_millis)?;
+        let memory_mib = pod_requests(
+            file,
+            &at,
+            &pod_spec,
+            &spec_field,
+            "memory",
+            parse_memory_mib,
+        )?;
+        if k == 0 {
+            priority = pod_spec
+                .get("priority")
+                .and_then(Value::as_i64)
+                .unwrap_or(0) as i32;
+        }
+        let t = k8s_tolerations(file, &at, &pod_spec, &spec_field)?;
+        match &tolerations {
+            None => tolerations = Some((t, set.name.clone())),
+            Some((first, first_set)) if *first != t => {
+                return Err(err(format!(
+                    "{spec_field}.tolerations: pod set `{}` tolerates other taints than pod set `{first_set}`; railyard applies one set of tolerations to a whole job",
+                    set.name
+                )))
+            }
+            Some(_) => {}
+        }
+        let min_count = if wk.kind == "Job" {
+            match map_str(d, &["metadata", "annotations"], KUEUE_MIN_PARALLELISM) {
+                None => None,
+                Some(s) => Some(
+                    s.parse::<u32>()
+                        .ok()
+                        .filter(|&m| m >= 1 && m <= set.count)
+                        .ok_or_else(|| {
+                            err(format!(
+                                "metadata.annotations[{KUEUE_MIN_PARALLELISM}]: expected 1..={}, got \"{s}\"",
+                                set.count
+                            ))
+                        })?,
+                ),
+            }
+        } else {
+            None
+        };
+        pod_sets.push(PodSetDoc {
+            name: set.name.clone(),
+            count: set.count,
             min_count,
             gpu: sched::GpuRequest::Whole(u32::try_from(gpus).unwrap_or(u32::MAX)),
             cpu_millis,
             memory_mib,
             topology,
-            gpu_field: format!("{at}: {f}.containers: no {GPU_RESOURCE} limit or request"),
-        }],
+            gpu_field: format!("{at}: {spec_field}.containers: no {GPU_RESOURCE} limit or request"),
+            pod_spec,
+        });
+    }
+    let job = JobDoc {
+        format: JobFormat::Kueue,
+        document,
+        queue_field: format!("metadata.labels[{KUEUE_QUEUE_LABEL}]"),
+        name: name.clone(),
+        queue,
+        priority,
+        preemptible: true,
+        tolerations: tolerations.map(|(t, _)| t).unwrap_or_default(),
+        pod_sets,
+    };
+    if groups == 1 {
+        return Ok(vec![job]);
+    }
+    Ok((0..groups)
+        .map(|g| JobDoc {
+            name: format!("{name}-{g}"),
+            ..job.clone()
+        })
+        .collect())
+}
+
+/// A Kueue pod group: the Pods of one `kueue.x-k8s.io/pod-group-name`, which must agree on
+/// the queue and the total count. Pods of the same shape form one pod set; when every pod has
+/// one shape, the set has `pod-group-total-count` pods (the file may list fewer); otherwise the
+/// file must list them all.
+fn kueue_pod_group(
+    file: &str,
+    docs: &[Value],
+    group: &str,
+    members: &[usize],
+) -> Result<JobDoc, FormatError> {
+    let first = members[0];
+    let at = format!("document {} (pod group {group})", first + 1);
+    let err = |m: String| FormatError::input(file, format!("{at}: {m}"));
+    let total_of = |d: &Value| map_str(d, &["metadata", "annotations"], KUEUE_POD_GROUP_TOTAL);
+    let total = total_of(&docs[first]).ok_or_else(|| {
+        err(format!("metadata.annotations[{KUEUE_POD_GROUP_TOTAL}]: missing; every pod of a Kueue pod group gives the group's size"))
+    })?;
+    let total_n = total
+        .parse::<u32>()
+        .ok()
+        .filter(|&n| (1..=MAX_PODS_PER_JOB).contains(&n))
+        .ok_or_else(|| {
+            err(format!(
+                "metadata.annotations[{KUEUE_POD_GROUP_TOTAL}]: expected 1..={MAX_PODS_PER_JOB}, got \"{total}\""
+            ))
+        })?;
+    let queue =
+        map_str(&docs[first], &["metadata", "labels"], KUEUE_QUEUE_LABEL).unwrap_or_default();
+    let mut shapes: Vec<(Value, Vec<usize>)> = Vec::new();
+    for &m in members {
+        let d = &docs[m];
+        if total_of(d).as_deref() != Some(total.as_str()) {
+            return Err(FormatError::input(file, format!(
+                "document {} (pod group {group}): metadata.annotations[{KUEUE_POD_GROUP_TOTAL}]: expected \"{total}\" as in document {}",
+                m + 1, first + 1
+            )));
+        }
+        if map_str(d, &["metadata", "labels"], KUEUE_QUEUE_LABEL).as_deref() != Some(queue.as_str())
+        {
+            return Err(FormatError::input(file, format!(
+                "document {} (pod group {group}): metadata.labels[{KUEUE_QUEUE_LABEL}]: expected \"{queue}\" as in document {}",
+                m + 1, first + 1
+            )));
+        }
+        let shape = json!({"annotations": path(d, &["metadata", "annotations"]).cloned().map(|mut a| {
+            if let Some(o) = a.as_object_mut() { o.remove(KUEUE_POD_GROUP_TOTAL); }
+            a
+        }), "spec": d.get("spec")});
+        match shapes.iter_mut().find(|(s, _)| *s == shape) {
+            Some((_, list)) => list.push(m),
+            None => shapes.push((shape, vec![m])),
+        }
+    }
+    let listed = members.len() as u32;
+    if listed > total_n || (shapes.len() > 1 && listed != total_n) {
+        return Err(err(format!(
+            "the file lists {listed} pods of the group in {} shapes, but {KUEUE_POD_GROUP_TOTAL} is {total_n}; list every pod, or one pod when all have one shape",
+            shapes.len()
+        )));
+    }
+    let mut pod_sets = Vec::new();
+    let mut tolerations = Vec::new();
+    let mut priority = 0;
+    for (k, (_, list)) in shapes.iter().enumerate() {
+        let pod = &docs[list[0]];
+        let count = if shapes.len() == 1 {
+            total_n
+        } else {
+            list.len() as u32
+        };
+        let mut job = kueue_workload(
+            file,
+            list[0] + 1,
+            pod,
+            workloads::KINDS
+                .iter()
+                .find(|k| k.kind == "Pod")
+                .expect("Pod is a kind"),
+        )?
+        .remove(0);
+        let mut set = job.pod_sets.remove(0);
+        set.name = if shapes.len() == 1 {
+            "main".to_owned()
+        } else {
+            format!("shape-{k}")
+        };
+        set.count = count;
+        let (topology, problems) = kueue_topology(
+            path(pod, &["metadata", "annotations"]),
+            "metadata.annotations",
+            Some((count, &format!("the group's {count} pods"))),
+        );
+        if let Some(p) = problems.first() {
+            return Err(err(p.to_string()));
+        }
+        set.topology = topology;
+        if k == 0 {
+            tolerations = job.tolerations;
+            priority = job.priority;
+        } else if job.tolerations != tolerations {
+            return Err(err("the group's pods tolerate different taints; railyard applies one set of tolerations to a whole job".to_owned()));
+        }
+        pod_sets.push(set);
+    }
+    Ok(JobDoc {
+        format: JobFormat::Kueue,
+        document: first + 1,
+        queue_field: format!("metadata.labels[{KUEUE_QUEUE_LABEL}]"),
+        name: group.to_owned(),
+        queue,
+        priority,
+        preemptible: true,
+        tolerations,
+        pod_sets,
     })
 }
 
@@ -715,21 +1076,6 @@ pub fn pod_count(v: Option<&Value>) -> Result<u32, String> {
             .filter(|&n| (1..=u64::from(MAX_PODS_PER_JOB)).contains(&n))
             .map(|n| n as u32)
             .ok_or_else(|| format!("expected 1..={MAX_PODS_PER_JOB} pods, got {v}")),
-    }
-}
-
-/// A problem with one field of a document: the dotted path and what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldProblem {
-    /// Dotted path, e.g. `spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]`.
-    pub field: String,
-    /// What is wrong and what is expected.
-    pub message: String,
-}
-
-impl std::fmt::Display for FieldProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
     }
 }
 
@@ -856,7 +1202,7 @@ fn kai_job(
         ))
     })?;
     let pod_spec = pod.get("spec").cloned().unwrap_or(Value::Null);
-    let whole = container_sum(file, &at, &pod_spec, "spec", GPU_RESOURCE, parse_count)?;
+    let whole = pod_requests(file, &at, &pod_spec, "spec", GPU_RESOURCE, parse_count)?;
     check_gpus_per_pod(whole).map_err(|m| err(format!("spec.containers: {m}")))?;
     let frac = map_str(pod, &ann, KAI_GPU_FRACTION);
     let mem = map_str(pod, &ann, KAI_GPU_MEMORY);
@@ -921,8 +1267,8 @@ fn kai_job(
             }),
         ),
     };
-    let cpu_millis = container_sum(file, &at, &pod_spec, "spec", "cpu", parse_cpu_millis)?;
-    let memory_mib = container_sum(file, &at, &pod_spec, "spec", "memory", parse_memory_mib)?;
+    let cpu_millis = pod_requests(file, &at, &pod_spec, "spec", "cpu", parse_cpu_millis)?;
+    let memory_mib = pod_requests(file, &at, &pod_spec, "spec", "memory", parse_memory_mib)?;
     let priority = pod_spec
         .get("priority")
         .and_then(Value::as_i64)
@@ -958,6 +1304,7 @@ fn kai_job(
             gpu_field: format!(
                 "{at}: spec.containers: no {GPU_RESOURCE} limit, {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}"
             ),
+            pod_spec,
         }],
     })
 }

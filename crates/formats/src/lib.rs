@@ -15,5 +15,6 @@ pub mod queues;
 pub mod slurm;
 pub mod state;
 pub mod trace;
+pub mod workloads;
 
 pub use error::{one_line, FormatError};

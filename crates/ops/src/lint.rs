@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use formats::k8s::read_topology;
-use formats::{jobs, queues};
+use formats::{jobs, queues, workloads};
 
 /// How serious a finding is; only errors make `lint` exit 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -125,12 +125,10 @@ pub fn lint_documents(docs: &[Document]) -> Vec<LintFinding> {
 
 /// The checks for one document, chosen by its `kind`. Add a checker with one arm here.
 pub fn check_document(doc: &Value) -> Vec<Problem> {
-    let api = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     match doc.get("kind").and_then(Value::as_str) {
         Some("NicClusterPolicy") => check_nic_cluster_policy(doc),
         Some("NetworkAttachmentDefinition") => check_network_attachment(doc),
-        Some("Job") if api == "batch/v1" => check_kueue_topology(doc),
-        Some("JobSet") if api.starts_with(JOBSET_API) => check_kueue_topology(doc),
+        Some(_) if jobs::is_job_doc(doc) => check_workload(doc),
         Some(_) => Vec::new(),
         // Not a Kubernetes object at all (kubectl would refuse it): say so rather than pass it.
         None => vec![Problem {
@@ -569,90 +567,45 @@ fn check_cni_plugin(path: &str, plugin: &Value, resource: Option<&str>, out: &mu
 // ---------------------------------------------------------------------------------------------
 // Kueue TAS annotations on batch/v1 Jobs and JobSets
 
-/// The JobSet API group.
-const JOBSET_API: &str = "jobset.x-k8s.io/";
-
-/// A Kueue pod set of a Job or JobSet: where its pod template's annotations are and its pod
-/// count (`Err` with the problem when the count cannot be read).
-struct KueuePodSet<'a> {
-    base: String,
-    annotations: Option<&'a Value>,
-    count: Result<(u32, String), Problem>,
-}
-
-/// A Job is one pod set of `spec.parallelism` pods; a JobSet has one per replicated job, of
-/// `replicas × template.spec.parallelism` pods (Kueue's pod-set count).
-fn kueue_pod_sets(doc: &Value) -> Vec<KueuePodSet<'_>> {
-    let count_at = |v: Option<&Value>, path: String| {
-        jobs::pod_count(v).map_err(|m| Problem::new(Severity::Error, path, m))
+/// Every workload kind railyard reads (`formats::workloads`): its API version, its markings
+/// (Kueue or KAI, not both), its pod sets, the Kueue TAS annotations of each pod template with
+/// the rules `place` applies ([`jobs::kueue_topology`]), and, as warnings, every Kueue label,
+/// annotation or pod-spec field Kueue acts on and railyard does not ([`jobs::kueue_unread`]).
+fn check_workload(doc: &Value) -> Vec<Problem> {
+    let error = |p: jobs::FieldProblem| Problem::new(Severity::Error, p.field, p.message);
+    let kind = match workloads::kind_of(doc) {
+        Ok(Some(k)) => k,
+        Ok(None) => return Vec::new(),
+        Err(m) => return vec![Problem::new(Severity::Error, "apiVersion", m)],
     };
-    if doc.get("kind").and_then(Value::as_str) != Some("JobSet") {
-        return vec![KueuePodSet {
-            base: "spec.template.metadata.annotations".to_owned(),
-            annotations: doc.pointer("/spec/template/metadata/annotations"),
-            count: count_at(
-                doc.pointer("/spec/parallelism"),
-                "spec.parallelism".to_owned(),
-            )
-            .map(|n| (n, format!("spec.parallelism {n}"))),
-        }];
-    }
-    let replicated = doc
-        .pointer("/spec/replicatedJobs")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    replicated
-        .iter()
-        .enumerate()
-        .map(|(i, rj)| {
-            let at = format!("spec.replicatedJobs[{i}]");
-            let count = count_at(rj.get("replicas"), format!("{at}.replicas")).and_then(|r| {
-                let p = count_at(
-                    rj.pointer("/template/spec/parallelism"),
-                    format!("{at}.template.spec.parallelism"),
-                )?;
-                let n = r.checked_mul(p).ok_or_else(|| {
-                    Problem::new(
-                        Severity::Error,
-                        format!("{at}.replicas"),
-                        format!("replicas {r} × parallelism {p} is more pods than railyard counts"),
-                    )
-                })?;
-                Ok((n, format!("the {n} pods of replicas {r} × parallelism {p}")))
-            });
-            KueuePodSet {
-                base: format!("{at}.template.spec.template.metadata.annotations"),
-                annotations: rj.pointer("/template/spec/template/metadata/annotations"),
-                count,
-            }
-        })
-        .collect()
-}
-
-/// Kueue TAS annotations of every pod template, with the rules of [`jobs::kueue_topology`] (the
-/// ones `place` applies). The count is read only when a slice size needs it.
-fn check_kueue_topology(doc: &Value) -> Vec<Problem> {
+    let dialect = match jobs::dialect_of(doc) {
+        Ok(d) => d,
+        Err(m) => return vec![Problem::new(Severity::Error, "metadata.labels", m)],
+    };
+    let sets = match workloads::pod_sets(doc, kind) {
+        Ok(s) => s,
+        Err(p) => return vec![error(p)],
+    };
     let mut out = Vec::new();
-    for set in kueue_pod_sets(doc) {
-        let count = match &set.count {
-            Ok((n, source)) => Some((*n, source.as_str())),
-            Err(p) => {
-                if set
-                    .annotations
-                    .and_then(|a| a.get(jobs::KUEUE_SLICE_SIZE))
-                    .is_some()
-                {
-                    out.push(p.clone());
-                }
-                None
-            }
-        };
-        let (_, problems) = jobs::kueue_topology(set.annotations, &set.base, count);
+    if dialect != Some(jobs::Dialect::Kai) {
+        for set in &sets {
+            let base = if set.field.is_empty() {
+                "metadata.annotations".to_owned()
+            } else {
+                format!("{}.metadata.annotations", set.field)
+            };
+            let source = jobs::count_source(set);
+            let (_, problems) = jobs::kueue_topology(
+                set.template.pointer("/metadata/annotations"),
+                &base,
+                Some((set.count, &source)),
+            );
+            out.extend(problems.into_iter().map(error));
+        }
         out.extend(
-            problems
+            jobs::kueue_unread(doc, &sets)
                 .into_iter()
-                .map(|p| Problem::new(Severity::Error, p.field, p.message)),
+                .map(|p| Problem::new(Severity::Warning, p.field, p.message)),
         );
     }
     out
@@ -677,7 +630,7 @@ fn kueue_topologies(docs: &[Document]) -> Vec<(String, Vec<String>)> {
 /// (the ones `place` applies against a cluster): every level named is a level of the Topology,
 /// preferred at or below required, the slice level at or below the main one. A pod set is
 /// checked against the Topology holding most of the levels it names (the first on a tie), once
-/// its annotations pass [`check_kueue_topology`].
+/// its annotations pass [`check_workload`].
 fn check_kueue_levels(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
     let topologies = kueue_topologies(docs);
     let mut out = Vec::new();
@@ -685,25 +638,31 @@ fn check_kueue_levels(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
         return out;
     }
     for (i, d) in docs.iter().enumerate() {
-        let api = d
-            .value
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        match d.value.get("kind").and_then(Value::as_str) {
-            Some("Job") if api == "batch/v1" => {}
-            Some("JobSet") if api.starts_with(JOBSET_API) => {}
-            _ => continue,
+        let Ok(Some(kind)) = workloads::kind_of(&d.value) else {
+            continue;
+        };
+        if jobs::dialect_of(&d.value) == Ok(Some(jobs::Dialect::Kai)) {
+            continue;
         }
+        let Ok(sets) = workloads::pod_sets(&d.value, kind) else {
+            continue; // reported by `check_workload`
+        };
         let mut problems = Vec::new();
-        for set in kueue_pod_sets(&d.value) {
-            let Ok((count, source)) = &set.count else {
-                continue;
+        for set in &sets {
+            let base = if set.field.is_empty() {
+                "metadata.annotations".to_owned()
+            } else {
+                format!("{}.metadata.annotations", set.field)
             };
-            let (topology, annotation_problems) =
-                jobs::kueue_topology(set.annotations, &set.base, Some((*count, source)));
+            let source = jobs::count_source(set);
+            let count = &set.count;
+            let (topology, annotation_problems) = jobs::kueue_topology(
+                set.template.pointer("/metadata/annotations"),
+                &base,
+                Some((*count, &source)),
+            );
             if !annotation_problems.is_empty() {
-                continue; // reported by `check_kueue_topology`; one defect at a time
+                continue; // reported by `check_workload`; one defect at a time
             }
             let named: Vec<&str> = topology
                 .required

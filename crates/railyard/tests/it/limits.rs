@@ -216,7 +216,7 @@ fn kueue_and_kai_jobs_with_more_than_a_million_pods_are_refused() {
     let kueue = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {kueue.x-k8s.io/queue-name: q}\nspec:\n  parallelism: 1000001\n";
     let e = jobs::read_job("kueue.yaml", kueue).unwrap_err().to_string();
     assert!(
-        e.contains("spec.parallelism: expected 1..=1000000 pods, got 1000001"),
+        e.contains("spec.parallelism: expected 1..=1000000, got 1000001"),
         "{e}"
     );
     let kai = "apiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: g}\nspec: {minMember: 1000001, queue: q}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n";

@@ -14,6 +14,7 @@ mod queues;
 mod simulate;
 mod tidy;
 mod topo;
+mod workloads;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
