@@ -9,8 +9,11 @@ use formats::placement::PlacementFile;
 
 use crate::{fails, fixture, ok};
 
-/// (pod set name, pods, GPUs per pod) of every job in a fixture.
-fn shape(rel: &str) -> Vec<(String, Vec<(String, u32, sched::GpuRequest)>)> {
+/// A pod set as (name, pods, GPUs per pod).
+type SetShape = (String, u32, sched::GpuRequest);
+
+/// Every job of a fixture as (name, its pod sets).
+fn shape(rel: &str) -> Vec<(String, Vec<SetShape>)> {
     let path = fixture(rel);
     let text = std::fs::read_to_string(&path).unwrap();
     read_jobs(rel, &text)
@@ -27,7 +30,7 @@ fn shape(rel: &str) -> Vec<(String, Vec<(String, u32, sched::GpuRequest)>)> {
         .collect()
 }
 
-fn set(name: &str, count: u32, gpus: u32) -> (String, u32, sched::GpuRequest) {
+fn set(name: &str, count: u32, gpus: u32) -> SetShape {
     (name.to_owned(), count, sched::GpuRequest::Whole(gpus))
 }
 
