@@ -3,9 +3,11 @@
 //! - the native state: `jobs: [{name, queue, priority, preemptible, pods: [{node, gpus,
 //!   gpu_ids, gpu_memory_mib}]}]` (schema in the README);
 //! - a previous `place --output json` result: one placement file or a list of them (jobs that
-//!   were not placed are skipped; queue `default`, priority 0, preemptible).
+//!   were not placed are skipped; queue `default`, priority 0, preemptible);
+//! - the live cluster: `kubectl get pods -A -o json` and `kubectl get workloads -A -o json`
+//!   (see [`crate::live`]); several state files add up ([`read_all`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use sched::{Occupancy, PodAllocation, RunningJob, StateError, MILLI_PER_GPU};
 use serde::Deserialize;
@@ -15,6 +17,7 @@ use topology::{Cluster, NodeId};
 use crate::error::FormatError;
 use crate::input::{parse_documents, parse_typed};
 use crate::jobs::{default_queue, yes};
+use crate::live;
 use crate::placement::{self, PlacementFile};
 
 #[derive(Debug, Deserialize)]
@@ -49,14 +52,174 @@ struct StatePod {
 
 /// Read a state file into an occupancy of `cluster`.
 pub fn read(file: &str, text: &str, cluster: &Cluster) -> Result<Occupancy, FormatError> {
-    let docs = parse_documents(file, text)?;
+    read_all(&[(file.to_owned(), text.to_owned())], cluster)
+}
+
+/// Read several state files (`(name, text)`) into one occupancy: PodLists first (so that
+/// Workloads whose pods they hold are not counted twice), then the rest in order.
+pub fn read_all(files: &[(String, String)], cluster: &Cluster) -> Result<Occupancy, FormatError> {
     let mut occ = Occupancy::new(cluster);
-    let Some(doc) = docs.first() else {
-        return Ok(occ);
-    };
-    if docs.len() > 1 {
-        return Err(FormatError::input(file, "expected one document"));
+    let mut parsed = Vec::new();
+    for (file, text) in files {
+        let docs = parse_documents(file, text)?;
+        if docs.len() > 1 {
+            return Err(FormatError::input(file, "expected one document"));
+        }
+        parsed.push((file.as_str(), text.as_str(), docs.into_iter().next()));
     }
+    let mut owners_with_pods = BTreeSet::new();
+    for (file, _, doc) in &parsed {
+        if let Some(doc) = doc.as_ref().filter(|d| live::is_list_of(d, "Pod")) {
+            let jobs = live::read_pods(file, doc, cluster)?;
+            owners_with_pods.extend(jobs.iter().map(|j| j.owner.clone()));
+            allocate_live(file, cluster, &mut occ, jobs)?;
+        }
+    }
+    for (file, text, doc) in &parsed {
+        let empty_list = |d: &Value| {
+            d.get("kind").and_then(Value::as_str) == Some("List")
+                && d.get("items")
+                    .and_then(Value::as_array)
+                    .is_some_and(Vec::is_empty)
+        };
+        match doc {
+            None => {}
+            Some(d) if live::is_list_of(d, "Pod") || empty_list(d) => {}
+            Some(d) if live::is_list_of(d, "Workload") => {
+                let jobs = live::read_workloads(file, d, cluster, &owners_with_pods)?;
+                allocate_live(file, cluster, &mut occ, jobs)?;
+            }
+            Some(d) => read_one(file, text, d, cluster, &mut occ)?,
+        }
+    }
+    Ok(occ)
+}
+
+/// Live jobs into the occupancy: whole GPUs on the lowest free GPUs of their node, fractions
+/// and memory on the first GPU with room. More than a node holds is an error naming the pod.
+fn allocate_live(
+    file: &str,
+    cluster: &Cluster,
+    occ: &mut Occupancy,
+    jobs: Vec<live::LiveJob>,
+) -> Result<(), FormatError> {
+    // Per node and GPU: (thousandths used, MiB used), starting from what is already allocated.
+    let mut used: BTreeMap<NodeId, Vec<(u32, u32)>> = BTreeMap::new();
+    for job in jobs {
+        let mut allocs = Vec::new();
+        for pod in &job.pods {
+            let Some(gpu) = pod.gpu else {
+                continue; // no GPUs: nothing for the GPU occupancy to hold
+            };
+            let n = cluster.node(pod.node);
+            let mem_total = n.gpu_memory_gib * 1024;
+            let gpus = used.entry(pod.node).or_insert_with(|| {
+                (0..n.gpus)
+                    .map(|g| {
+                        (
+                            occ.used_milli(pod.node, g),
+                            occ.used_memory_mib(pod.node, g),
+                        )
+                    })
+                    .collect()
+            });
+            let full = || {
+                FormatError::input(
+                    file,
+                    format!(
+                        "pod {} (job {}): node \"{}\" has no room left for it ({} GPUs of {} MiB; the pods listed before it hold {})",
+                        pod.name,
+                        job.name,
+                        n.name,
+                        n.gpus,
+                        mem_total,
+                        describe_use(gpus)
+                    ),
+                )
+            };
+            let alloc = match gpu {
+                live::GpuUse::Whole(k) => {
+                    let free: Vec<u32> = (0..n.gpus)
+                        .filter(|&g| gpus[g as usize] == (0, 0))
+                        .take(k as usize)
+                        .collect();
+                    if free.len() < k as usize {
+                        return Err(full());
+                    }
+                    for &g in &free {
+                        gpus[g as usize] = (MILLI_PER_GPU, mem_total);
+                    }
+                    PodAllocation {
+                        node: pod.node,
+                        gpu_ids: free,
+                        milli: MILLI_PER_GPU,
+                        memory_mib: mem_total,
+                    }
+                }
+                live::GpuUse::Fraction(_) | live::GpuUse::MemoryMib(_) => {
+                    let (milli, mem) = match gpu {
+                        live::GpuUse::Fraction(m) => (
+                            m,
+                            ((u64::from(m) * u64::from(mem_total)).div_ceil(1000)) as u32,
+                        ),
+                        live::GpuUse::MemoryMib(m) => (
+                            ((u64::from(m) * 1000).div_ceil(u64::from(mem_total.max(1))) as u32)
+                                .clamp(1, MILLI_PER_GPU),
+                            m,
+                        ),
+                        live::GpuUse::Whole(_) => unreachable!("matched above"),
+                    };
+                    let g = (0..n.gpus)
+                        .find(|&g| {
+                            let (um, ug) = gpus[g as usize];
+                            um + milli <= MILLI_PER_GPU && ug + mem <= mem_total
+                        })
+                        .ok_or_else(full)?;
+                    let slot = &mut gpus[g as usize];
+                    slot.0 += milli;
+                    slot.1 += mem;
+                    PodAllocation {
+                        node: pod.node,
+                        gpu_ids: vec![g],
+                        milli,
+                        memory_mib: mem,
+                    }
+                }
+            };
+            allocs.push(alloc);
+        }
+        if allocs.is_empty() {
+            continue; // a job without GPU pods
+        }
+        let running = RunningJob {
+            name: job.name.clone(),
+            queue: job.queue.clone(),
+            priority: job.priority,
+            preemptible: job.preemptible,
+        };
+        occ.allocate(running, allocs)
+            .map_err(|e| state_error(file, cluster, e))?;
+    }
+    Ok(())
+}
+
+fn describe_use(gpus: &[(u32, u32)]) -> String {
+    let whole = gpus.iter().filter(|(m, _)| *m >= MILLI_PER_GPU).count();
+    let shared = gpus
+        .iter()
+        .filter(|(m, _)| *m > 0 && *m < MILLI_PER_GPU)
+        .count();
+    format!("{whole} whole and {shared} shared GPUs")
+}
+
+/// One native or placement-file state document into `occ`.
+fn read_one(
+    file: &str,
+    text: &str,
+    doc: &Value,
+    cluster: &Cluster,
+    occ: &mut Occupancy,
+) -> Result<(), FormatError> {
     let placements: Option<Vec<PlacementFile>> = match doc {
         Value::Array(_) => Some(parse_typed(file, text)?),
         Value::Object(m) if m.contains_key("placed") => Some(vec![parse_typed(file, text)?]),
@@ -93,7 +256,7 @@ pub fn read(file: &str, text: &str, cluster: &Cluster) -> Result<Occupancy, Form
             occ.allocate(job, allocs)
                 .map_err(|e| state_error(&at, cluster, e))?;
         }
-        return Ok(occ);
+        return Ok(());
     }
     let state: NativeState = parse_typed(file, text)?;
     for (i, j) in state.jobs.into_iter().enumerate() {
@@ -140,7 +303,7 @@ pub fn read(file: &str, text: &str, cluster: &Cluster) -> Result<Occupancy, Form
         occ.allocate(job, allocs)
             .map_err(|e| state_error(file, cluster, e))?;
     }
-    Ok(occ)
+    Ok(())
 }
 
 fn strip_file(file: &str, m: &str) -> String {

@@ -15,8 +15,9 @@ use topology::Cluster;
 pub struct PlaceInputs<'a> {
     /// The job file (native, Kueue or KAI).
     pub job: &'a Path,
-    /// Running jobs (a state file or previous `place --output json` results).
-    pub state: Option<&'a Path>,
+    /// Running jobs: state files, previous `place --output json` results, a PodList, a Kueue
+    /// Workload list; empty for an idle cluster.
+    pub state: &'a [PathBuf],
     /// Queue files; empty for none (then only the job's own queue may be preempted).
     pub queues: &'a [PathBuf],
     /// Never preempt.
@@ -72,13 +73,11 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             ),
         ));
     }
-    let occupancy = match inputs.state {
-        Some(p) => {
-            let f = p.display().to_string();
-            state::read(&f, &read_text(p)?, cluster)?
-        }
-        None => sched::Occupancy::new(cluster),
-    };
+    let mut state_files = Vec::new();
+    for p in inputs.state {
+        state_files.push((p.display().to_string(), read_text(p)?));
+    }
+    let occupancy = state::read_all(&state_files, cluster)?;
     if occupancy.jobs().contains_key(&job.name) {
         return Err(FormatError::input(
             &job_file,

@@ -35,7 +35,7 @@ pub struct CollectiveArgs {
     // `conflicts_with` rather than `requires = "job"`: clap lets any member of the required
     // group satisfy `requires` (clap-rs/clap#4707), so `--placement` would.
     #[arg(long, value_name = "FILE", conflicts_with = "placement")]
-    pub state: Option<PathBuf>,
+    pub state: Vec<PathBuf>,
     /// allreduce, allgather, reducescatter or alltoall.
     #[arg(long, value_name = "NAME")]
     pub collective: String,
@@ -323,7 +323,7 @@ fn ranks_source(
                 cluster,
                 &PlaceInputs {
                     job,
-                    state: args.state.as_deref(),
+                    state: &args.state,
                     queues: &[],
                     no_preempt: false,
                 },

@@ -22,9 +22,10 @@ pub struct PlaceArgs {
     /// The job: a railyard job spec, a Kueue-annotated batch/v1 Job, or a KAI Pod/PodGroup.
     #[arg(long, value_name = "FILE")]
     pub job: PathBuf,
-    /// Running jobs: a railyard state file, or `place --output json` results (one or a list).
+    /// Running jobs: a railyard state file, `place --output json` results (one or a list),
+    /// `kubectl get pods -A -o json`, or `kubectl get workloads -A -o json`; repeat to combine.
     #[arg(long, value_name = "FILE")]
-    pub state: Option<PathBuf>,
+    pub state: Vec<PathBuf>,
     /// Queue files (KAI Queue, Kueue ClusterQueue/Cohort): enables limit checks and reclaim
     /// across queues by fair share; without them only lower-priority jobs of the job's own
     /// queue may be preempted.
@@ -45,7 +46,7 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
         &cluster,
         &PlaceInputs {
             job: &args.job,
-            state: args.state.as_deref(),
+            state: &args.state,
             queues: &args.queues,
             no_preempt: args.no_preempt,
         },

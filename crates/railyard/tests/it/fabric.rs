@@ -20,7 +20,7 @@ fn args(cluster: &str, placement: PathBuf, routing: &str, qps: u32) -> Collectiv
         },
         placement: Some(placement),
         job: None,
-        state: None,
+        state: Vec::new(),
         collective: "allreduce".to_owned(),
         routing: routing.to_owned(),
         qps,

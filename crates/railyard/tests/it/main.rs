@@ -9,6 +9,7 @@ mod fuzz_regressions;
 mod launch;
 mod limits;
 mod lint;
+mod live;
 mod place;
 mod queues;
 mod simulate;
