@@ -10,8 +10,47 @@ use crate::error::{one_line, FormatError};
 /// Largest input file railyard reads, bytes. Larger files are refused before reading.
 pub const MAX_INPUT_BYTES: u64 = 512 * 1024 * 1024;
 
-/// Read a whole text file, refusing files above [`MAX_INPUT_BYTES`].
+/// Whether standard input has been read (it can be read once per process).
+static STDIN_READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Read all of standard input as text, at most [`MAX_INPUT_BYTES`]; `-` names it in errors. It
+/// can be read once: a second argument given as `-` is an error.
+pub fn read_stdin() -> Result<String, FormatError> {
+    use std::io::Read;
+    if STDIN_READ.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return Err(FormatError::input(
+            "-",
+            "standard input was already read for another argument; give at most one `-`",
+        ));
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| FormatError::Io {
+            path: "-".to_owned(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(FormatError::input(
+            "-",
+            format!("standard input is more than the limit of {MAX_INPUT_BYTES} bytes"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        FormatError::input(
+            "-",
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
+/// Read a whole text file, refusing files above [`MAX_INPUT_BYTES`]; `-` is standard input.
 pub fn read_text(path: &Path) -> Result<String, FormatError> {
+    if path == Path::new("-") {
+        return read_stdin();
+    }
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|source| FormatError::Io {
         path: shown.clone(),

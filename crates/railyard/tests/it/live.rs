@@ -4,7 +4,7 @@
 
 use formats::placement::PlacementFile;
 
-use crate::{fails, ok, temp_dir};
+use crate::{fails, ok, railyard_stdin, temp_dir};
 
 const CLUSTER: &[&str] = &[
     "--cluster",
@@ -157,4 +157,37 @@ fn impossible_live_state_is_one_line_naming_the_pod() {
         assert!(line.contains(expected), "{name}: {line}");
         assert!(line.contains(name), "{name}: names the file: {line}");
     }
+}
+
+#[test]
+fn a_dash_reads_standard_input_once() {
+    let pods = std::fs::read_to_string(crate::fixture("live/pods.json")).unwrap();
+    let job = "tests/fixtures/workloads/kueue-jobset.yaml";
+    let mut args = vec!["place"];
+    args.extend_from_slice(CLUSTER);
+    args.extend_from_slice(&["--state", "-", "--job", job, "--output", "json"]);
+    let from_stdin = railyard_stdin(&args, &pods);
+    assert_eq!(from_stdin.code, 0, "{}", from_stdin.stderr);
+    let from_file = place(&["tests/fixtures/live/pods.json"], job);
+    let p: PlacementFile = serde_json::from_str(&from_stdin.stdout).unwrap();
+    assert_eq!(p, from_file);
+    let nodes = std::fs::read_to_string(crate::fixture("live/nodes.json")).unwrap();
+    let run = railyard_stdin(
+        &[
+            "place",
+            "--cluster",
+            "-",
+            "--topology",
+            "tests/fixtures/nodes/kueue-topology.yaml",
+            "--state",
+            "-",
+            "--job",
+            job,
+        ],
+        &nodes,
+    );
+    crate::assert_one_line_error(
+        &run,
+        "-: standard input was already read for another argument",
+    );
 }
