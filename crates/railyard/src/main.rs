@@ -79,7 +79,13 @@ fn run(cli: Cli) -> Result<String, CliError> {
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
-        Command::Simulate(a) => simulate::run(&a),
+        Command::Simulate(mut a) => {
+            a.command_line = std::env::args().collect();
+            if let Some(first) = a.command_line.first_mut() {
+                *first = "railyard".to_owned();
+            }
+            simulate::run(&a)
+        }
         Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),
         Command::Fabric(FabricCommand::Ecmp(a)) => fabric::ecmp(&a),
         Command::Fabric(FabricCommand::Mtu(a)) => fabric::mtu(&a),
