@@ -151,7 +151,7 @@ fn prometheus_output_has_one_series_per_finding_with_its_level() {
 fn prometheus_label_values_are_escaped() {
     let findings = vec![ops::doctor::Finding {
         level: Level::Fail,
-        check: "hostname".into(),
+        check: "hostname",
         subject: "a \"b\" \\ c\nd".into(),
         seen: String::new(),
         why: String::new(),
