@@ -45,6 +45,16 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff), or write one page per command into --out-dir.
     Man(ManArgs),
+    /// Print the JSON Schema of a YAML format you write: cluster-spec, overlay, job, state, layout.
+    Schema(SchemaArgs),
+}
+
+/// Arguments of `schema`.
+#[derive(Debug, clap::Args)]
+pub struct SchemaArgs {
+    /// cluster-spec, overlay, job, state or layout.
+    #[arg(value_name = "NAME")]
+    pub name: String,
 }
 
 /// Arguments of `completions`.
@@ -123,6 +133,7 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Queues(QueuesCommand::Share(a)) => queues::share(&a),
         Command::Completions(a) => Ok(completions(a.shell)),
         Command::Man(a) => man(&a),
+        Command::Schema(a) => crate::commands::schema::schema(&a.name),
     }
 }
 

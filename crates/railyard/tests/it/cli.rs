@@ -86,3 +86,57 @@ fn the_binary_works_as_a_kubectl_plugin_under_its_plugin_name() {
         .unwrap()
         .contains("fat-tree-k8"));
 }
+
+/// Validate `instance` against the schema `railyard schema NAME` prints.
+fn validates(name: &str, instance: &serde_json::Value) -> Result<(), String> {
+    let schema: serde_json::Value = serde_json::from_str(&ok(&["schema", name])).unwrap();
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler
+        .add_resource("urn:railyard:schema", schema)
+        .map_err(|e| e.to_string())?;
+    let id = compiler
+        .compile("urn:railyard:schema", &mut schemas)
+        .map_err(|e| e.to_string())?;
+    schemas.validate(instance, id).map_err(|e| e.to_string())
+}
+
+fn yaml(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_norway::from_str(&text).unwrap()
+}
+
+#[test]
+fn the_schemas_accept_every_bundled_file_and_refuse_typos() {
+    for (name, text) in formats::cluster::PRESETS {
+        let v: serde_json::Value = serde_norway::from_str(text).unwrap();
+        validates("cluster-spec", &v).unwrap_or_else(|e| panic!("preset {name}: {e}"));
+    }
+    let fixtures = crate::fixture("");
+    for (schema, file) in [
+        ("job", "sched/jobs/native-train.yaml"),
+        ("job", "sched/jobs/fat-tree-ring-24.yaml"),
+        ("job", "sched/jobs/team-b-pair.yaml"),
+        ("state", "sched/state/running.yaml"),
+        ("state", "sched/state/fat-tree-busy.yaml"),
+        ("layout", "cables/layout-fat-tree-k8.yaml"),
+    ] {
+        validates(schema, &yaml(&fixtures.join(file))).unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+    let overlay =
+        serde_json::json!({"shape": "BM.GPU.H100.8", "rails": 8, "tier_latency_us": [2, 5, 8]});
+    validates("overlay", &overlay).unwrap();
+    // A misspelt field is refused by the schema as by railyard itself.
+    let mut typo = yaml(&fixtures.join("sched/jobs/native-train.yaml"));
+    typo["pod_sets"][0]["gpu"] = serde_json::json!(8);
+    assert!(validates("job", &typo).is_err());
+    let mut typo =
+        serde_norway::from_str::<serde_json::Value>(formats::cluster::PRESETS[0].1).unwrap();
+    typo["node"]["gpuz"] = serde_json::json!(8);
+    assert!(validates("cluster-spec", &typo).is_err());
+    let line = crate::fails(&["schema", "nodelist"]);
+    assert!(
+        line.contains("unknown schema `nodelist`; expected one of cluster-spec"),
+        "{line}"
+    );
+}
