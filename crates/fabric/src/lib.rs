@@ -24,18 +24,20 @@ mod error;
 pub mod hash;
 mod maxmin;
 mod model;
+pub mod nccl;
 mod routing;
 pub mod sport;
 
-pub use collective::{busbw_from_algbw, validate_ranks, Collective, Rank};
+pub use collective::{busbw_from_algbw, validate_ranks, Collective, NicPort, Rank};
 pub use error::{FabricError, MAX_FLOWS};
 pub use hash::{HashFn, SwitchSeeds};
-pub use maxmin::{max_min_fair, FlowPaths};
+pub use maxmin::{aggregate_jobs, job_max_min, max_min_fair, FlowPaths};
 pub use model::{
     evaluate, nic_ip, pair_latency_ns, Allocation, Fabric, JobResult, JobTraffic, LinkLoad,
     Resource, RoutedJob,
 };
-pub use routing::{link_resource, RoutingConfig, RoutingMode};
+pub use nccl::{parse_nccl_env, Algorithm, GpuArch, NcclConfig, NcclEnvError, Protocol};
+pub use routing::{PortIndex, RoutingConfig, RoutingMode};
 pub use sport::udp_source_port;
 
 /// Ranks for whole GPUs of a list of `(node, gpu indices)` in rank order: each GPU is one rank.

@@ -1,0 +1,257 @@
+//! NCCL's structure, claim by claim, each test naming the NCCL source it follows (NVIDIA/nccl
+//! v2.30.7, commit 5067397c): rings enter every node once per channel, channel counts, QPs per
+//! connection, physical ports, and job-level sharing.
+
+use fabric::{
+    evaluate, Collective, Fabric, JobTraffic, NcclConfig, Rank, Resource, RoutingConfig,
+    RoutingMode,
+};
+use topology::{
+    build_from_spec, ClosSpec, Cluster, ClusterSpec, Endpoint, FabricSpec, NodeId, TierSpec,
+};
+
+/// A two-tier rail-optimized Clos of `nodes` hosts with `rails` × `ports` × `gbps` NICs.
+fn clos(nodes: u32, rails: u32, ports: u32, gbps: f64) -> Cluster {
+    let tier = |l: &str, n, lat, s| TierSpec {
+        label: l.to_owned(),
+        value_prefix: format!("{l}-"),
+        nodes_per_domain: n,
+        latency_us: lat,
+        switches_per_domain: Some(s),
+        oversubscription: None,
+    };
+    build_from_spec(&ClusterSpec {
+        name: "clos".to_owned(),
+        node: topology::examples::node(8, rails, ports, gbps),
+        fabric: FabricSpec {
+            fat_tree: None,
+            clos: Some(ClosSpec {
+                nodes,
+                rail_optimized: true,
+                host_label: topology::HOSTNAME_LABEL.to_owned(),
+                tiers: vec![
+                    tier("lb", 4, 2.0, rails),
+                    tier("top", nodes, 5.0, rails * 2),
+                ],
+            }),
+        },
+    })
+    .expect("valid")
+}
+
+fn rank(node: usize, gpu: u32) -> Rank {
+    Rank {
+        node: NodeId::from_index(node),
+        gpu,
+    }
+}
+
+fn cfg(mode: RoutingMode, qps: u32) -> RoutingConfig {
+    RoutingConfig {
+        mode,
+        nccl: NcclConfig {
+            qps_per_connection: qps,
+            ..NcclConfig::default()
+        },
+        ..RoutingConfig::default()
+    }
+}
+
+fn allreduce(ranks: Vec<Rank>) -> JobTraffic {
+    JobTraffic {
+        ranks,
+        collective: Collective::AllReduce,
+    }
+}
+
+/// Network flows arriving at each node's NIC ports, counted per node.
+fn arrivals_per_node(f: &Fabric, job: &fabric::RoutedJob, n_nodes: usize) -> Vec<usize> {
+    let c = f.cluster();
+    let mut count = vec![0; n_nodes];
+    for i in 0..job.flows.len() {
+        let last = job.flows.path(i).last().map(|(r, _)| f.resource(r));
+        if let Some(Resource::Link {
+            link, up: false, ..
+        }) = last
+        {
+            if let Endpoint::Nic { node, .. } = c.link(link).lower {
+                count[node.index()] += 1;
+            }
+        }
+    }
+    count
+}
+
+/// src/graph/connect.cc (`connectRings`) and src/graph/search.cc (ring pattern
+/// `NET n -> GPU a -> … -> GPU x -> NET n`): each channel's ring enters every node once,
+/// whatever the rank order. Ranks alternating between two nodes get the same bandwidth as
+/// ranks in node order (the 25 or 6.25 GB/s instead of about 50 was rank-order rings).
+#[test]
+fn ring_enters_each_node_once_per_channel_whatever_the_rank_order() {
+    let c = clos(8, 1, 1, 400.0);
+    let alternating: Vec<Rank> = (0..8).flat_map(|g| [rank(0, g), rank(4, g)]).collect();
+    let in_order: Vec<Rank> = (0..8)
+        .map(|g| rank(0, g))
+        .chain((0..8).map(|g| rank(4, g)))
+        .collect();
+    let mut f = Fabric::new(&c);
+    let job = f
+        .route(
+            &allreduce(alternating.clone()),
+            &cfg(RoutingMode::Ecmp, 1),
+            0,
+        )
+        .expect("valid");
+    // One NIC per node: 4 channels (search 1 at 48 GB/s, ncclTopoDupChannels ×2, postset ×2).
+    assert_eq!(job.channels, 4);
+    // Every channel crosses into each of the 2 nodes exactly once.
+    let arrivals = arrivals_per_node(&f, &job, c.nodes.len());
+    assert_eq!((arrivals[0], arrivals[4]), (4, 4), "{arrivals:?}");
+    assert_eq!(job.network_flows, 4 * 2);
+    let alt = evaluate(&c, &[allreduce(alternating)], &cfg(RoutingMode::Ecmp, 1)).expect("valid");
+    let ord = evaluate(&c, &[allreduce(in_order)], &cfg(RoutingMode::Ecmp, 1)).expect("valid");
+    assert!((alt[0].busbw_gb_s - 48.0).abs() < 1e-9, "{alt:?}");
+    assert!((alt[0].busbw_gb_s - ord[0].busbw_gb_s).abs() < 1e-9);
+}
+
+/// src/graph/search.cc (`ncclTopoCompute`, `ncclTopoDupChannels`) and src/graph/connect.cc
+/// (`ncclTopoPostset`): at least two channels per NIC port; `NCCL_MAX_NCHANNELS` and
+/// `NCCL_MIN_NCHANNELS` bound the count.
+#[test]
+fn channel_count_is_nccl_default_and_follows_the_limits() {
+    // 8 × 400G per node, H100 NVLink: 8 search channels at 48 GB/s, no duplication in the
+    // search (SM90, below 50 GB/s, more than 4), doubled by the postset: 16.
+    let c = clos(8, 8, 1, 400.0);
+    let ranks: Vec<Rank> = (0..4)
+        .flat_map(|n| (0..8).map(move |g| rank(n, g)))
+        .collect();
+    let mut f = Fabric::new(&c);
+    let job = f
+        .route(&allreduce(ranks.clone()), &cfg(RoutingMode::Adaptive, 1), 0)
+        .expect("valid");
+    assert_eq!(job.channels, 16);
+    assert_eq!(job.network_flows, 16 * 4);
+    // 8 × 48 GB/s.
+    assert!((job.ideal_busbw_gbps / 8.0 - 384.0).abs() < 1e-9);
+    let limited = RoutingConfig {
+        nccl: fabric::parse_nccl_env(["NCCL_MAX_NCHANNELS=4"]).expect("valid"),
+        ..cfg(RoutingMode::Adaptive, 1)
+    };
+    let job = f
+        .route(&allreduce(ranks.clone()), &limited, 0)
+        .expect("valid");
+    assert_eq!(job.channels, 4);
+    // Four channels use four of the eight NICs: half the bandwidth.
+    assert!((job.ideal_busbw_gbps / 8.0 - 192.0).abs() < 1e-9);
+    let raised = RoutingConfig {
+        nccl: fabric::parse_nccl_env(["NCCL_MIN_NCHANNELS=32"]).expect("valid"),
+        ..cfg(RoutingMode::Adaptive, 1)
+    };
+    assert_eq!(
+        f.route(&allreduce(ranks), &raised, 0)
+            .expect("valid")
+            .channels,
+        32
+    );
+}
+
+/// src/transport/net_ib/connect.cc (`IbQpsPerConn`, `NCCL_IB_QPS_PER_CONNECTION`, default 1):
+/// every network connection has that many QPs, each its own flow with its own RoCEv2 source
+/// port and an equal part of the connection's bytes.
+#[test]
+fn qps_per_connection_split_every_connection_into_equal_flows() {
+    let c = clos(8, 8, 1, 400.0);
+    let ranks: Vec<Rank> = (0..4)
+        .flat_map(|n| (0..8).map(move |g| rank(n, g)))
+        .collect();
+    let mut f = Fabric::new(&c);
+    let one = f
+        .route_flows(&allreduce(ranks.clone()), &cfg(RoutingMode::Ecmp, 1), 0)
+        .expect("valid");
+    let four = f
+        .route_flows(&allreduce(ranks), &cfg(RoutingMode::Ecmp, 4), 0)
+        .expect("valid");
+    assert_eq!(one.network_flows, 16 * 4);
+    assert_eq!(four.network_flows, 16 * 4 * 4);
+    let net_share = |j: &fabric::RoutedJob| -> f64 {
+        (0..j.flows.len())
+            .filter(|&i| {
+                j.flows
+                    .path(i)
+                    .any(|(r, _)| matches!(f.resource(r), Resource::Link { .. }))
+            })
+            .map(|i| j.shares[i])
+            .sum()
+    };
+    assert!((net_share(&one) - net_share(&four)).abs() < 1e-9);
+}
+
+/// Every port is its own link: a rail of 2 × 200G is two resources of 200G, and a flow uses
+/// one of them, so one connection per rail cannot use the rail's second port.
+#[test]
+fn a_rail_of_two_ports_is_two_links() {
+    let c = clos(8, 1, 2, 200.0);
+    let f = Fabric::new(&c);
+    let nic = c.node(NodeId::from_index(0)).nic_links[0];
+    assert_eq!(c.link(nic).ports, 2);
+    let r0 = f.ports().resource(nic, 0, true);
+    let r1 = f.ports().resource(nic, 1, true);
+    assert_ne!(r0, r1);
+    // NCCL uses 24 GB/s of a 200G port (sm90SpeedArrayInter, src/graph/search.cc).
+    assert_eq!(f.capacity()[r0 as usize], 192.0);
+    // Two ports per node, two ring channels each: 2 × 24 GB/s.
+    let ranks: Vec<Rank> = (0..8)
+        .map(|g| rank(0, g))
+        .chain((0..8).map(|g| rank(5, g)))
+        .collect();
+    let r = evaluate(&c, &[allreduce(ranks)], &cfg(RoutingMode::Adaptive, 1)).expect("valid");
+    assert!((r[0].busbw_gb_s - 48.0).abs() < 1e-9, "{r:?}");
+}
+
+/// Two jobs share node 0's and node 1's NICs; job A also crosses a 16:1 oversubscribed uplink
+/// that paces it at 12.5 GB/s. Job-level sharing gives job B the rest of the NICs (35.5 GB/s);
+/// per-flow max-min with every job at its slowest flow left B at half a NIC (24 GB/s).
+#[test]
+fn a_job_paced_elsewhere_hands_back_its_share_of_a_shared_nic() {
+    let tier = |l: &str, n, lat, s, o| TierSpec {
+        label: l.to_owned(),
+        value_prefix: format!("{l}-"),
+        nodes_per_domain: n,
+        latency_us: lat,
+        switches_per_domain: Some(s),
+        oversubscription: o,
+    };
+    let c = build_from_spec(&ClusterSpec {
+        name: "oversubscribed".to_owned(),
+        node: topology::examples::node(8, 1, 1, 400.0),
+        fabric: FabricSpec {
+            fat_tree: None,
+            clos: Some(ClosSpec {
+                nodes: 8,
+                rail_optimized: true,
+                host_label: topology::HOSTNAME_LABEL.to_owned(),
+                tiers: vec![
+                    tier("lb", 4, 2.0, 1, None),
+                    tier("top", 8, 5.0, 2, Some(16.0)),
+                ],
+            }),
+        },
+    })
+    .expect("valid");
+    let a: Vec<Rank> = [0, 1, 4]
+        .iter()
+        .flat_map(|&n| (0..4).map(move |g| rank(n, g)))
+        .collect();
+    let b: Vec<Rank> = [0, 1]
+        .iter()
+        .flat_map(|&n| (4..8).map(move |g| rank(n, g)))
+        .collect();
+    let r = evaluate(
+        &c,
+        &[allreduce(a), allreduce(b)],
+        &cfg(RoutingMode::Adaptive, 1),
+    )
+    .expect("valid");
+    assert!((r[0].busbw_gb_s - 12.5).abs() < 1e-9, "{r:?}");
+    assert!((r[1].busbw_gb_s - 35.5).abs() < 1e-9, "{r:?}");
+}
