@@ -450,3 +450,63 @@ fn fewer_parents_than_children_merge_rail_planes_and_routes_still_reach_the_leaf
         }
     }
 }
+
+#[test]
+fn hot_links_are_grouped_by_tier_and_direction_and_ranked() {
+    let c = fat_tree_k8();
+    let mut f = Fabric::new(&c);
+    let job = f
+        .route(
+            &JobTraffic {
+                ranks: whole_nodes(&c, &cross_pod_order()),
+                collective: Collective::AllReduce,
+            },
+            &cfg(RoutingMode::Ecmp, 1),
+            0,
+        )
+        .expect("valid");
+    let alloc = f.solve(&[&job]);
+    let groups = fabric::hot_link_groups(&f, &alloc.load_gbps);
+    // NIC, edge-to-aggregation and aggregation-to-core ports, up and down: six groups at most,
+    // each (tier, direction) once, hottest first.
+    assert!(groups.len() <= 6 && groups.len() >= 4, "{groups:?}");
+    let mut keys: Vec<(u8, bool)> = groups.iter().map(|g| (g.tier, g.up)).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), groups.len());
+    for w in groups.windows(2) {
+        assert!(w[0].max_utilization >= w[1].max_utilization);
+    }
+    // The job is paced by its hottest port: 100%, and ECMP leaves most ports of that group
+    // below it.
+    assert!((groups[0].max_utilization - 1.0).abs() < 1e-9, "{groups:?}");
+    assert!(groups[0].tier >= 1);
+    assert!(groups[0].mean_utilization < groups[0].max_utilization);
+    assert!(groups[0].ports_at_max >= 1 && groups[0].ports_at_max <= groups[0].loaded_ports);
+    assert!(groups[0].example.contains(" -> "));
+}
+
+#[test]
+fn the_crc_hash_correlates_tiers_and_an_independent_hash_does_better() {
+    // CRC-32 is linear: a per-switch seed only XORs a constant into it, so successive tiers'
+    // choices stay correlated. The default (a keyed mixer per switch) is independent.
+    let c = fat_tree_k8();
+    let ranks = whole_nodes(&c, &cross_pod_order());
+    let mean = |hash| {
+        (0..6)
+            .map(|seed| {
+                let cfg = RoutingConfig {
+                    hash,
+                    seed,
+                    ..cfg(RoutingMode::Ecmp, 1)
+                };
+                one(&c, ranks.clone(), Collective::AllReduce, &cfg).efficiency
+            })
+            .sum::<f64>()
+            / 6.0
+    };
+    let crc = mean(fabric::HashFn::Crc32);
+    let mix = mean(fabric::HashFn::Mix);
+    assert_eq!(RoutingConfig::default().hash, fabric::HashFn::Mix);
+    assert!(mix > crc, "mix {mix} crc {crc}");
+}
