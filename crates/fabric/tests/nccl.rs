@@ -255,3 +255,90 @@ fn a_job_paced_elsewhere_hands_back_its_share_of_a_shared_nic() {
     assert!((r[0].busbw_gb_s - 12.5).abs() < 1e-9, "{r:?}");
     assert!((r[1].busbw_gb_s - 35.5).abs() < 1e-9, "{r:?}");
 }
+
+/// src/graph/trees.cc (`ncclGetDtree`) and src/graph/connect.cc (`connectTrees`): Tree
+/// AllReduce runs NCCL's double binary tree over nodes. Every node but a root has one parent
+/// per tree, each tree edge carries its channels' data up and down, and over two nodes the tree
+/// moves each byte across the network once each way instead of the ring's twice: busbw above
+/// the NIC aggregate (the "tree effect", NVIDIA/nccl-tests#196).
+#[test]
+fn tree_allreduce_is_a_double_binary_tree_over_nodes() {
+    let c = clos(8, 8, 1, 400.0);
+    let job = |nodes: usize| {
+        allreduce(
+            (0..nodes)
+                .flat_map(|n| (0..8).map(move |g| rank(n, g)))
+                .collect(),
+        )
+    };
+    let mut f = Fabric::new(&c);
+    let cfg = cfg(RoutingMode::Adaptive, 1);
+    for nodes in [2usize, 5, 8] {
+        let t = f
+            .route_flows_algorithm(&job(nodes), fabric::Algorithm::Tree, &cfg, 0)
+            .expect("valid");
+        // channels × (nodes − 1) edges per tree × 2 directions.
+        assert_eq!(
+            t.network_flows,
+            t.channels as usize * (nodes - 1) * 2,
+            "{nodes} nodes"
+        );
+        let arrivals = arrivals_per_node(&f, &t, c.nodes.len());
+        // Each node is reached by its parent and children of both trees: at least one per channel.
+        for (n, &a) in arrivals.iter().enumerate().take(nodes) {
+            assert!(a >= t.channels as usize, "node {n}: {a}");
+        }
+    }
+    // The tree effect needs NVLink well above the NIC: one 100G NIC per 8-GPU node.
+    let slow = clos(8, 1, 1, 100.0);
+    let mut f = Fabric::new(&slow);
+    let two = allreduce(
+        (0..2)
+            .flat_map(|n| (0..8).map(move |g| rank(n, g)))
+            .collect(),
+    );
+    let ring = f.route(&two, &cfg, 0).expect("valid");
+    let tree = f
+        .route_algorithm(&two, fabric::Algorithm::Tree, &cfg, 0)
+        .expect("valid");
+    // NCCL's 12 GB/s of a 100G port.
+    assert!((ring.ideal_busbw_gbps / 8.0 - 12.0).abs() < 1e-9);
+    let tree_busbw = tree.ideal_busbw_gbps / 8.0;
+    assert!(
+        (tree_busbw - 12.0 * 30.0 / 16.0).abs() < 1e-9,
+        "{tree_busbw}"
+    );
+}
+
+/// src/graph/tuning.cc (`ncclTopoTuneModel`, `ncclTopoGetAlgoTime`): small messages go LL,
+/// large ones Simple; with NCCL_ALGO=Ring the sweep approaches the ring's bandwidth.
+#[test]
+fn the_sweep_picks_protocols_by_size_like_nccls_tuner() {
+    let c = clos(8, 8, 1, 400.0);
+    let ranks: Vec<Rank> = (0..4)
+        .flat_map(|n| (0..8).map(move |g| rank(n, g)))
+        .collect();
+    let ring_only = RoutingConfig {
+        nccl: fabric::parse_nccl_env(["NCCL_ALGO=Ring"]).expect("valid"),
+        ..cfg(RoutingMode::Adaptive, 1)
+    };
+    let mut f = Fabric::new(&c);
+    let input = fabric::tuner_input(&mut f, &allreduce(ranks), &ring_only).expect("valid");
+    assert_eq!(input.channels, 16);
+    let rows = fabric::sweep(&input, &ring_only, &fabric::doubling_sizes(8, 8 << 30));
+    assert_eq!(rows.len(), 31);
+    assert_eq!(rows[0].protocol, fabric::Protocol::Ll);
+    assert_eq!(rows[30].protocol, fabric::Protocol::Simple);
+    assert!(rows.iter().all(|r| r.algorithm == fabric::Algorithm::Ring));
+    // Time never falls as the size grows; busbw at 8 GiB is within 1% of the ring's 384 GB/s.
+    for w in rows.windows(2) {
+        assert!(w[1].time_us >= w[0].time_us);
+    }
+    assert!(
+        (rows[30].busbw_gb_s - 384.0).abs() < 0.01 * 384.0,
+        "{:?}",
+        rows[30]
+    );
+    // Small messages are latency-bound: 8 bytes take at least the Ring LL base latency.
+    assert!(rows[0].time_us >= fabric::nccl::BASE_LATENCY_US[1][0]);
+}
