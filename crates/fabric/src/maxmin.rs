@@ -211,10 +211,10 @@ pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
 /// Job-level max-min fair paces. Each job is a set of flows that move together: flow `f` of
 /// a job carries `shares[f]` of the job's pace, so the job's pace `b` puts
 /// `Σ_f shares[f] · fraction(f, e) · b` on resource `e`. Paces are max-min fair over the
-/// jobs (every job's pace rises together; a job stops when a resource it uses fills), which is
-/// the fixed point of "flows get max-min rates, each job keeps what its slowest flow lets it
-/// use and hands the rest of its flows' share back". Returns each job's pace (infinite when
-/// the job crosses no resource) and the per-resource coefficients used.
+/// jobs (every job's pace rises together; a job stops when a resource it uses fills), so a
+/// job paced by one slow resource uses no more of the others than that pace needs and the
+/// rest goes to the other jobs. Exact progressive filling; no iteration. Returns each job's
+/// pace (infinite when the job crosses no resource).
 pub fn job_max_min(capacity: &[f64], jobs: &[(&FlowPaths, &[f64])]) -> Vec<f64> {
     max_min_fair(capacity, &aggregate_jobs(capacity.len(), jobs))
 }

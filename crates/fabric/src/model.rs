@@ -15,10 +15,10 @@
 //! Rates: a job moves at one pace, its bus bandwidth `b`, and each of its flows at its share of
 //! it (`share × b`). Jobs share the fabric max-min fairly *as jobs*: every job's pace rises
 //! together and a job stops rising when a resource it uses fills; so a job held back by one
-//! slow flow leaves the rest of its flows' fair share to the others. This is the fixed point of
-//! "give flows max-min rates, let each job keep only what its slowest flow lets it use, hand
-//! the rest back", computed directly by progressive filling over jobs whose path on each
-//! resource is the sum of its flows' shares there.
+//! slow flow takes from every other resource only what that pace needs and leaves the rest to
+//! the others (where per-flow max-min followed by "each job at its slowest flow" stranded it).
+//! Computed exactly, without iterating, by progressive filling over jobs whose path on each
+//! resource is the sum of its flows' shares there ([`crate::job_max_min`]).
 
 use topology::{Cluster, Endpoint, NodeId};
 

@@ -89,6 +89,57 @@ pub fn sweep(input: &TunerInput, cfg: &RoutingConfig, sizes: &[u64]) -> Vec<Swee
         .collect()
 }
 
+/// A measured nccl-tests row next to railyard's prediction for the same size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// Line of the measured row in the nccl-tests output.
+    pub line: usize,
+    /// Buffer size, bytes.
+    pub size_bytes: u64,
+    /// Measured bus bandwidth (out-of-place), GB/s.
+    pub measured_busbw_gb_s: f64,
+    /// Predicted bus bandwidth, GB/s.
+    pub predicted_busbw_gb_s: f64,
+    /// (predicted − measured) / measured; 0 when both are 0, infinite when only measured is 0.
+    pub relative_error: f64,
+    /// Algorithm and protocol NCCL's tuner would pick at this size.
+    pub algorithm: Algorithm,
+    /// The protocol.
+    pub protocol: Protocol,
+}
+
+/// Compare measured rows ([`crate::parse_nccl_tests`]) with the prediction for the same sizes,
+/// in the measured rows' order (what `fabric compare` prints).
+pub fn compare(
+    input: &TunerInput,
+    cfg: &RoutingConfig,
+    measured: &[crate::Measured],
+) -> Vec<Comparison> {
+    measured
+        .iter()
+        .filter_map(|m| {
+            let row = sweep(input, cfg, &[m.size_bytes]).into_iter().next()?;
+            let got = m.out_of_place.busbw_gb_s;
+            let relative_error = if got > 0.0 {
+                (row.busbw_gb_s - got) / got
+            } else if row.busbw_gb_s == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY
+            };
+            Some(Comparison {
+                line: m.line,
+                size_bytes: m.size_bytes,
+                measured_busbw_gb_s: got,
+                predicted_busbw_gb_s: row.busbw_gb_s,
+                relative_error,
+                algorithm: row.algorithm,
+                protocol: row.protocol,
+            })
+        })
+        .collect()
+}
+
 /// nccl-tests' default sweep sizes from `min` to `max` bytes, doubling (`-b min -e max -f 2`).
 pub fn doubling_sizes(min: u64, max: u64) -> Vec<u64> {
     let mut out = Vec::new();

@@ -342,3 +342,65 @@ fn the_sweep_picks_protocols_by_size_like_nccls_tuner() {
     // Small messages are latency-bound: 8 bytes take at least the Ring LL base latency.
     assert!(rows[0].time_us >= fabric::nccl::BASE_LATENCY_US[1][0]);
 }
+
+/// ECMP hashes over the member ports of a bundle, not over bundles: flows through one uplink
+/// bundle land on several of its ports.
+#[test]
+fn ecmp_spreads_flows_over_the_ports_of_a_bundle() {
+    let c = clos(8, 1, 1, 400.0);
+    // Uplinks: 4 hosts × 400G over 2 spines = 800G per link, two 400G ports each.
+    let up = c.links.iter().find(|l| l.tier == 1).expect("uplink");
+    assert_eq!(up.ports, 2);
+    let ranks: Vec<Rank> = [0usize, 4, 1, 5, 2, 6, 3, 7]
+        .iter()
+        .flat_map(|&n| (0..8).map(move |g| rank(n, g)))
+        .collect();
+    let mut f = Fabric::new(&c);
+    let job = f
+        .route_flows(&allreduce(ranks), &cfg(RoutingMode::Ecmp, 4), 0)
+        .expect("valid");
+    let mut used: Vec<(topology::LinkId, u32)> = Vec::new();
+    for i in 0..job.flows.len() {
+        for (r, _) in job.flows.path(i) {
+            if let Resource::Link { link, port, .. } = f.resource(r) {
+                if c.link(link).tier == 1 {
+                    used.push((link, port));
+                }
+            }
+        }
+    }
+    used.sort();
+    used.dedup();
+    let links_with_both_ports = used
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0 && w[0].1 != w[1].1)
+        .count();
+    assert!(links_with_both_ports > 0, "{used:?}");
+}
+
+/// `fabric::compare` pairs measured nccl-tests rows with the prediction at the same size.
+#[test]
+fn measured_rows_are_compared_size_by_size() {
+    let c = clos(8, 8, 1, 400.0);
+    let ranks: Vec<Rank> = (0..2)
+        .flat_map(|n| (0..8).map(move |g| rank(n, g)))
+        .collect();
+    let cfg = RoutingConfig {
+        nccl: fabric::parse_nccl_env(["NCCL_ALGO=Ring"]).expect("valid"),
+        ..cfg(RoutingMode::Adaptive, 1)
+    };
+    let mut f = Fabric::new(&c);
+    let input = fabric::tuner_input(&mut f, &allreduce(ranks), &cfg).expect("valid");
+    let text = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n\
+                8 2 float sum -1 40.1 0.00 0.00 0 40.0 0.00 0.00 0\n\
+                8589934592 2147483648 float sum -1 47000 182.76 342.67 0 47100 182.4 342.0 0\n";
+    let measured = fabric::parse_nccl_tests(text).expect("valid");
+    let rows = fabric::compare(&input, &cfg, &measured);
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[0].line, rows[1].line), (2, 3));
+    assert_eq!(rows[0].relative_error, f64::INFINITY);
+    // 8 × 48 GB/s predicted against 342.67 measured.
+    let expected = (rows[1].predicted_busbw_gb_s - 342.67) / 342.67;
+    assert!((rows[1].relative_error - expected).abs() < 1e-12);
+    assert!(rows[1].predicted_busbw_gb_s > 380.0 && rows[1].predicted_busbw_gb_s <= 384.0);
+}
