@@ -44,7 +44,9 @@ pub use model::{
 };
 pub use nccl::{parse_nccl_env, Algorithm, GpuArch, NcclConfig, NcclEnvError, Protocol};
 pub use nccl_tests::{parse_nccl_tests, Measured, ParseError, ParseErrorKind, Timing};
-pub use predict::{compare, doubling_sizes, input_for, sweep, tuner_input, Comparison, SweepRow};
+pub use predict::{
+    compare, doubling_sizes, input_for, parse_bytes, sweep, tuner_input, Comparison, SweepRow,
+};
 pub use routing::{PortIndex, RoutingConfig, RoutingMode};
 pub use sport::udp_source_port;
 

@@ -154,9 +154,36 @@ pub fn doubling_sizes(min: u64, max: u64) -> Vec<u64> {
     out
 }
 
+/// A size as nccl-tests' `-b`/`-e` take it: a whole number of bytes with an optional `K`,
+/// `M` or `G` suffix (powers of 1024, either case). `None` when malformed or above `u64`.
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, shift) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], 10),
+        'm' | 'M' => (&t[..t.len() - 1], 20),
+        'g' | 'G' => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(1u64 << shift)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_parse_like_nccl_tests() {
+        assert_eq!(parse_bytes("8"), Some(8));
+        assert_eq!(parse_bytes("512M"), Some(512 << 20));
+        assert_eq!(parse_bytes("8g"), Some(8 << 30));
+        assert_eq!(parse_bytes("4K"), Some(4096));
+        for bad in ["", "G", "1.5G", "-8", "8T", "99999999999999999999G"] {
+            assert_eq!(parse_bytes(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn doubling_sizes_are_nccl_tests_defaults() {
