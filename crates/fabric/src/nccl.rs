@@ -14,7 +14,7 @@ pub const NCCL_SOURCE: &str =
 /// Most channels a communicator has (`MAXCHANNELS`, src/include/device.h).
 pub const MAX_CHANNELS: u32 = 64;
 
-/// Most QPs per connection railyard accepts (NCCL_IB_QPS_PER_CONNECTION).
+/// Most QPs per connection (`NCCL_IB_MAX_QPS`, src/transport/net_ib/common.h).
 pub const MAX_QPS_PER_CONNECTION: u32 = 128;
 
 /// A collective algorithm as `NCCL_ALGO` names it.
@@ -465,7 +465,7 @@ pub fn channel_plan(
                 continue;
             }
             // The search lowers the speed only while it stays above 0.49 of the best
-            // solution's speed.
+            // solution's speed (`ncclTopoCompute`, src/graph/search.cc).
             if best.0 > 0 && speed / best.1 <= 0.49 {
                 break;
             }
@@ -491,11 +491,14 @@ pub fn channel_plan(
     let cc = arch.compute_capability();
     let mut channels = search;
     let mut speed_now = speed;
+    // ncclTopoDupChannels (src/graph/search.cc): 25 GB/s, SM80, 50 GB/s, 4 channels.
     if speed >= 25.0 && !(cc > 80 && speed < 50.0 && search > 4) {
         let dup = (2 * channels).min(max_search);
         speed_now /= f64::from(dup.div_ceil(channels));
         channels = dup;
     }
+    // ncclTopoPostset (src/graph/connect.cc): ×2, then ×2 again on SM90+ over several nodes
+    // when the per-channel speed is above 45 GB/s and there are fewer than 16 channels.
     channels = (2 * channels).min(MAX_CHANNELS);
     if cc >= 90 && n_nodes > 1 && speed_now > 45.0 && channels < 16 {
         channels *= 2;
