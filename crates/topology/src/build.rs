@@ -592,8 +592,22 @@ pub fn assemble(
     let mut links: Vec<Link> = Vec::new();
     let mut switch_up: Vec<Vec<LinkId>> = vec![Vec::new(); switches.len()];
     let mut switch_down: Vec<Vec<LinkId>> = vec![Vec::new(); switches.len()];
+    // Physical ports per link: a NIC rail has its `ports_per_rail` ports; a switch-to-switch
+    // bundle is made of ports as fast as the fastest NIC port in the cluster (the rule
+    // `railyard cables plan` uses for cable counts).
+    let fabric_port_gbps = records
+        .iter()
+        .map(|r| r.nics.port_gbps)
+        .fold(0.0_f64, f64::max);
+    let switch_link_ports = |gbps: f64| -> u32 {
+        if fabric_port_gbps > 0.0 {
+            ((gbps / fabric_port_gbps).round() as u32).max(1)
+        } else {
+            1
+        }
+    };
     let mut add_link =
-        |links: &mut Vec<Link>, lower: Endpoint, upper: SwitchId, gbps, lat, tier| {
+        |links: &mut Vec<Link>, lower: Endpoint, upper: SwitchId, gbps, lat, tier, ports| {
             let id = LinkId::from_index(links.len());
             links.push(Link {
                 lower,
@@ -601,6 +615,7 @@ pub fn assemble(
                 gbps,
                 latency_ns: lat,
                 tier,
+                ports,
             });
             if let Endpoint::Switch(s) = lower {
                 switch_up[s.index()].push(id);
@@ -636,6 +651,7 @@ pub fn assemble(
                     r.nics.rail_gbps(),
                     leaf_latency,
                     0,
+                    r.nics.ports_per_rail,
                 )
             })
             .collect();
@@ -678,6 +694,7 @@ pub fn assemble(
                         gbps,
                         hop_latency,
                         t as u8,
+                        switch_link_ports(gbps),
                     );
                 }
             }

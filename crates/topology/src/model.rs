@@ -167,6 +167,17 @@ pub struct Link {
     pub latency_ns: f64,
     /// The tier of `upper`.
     pub tier: u8,
+    /// Physical ports (cables) the link is made of, at least 1; each carries `gbps / ports`.
+    /// A NIC rail has its node's `ports_per_rail`; a switch-to-switch bundle is made of ports as
+    /// fast as the fastest NIC port of the cluster (`round(gbps / port)`, at least 1).
+    pub ports: u32,
+}
+
+impl Link {
+    /// Capacity of one of the link's ports, Gb/s per direction.
+    pub fn port_gbps(&self) -> f64 {
+        self.gbps / f64::from(self.ports.max(1))
+    }
 }
 
 /// A locality level: one node label, e.g. `oci.oraclecloud.com/rdma.local_block_id`.

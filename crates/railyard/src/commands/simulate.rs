@@ -268,7 +268,10 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             SimRouting::Ecmp => RoutingMode::Ecmp,
             SimRouting::Adaptive => RoutingMode::Adaptive,
         },
-        qps: args.qps,
+        nccl: fabric::NcclConfig {
+            qps_per_connection: args.qps,
+            ..fabric::NcclConfig::default()
+        },
         seed: args.seed,
         ..RoutingConfig::default()
     };
@@ -452,6 +455,6 @@ fn network_description(routing: &RoutingConfig) -> String {
             RoutingMode::Ecmp => "ECMP",
             RoutingMode::Adaptive => "adaptive",
         },
-        routing.qps
+        routing.qps()
     )
 }
