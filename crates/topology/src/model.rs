@@ -41,6 +41,10 @@ pub struct Cluster {
     pub(crate) switch_down: Vec<Vec<LinkId>>,
     /// Switches of each group, per tier: `tier_switches[t][group]`.
     pub(crate) tier_switches: Vec<Vec<Vec<SwitchId>>>,
+    /// Per domain: its position among its level's domains by label values (Kueue tie-break).
+    pub(crate) domain_order: Vec<u32>,
+    /// Per node: its position among all nodes by label values, top first.
+    pub(crate) node_order: Vec<u32>,
 }
 
 /// A host: GPUs, NIC rails, NVLink domain, Kubernetes labels and state.
@@ -287,6 +291,18 @@ impl Cluster {
     /// The switches serving tier group `group` at `tier`.
     pub fn group_switches(&self, tier: u8, group: u32) -> &[SwitchId] {
         &self.tier_switches[usize::from(tier)][group as usize]
+    }
+
+    /// The domain's position among the domains of its level when they are sorted by their label
+    /// values, top level first: Kueue TAS breaks ties between equally good domains this way.
+    pub fn domain_order(&self, id: DomainId) -> u32 {
+        self.domain_order[id.index()]
+    }
+
+    /// The node's position among all nodes sorted by their level label values, top first (the
+    /// host-level value last; the node name when the cluster has no host level).
+    pub fn node_order(&self, id: NodeId) -> u32 {
+        self.node_order[id.index()]
     }
 
     /// The level index with the given label.
