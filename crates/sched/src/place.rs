@@ -44,7 +44,7 @@ use crate::constraints::{
 use crate::error::StateError;
 use crate::job::{GpuRequest, Job, PodSet, MILLI_PER_GPU};
 use crate::occupancy::{Occupancy, PodAllocation, RunningJob};
-use crate::tas::{self, LeafCap, Request, Tree};
+use crate::tas::{self, Count, LeafCap, Request, Tree};
 
 /// One placed pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -195,6 +195,9 @@ pub fn highest_tier(cluster: &Cluster, nodes: &[NodeId]) -> Option<u8> {
         .or(Some((cluster.tiers.len() - 1) as u8))
 }
 
+/// No requests.
+static EMPTY: ResourceList = ResourceList::new();
+
 /// Pods no node can exceed: keeps sums far from overflow when nothing limits a pod set.
 const UNLIMITED_PODS: u64 = 1 << 40;
 
@@ -220,27 +223,31 @@ fn place_scoped(
         }
     };
     let groups = groups(job, input)?;
-    let mut scratch = occupancy.clone();
-    let mut free = input.node_free.0.clone();
+    // Copies of the occupancy and free resources, made only when a later pod set must see the
+    // pods placed before it (copying a busy cluster's occupancy costs more than placing).
+    let mut scratch: Option<Occupancy> = None;
+    let mut free: Option<Vec<ResourceList>> = None;
     let mut per_set: Vec<Vec<PlacedPod>> = vec![Vec::new(); job.pod_sets.len()];
+    let empty = ResourceList::new();
     for (g, (workers, leader)) in groups.iter().enumerate() {
         let ctx = Ctx {
             cluster,
             tree: &tree,
             levels: &levels,
-            occ: &scratch,
-            free: &free,
+            occ: scratch.as_ref().unwrap_or(occupancy),
+            free: free.as_deref().unwrap_or(&input.node_free.0),
             job,
             input,
             in_scope: &in_scope,
         };
         let placed = place_group(&ctx, *workers, *leader)?;
-        let mut allocs = Vec::new();
-        for (set_index, nodes) in placed {
+        let n_placed = placed.len();
+        for (k, (set_index, nodes)) in placed.into_iter().enumerate() {
             let set = &job.pod_sets[set_index];
+            let occ_now = scratch.as_ref().unwrap_or(occupancy);
             let mut pods = Vec::new();
-            for (node, count) in nodes {
-                for (gpu_ids, milli, memory_mib) in assign_gpus(&scratch, node, set.gpu, count) {
+            for &(node, count) in &nodes {
+                for (gpu_ids, milli, memory_mib) in assign_gpus(occ_now, node, set.gpu, count) {
                     pods.push(PlacedPod {
                         rank: 0,
                         pod_set: set_index,
@@ -250,24 +257,29 @@ fn place_scoped(
                         memory_mib,
                     });
                 }
-                if let Some(f) = free.get_mut(node.index()) {
-                    let requests = input.extras(set_index).map(|e| &e.requests);
-                    subtract(f, requests.unwrap_or(&ResourceList::new()), count);
+            }
+            if k + 1 < n_placed || g + 1 < groups.len() {
+                let requests = input.extras(set_index).map_or(&empty, |e| &e.requests);
+                let f = free.get_or_insert_with(|| input.node_free.0.clone());
+                for &(node, count) in &nodes {
+                    if let Some(f) = f.get_mut(node.index()) {
+                        subtract(f, requests, count);
+                    }
                 }
+                let allocations = Placement {
+                    pods: pods.clone(),
+                    highest_tier: None,
+                    worst_latency_ns: 0,
+                }
+                .allocations();
+                scratch
+                    .get_or_insert_with(|| occupancy.clone())
+                    .allocate(tentative(job, g, set_index), allocations)
+                    .map_err(|e| NotPlaced {
+                        pod_set: set.name.clone(),
+                        reason: format!("internal: {e}"),
+                    })?;
             }
-            let a = Placement {
-                pods: pods.clone(),
-                highest_tier: None,
-                worst_latency_ns: 0,
-            }
-            .allocations();
-            scratch
-                .allocate(tentative(job, g, set_index), a.clone())
-                .map_err(|e| NotPlaced {
-                    pod_set: set.name.clone(),
-                    reason: format!("internal: {e}"),
-                })?;
-            allocs.extend(a);
             per_set[set_index] = pods;
         }
     }
@@ -363,7 +375,7 @@ impl Ctx<'_> {
     fn node_pods(&self, n: NodeId, set: usize, after: Option<usize>) -> (u64, bool) {
         let gpu = self.job.pod_sets[set].gpu;
         let requests = self.input.extras(set).map(|e| &e.requests);
-        let empty = ResourceList::new();
+        let empty = &EMPTY;
         let mut free = self.free.get(n.index()).cloned();
         let mut gpu_pods = gpu_capacity(self.occ, n, gpu);
         let mut leader_fits = true;
@@ -375,12 +387,12 @@ impl Ctx<'_> {
                 gpu_pods = gpu_capacity_after(self.occ, n, gpu, l_gpu);
                 if let Some(f) = free.as_mut() {
                     let l_req = self.input.extras(l).map(|e| &e.requests);
-                    subtract(f, l_req.unwrap_or(&empty), 1);
+                    subtract(f, l_req.unwrap_or(empty), 1);
                 }
             }
         }
         let res_pods = match &free {
-            Some(f) if !self.free.is_empty() => count_in(f, requests.unwrap_or(&empty)),
+            Some(f) if !self.free.is_empty() => count_in(f, requests.unwrap_or(empty)),
             _ => UNLIMITED_PODS,
         };
         (gpu_pods.min(res_pods).min(UNLIMITED_PODS), leader_fits)
@@ -388,6 +400,24 @@ impl Ctx<'_> {
 
     fn leaves(&self, workers: usize, leader: Option<usize>) -> Vec<LeafCap> {
         let extras = |i: usize| self.input.extras(i);
+        if leader.is_none() && self.free.is_empty() && extras(workers).is_none() {
+            // The common case, kept tight: GPUs and the job's tolerations only.
+            let gpu = self.job.pod_sets[workers].gpu;
+            let n_nodes = self.cluster.nodes.len();
+            let tolerated =
+                |t: &topology::Taint| self.job.tolerations.iter().any(|x| x.tolerates(t));
+            return (0..self.cluster.nodes.len())
+                .map(|i| {
+                    let n = NodeId::from_index(i);
+                    let pods = if self.in_scope[i] && self.cluster.is_schedulable(n, tolerated) {
+                        gpu_capacity(self.occ, n, gpu)
+                    } else {
+                        0
+                    };
+                    tas::leaf(pods, false, pods, n_nodes)
+                })
+                .collect();
+        }
         (0..self.cluster.nodes.len())
             .map(|i| {
                 let n = NodeId::from_index(i);
@@ -397,21 +427,14 @@ impl Ctx<'_> {
                 if !ok(workers) {
                     return LeafCap::default();
                 }
+                let n_nodes = self.cluster.nodes.len();
                 let (pods, _) = self.node_pods(n, workers, None);
                 match leader {
                     Some(l) if ok(l) => {
                         let (with, fits) = self.node_pods(n, workers, Some(l));
-                        LeafCap {
-                            pods,
-                            leader: fits,
-                            pods_with_leader: if fits { with } else { pods },
-                        }
+                        tas::leaf(pods, fits, if fits { with } else { pods }, n_nodes)
                     }
-                    _ => LeafCap {
-                        pods,
-                        leader: false,
-                        pods_with_leader: pods,
-                    },
+                    _ => tas::leaf(pods, false, pods, n_nodes),
                 }
             })
             .collect()
@@ -421,14 +444,17 @@ impl Ctx<'_> {
         let t = &set.topology;
         let node_level = self.levels.len();
         let (slice_level, slice_size) = t.slices.first().map_or((node_level, 1), |s| {
-            (self.pos(s.level), i64::from(s.size.max(1)))
+            (
+                self.pos(s.level),
+                Count::try_from(s.size.max(1)).unwrap_or(Count::MAX),
+            )
         });
         let mut size_at = std::collections::BTreeMap::new();
         let mut prev = slice_level;
         for s in t.slices.iter().skip(1) {
             let p = self.pos(s.level);
             for l in prev + 1..=p {
-                size_at.insert(l, i64::from(s.size.max(1)));
+                size_at.insert(l, Count::try_from(s.size.max(1)).unwrap_or(Count::MAX));
             }
             prev = p;
         }
@@ -439,8 +465,8 @@ impl Ctx<'_> {
             None => node_level,
         };
         Request {
-            count: count as i64,
-            leader_count: i64::from(leader),
+            count: Count::try_from(count).unwrap_or(Count::MAX),
+            leader_count: Count::from(leader),
             slice_size,
             slice_level,
             size_at,
@@ -470,19 +496,19 @@ fn place_group(
     let leaves = ctx.leaves(workers, leader);
     let attempt = |count: u64| {
         let req = ctx.request(set, count, leader.is_some());
-        let placed = tas::assign(ctx.tree, &leaves, &req).map_err(|_| req)?;
+        let placed = tas::assign(ctx.tree, &leaves, &req).map_err(|room| (req.clone(), room))?;
         let (w, l): (u64, u64) = placed
             .iter()
             .fold((0, 0), |(w, l), &(_, pw, pl)| (w + pw, l + pl));
         if w != count || l != u64::from(leader.is_some()) {
-            return Err(ctx.request(set, count, leader.is_some()));
+            return Err((req, tas::NoFit::default()));
         }
         Ok(placed)
     };
     let placed = match attempt(u64::from(set.count)) {
         Ok(p) => p,
-        Err(req) => {
-            let reason = no_fit_reason(ctx, &leaves, &req, set, leader);
+        Err((req, room)) => {
+            let reason = no_fit_reason(ctx, &req, room, set, leader);
             if set.min_count >= set.count {
                 return Err(not_placed(reason));
             }
@@ -534,8 +560,8 @@ fn place_group(
 
 fn no_fit_reason(
     ctx: &Ctx,
-    leaves: &[LeafCap],
     req: &Request,
+    room: tas::NoFit,
     set: &PodSet,
     leader: Option<usize>,
 ) -> String {
@@ -546,20 +572,20 @@ fn no_fit_reason(
     } else {
         ""
     };
-    if let Some(r) = req.required {
-        let (roomiest, _) = tas::room(ctx.tree, leaves, req, r);
+    if req.required.is_some() {
+        let roomiest = room.roomiest;
         let label = &ctx.cluster.levels[set.topology.required.unwrap_or_default()].label;
         return format!(
             "{count} pods{with_leader} do not fit in one `{label}` domain (the roomiest has room for {roomiest}{note})"
         );
     }
-    let (_, total) = tas::room(ctx.tree, leaves, req, 0);
+    let total = room.total;
     format!(
         "{count} pods{with_leader} do not fit: the schedulable nodes have room for {total}{note}"
     )
 }
 
-fn slices_note(unit: i64) -> String {
+fn slices_note(unit: Count) -> String {
     if unit > 1 {
         format!(" in whole slices of {unit}")
     } else {

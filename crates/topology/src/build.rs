@@ -735,6 +735,12 @@ pub fn assemble(
         .collect();
 
     let (domain_order, node_order) = label_order(&domains, &nodes, host_level.is_some());
+    let mut level_pos = vec![0u32; domains.len()];
+    for level in &levels {
+        for (i, d) in level.domains.iter().enumerate() {
+            level_pos[d.index()] = i as u32;
+        }
+    }
     Ok(Cluster {
         name: name.to_owned(),
         nodes,
@@ -752,6 +758,7 @@ pub fn assemble(
         tier_switches,
         domain_order,
         node_order,
+        level_pos,
     })
 }
 
