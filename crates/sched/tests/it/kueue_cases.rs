@@ -54,6 +54,8 @@ struct Case {
     levels: Vec<String>,
     #[serde(default)]
     flavor_node_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    flavor_tolerations: Vec<TolerationDoc>,
     nodes: Vec<NodeDoc>,
     #[serde(default)]
     pods: Vec<PodDoc>,
@@ -104,6 +106,7 @@ struct PodDoc {
 struct PodSetDoc {
     name: String,
     count: u32,
+    min_count: Option<u32>,
     requests: BTreeMap<String, u64>,
     #[serde(default)]
     implied: bool,
@@ -361,7 +364,7 @@ fn job(case: &Case, c: &Cluster) -> Result<(Job, PlaceInput), &'static str> {
         pod_sets.push(PodSet {
             name: ps.name.clone(),
             count: ps.count,
-            min_count: ps.count,
+            min_count: ps.min_count.unwrap_or(ps.count),
             gpu: GpuRequest::Whole(0),
             cpu_millis: 0,
             memory_mib: 0,
@@ -387,6 +390,7 @@ fn job(case: &Case, c: &Cluster) -> Result<(Job, PlaceInput), &'static str> {
             tolerations: ps
                 .tolerations
                 .iter()
+                .chain(&case.flavor_tolerations)
                 .map(|t| Toleration {
                     key: t.key.clone(),
                     value: (t.operator == "Equal").then(|| t.value.clone().unwrap_or_default()),
