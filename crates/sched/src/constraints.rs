@@ -32,7 +32,7 @@ pub struct PlaceOptions {
     /// How unconstrained pod sets are spread.
     pub unconstrained: UnconstrainedMode,
     /// Balanced placement for preferred pod sets (Kueue's `TASBalancedPlacement` gate, off by
-    /// default). Not implemented yet: placement ignores it.
+    /// default): the fewest domains under one parent, each given an equal share first.
     pub balanced: bool,
 }
 

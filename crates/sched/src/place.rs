@@ -14,8 +14,9 @@
 //!    down to their size first), with and without the leader.
 //! 3. Fit level: from the required level, else the preferred level, else the top level (slices
 //!    only) or the node level (unconstrained), sort the domains there (leader room first; most
-//!    slices first — least first for unconstrained pod sets under [`UnconstrainedMode::
-//!    LeastFreeCapacity`], the default as in Kueue —; then fewest pods; then label values) and
+//!    slices first — least first for unconstrained pod sets under
+//!    [`crate::UnconstrainedMode::LeastFreeCapacity`], the default as in Kueue —; then fewest
+//!    pods; then label values) and
 //!    take the tightest single domain that holds everything (BestFit: the fewest slices that
 //!    suffice, first in sort order). Required: none fits, no placement. Preferred: climb one
 //!    level and retry; at the top (or for unconstrained pod sets) spread greedily over the
@@ -33,8 +34,11 @@
 //! lowest-level domain. GPUs: whole-GPU pods take untouched GPUs, lowest index first; fractional
 //! pods go to the most used GPU that still has room.
 //!
-//! Not yet: balanced placement ([`PlaceOptions::balanced`] is accepted and ignored) and
-//! preferred node affinity.
+//! Balanced placement ([`crate::PlaceOptions::balanced`], Kueue's `TASBalancedPlacement`, off by
+//! default; `tas/balanced.rs`): for preferred pod sets, the fewest sibling domains that hold the
+//! pods each get an equal share first; when that is impossible, BestFit as above.
+//! Not implemented: preferred node affinity (Kueue's `TASRespectNodeAffinityPreferred`, off by
+//! default).
 
 use topology::{Cluster, DomainId, NodeId};
 
@@ -475,6 +479,7 @@ impl Ctx<'_> {
             unconstrained,
             least_free: unconstrained
                 && self.input.options.unconstrained == UnconstrainedMode::LeastFreeCapacity,
+            balanced: self.input.options.balanced,
         }
     }
 }

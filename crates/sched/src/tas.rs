@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use topology::{Cluster, DomainId, NodeId};
 
+mod balanced;
+
 /// An entry of the tree: a domain (its index) or a node (`domains + node index`).
 type E = usize;
 
@@ -48,6 +50,8 @@ pub(crate) struct Request {
     pub unconstrained: bool,
     /// Unconstrained pods go to the least free domains first, without the tightest-fit step.
     pub least_free: bool,
+    /// Balanced placement for preferred pod sets ([`crate::PlaceOptions::balanced`]).
+    pub balanced: bool,
 }
 
 /// Why the pods did not fit: the room there is, in pods of whole slices.
@@ -188,7 +192,21 @@ pub(crate) fn assign(
     req: &Request,
 ) -> Result<Vec<(NodeId, u64, u64)>, NoFit> {
     let mut st = fill_counts(tree, leaves, req);
-    let Ok((fit_level, found)) = find_level(tree, &mut st, req, req.search_level) else {
+    // Balanced placement, when asked for and possible; else BestFit (as Kueue falls back).
+    let balanced = if req.balanced && req.required.is_none() && !req.unconstrained {
+        balanced::place(tree, &st, req)
+    } else {
+        None
+    };
+    let use_balanced = balanced.is_some();
+    let found = match balanced {
+        Some((state, domains, level)) => {
+            st = state;
+            Ok((level, domains))
+        }
+        None => find_level(tree, &mut st, req, req.search_level),
+    };
+    let Ok((fit_level, found)) = found else {
         let room = |level: usize| tree.entries_at(level).into_iter().map(|e| st.c[e].slice);
         return Err(NoFit {
             roomiest: i64::from(req.required.map_or(0, |r| room(r).max().unwrap_or(0)))
@@ -207,7 +225,7 @@ pub(crate) fn assign(
         None,
     );
     let mut level = fit_level;
-    while level < tree.node_level().min(req.slice_level) {
+    while level < tree.node_level().min(req.slice_level) && !use_balanced {
         // Children without a whole slice take nothing here (they sort last, or first and take
         // nothing under least-free), nor do their own children: leave them out of the sort.
         let lower: Vec<E> = cur

@@ -345,10 +345,15 @@ fn job(case: &Case, c: &Cluster) -> Result<(Job, PlaceInput), &'static str> {
                 slices.truncate(1);
             }
         } else if let Some(l) = &ps.slice_level {
-            slices.push(SliceLayer {
-                level: level(l)?,
-                size: ps.slice_size.ok_or("invalid_request")?,
-            });
+            match ps.slice_size {
+                Some(size) => slices.push(SliceLayer {
+                    level: level(l)?,
+                    size,
+                }),
+                // A group's leader is placed by its workers' request; Kueue never reads its own.
+                None if ps.group.is_some() => {}
+                None => return Err("invalid_request"),
+            }
         }
         // `implied` and `unconstrained: true` are railyard's default: neither level given.
         let _ = (ps.implied, ps.unconstrained);
