@@ -310,3 +310,14 @@ fn equally_tight_domains_are_taken_in_label_order() {
     let nodes: Vec<usize> = p.pods.iter().map(|q| q.node.index()).collect();
     assert_eq!(nodes, [0, 0, 1, 1], "{p:?}");
 }
+
+#[test]
+fn unconstrained_takes_the_least_free_host_of_all() {
+    // Issue 11's example: free 1 and 9 GPUs in b0, 2 and 2 in b1. Kueue ranks all hosts together
+    // (least free first) and takes the 1-GPU host, not a host of the least free block.
+    let c = cluster(&[&[2], &[2]], 10);
+    let mut occ = Occupancy::new(&c);
+    occupy(&c, &mut occ, "busy", &[(0, 9), (1, 1), (2, 8), (3, 8)]);
+    let p = place(&c, &occ, &job("j", 1, 1, TopologyRequest::default())).expect("fits");
+    assert_eq!(p.pods[0].node.index(), 0, "{p:?}");
+}
