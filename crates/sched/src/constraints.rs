@@ -34,6 +34,9 @@ pub struct PlaceOptions {
     /// Balanced placement for preferred pod sets (Kueue's `TASBalancedPlacement` gate, off by
     /// default): the fewest domains under one parent, each given an equal share first.
     pub balanced: bool,
+    /// Preferred node affinity ranks domains before their capacity (Kueue's
+    /// `TASRespectNodeAffinityPreferred` gate, off by default).
+    pub preferred_affinity: bool,
 }
 
 /// An operator of a node selector requirement.
@@ -89,6 +92,26 @@ impl SelectorRequirement {
     }
 }
 
+/// A weighted preferred node-affinity term.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreferredTerm {
+    /// Weight (Kubernetes: 1–100).
+    pub weight: i32,
+    /// All must match.
+    pub requirements: Vec<SelectorRequirement>,
+}
+
+impl PreferredTerm {
+    /// The node's preferred-affinity score: the weights of the terms its labels match.
+    pub fn score(terms: &[PreferredTerm], labels: &BTreeMap<String, String>) -> i64 {
+        terms
+            .iter()
+            .filter(|t| t.requirements.iter().all(|r| r.matches(labels)))
+            .map(|t| i64::from(t.weight))
+            .sum()
+    }
+}
+
 /// Constraints and requests of one pod set beyond its GPUs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodSetExtras {
@@ -101,6 +124,9 @@ pub struct PodSetExtras {
     /// Required node affinity: a node must match at least one term (all requirements of it);
     /// empty means no affinity.
     pub affinity: Vec<Vec<SelectorRequirement>>,
+    /// Preferred node affinity: each node scores the weights of the terms it matches; used only
+    /// with [`PlaceOptions::preferred_affinity`].
+    pub preferred: Vec<PreferredTerm>,
     /// Taints tolerated besides the job's (e.g. a ResourceFlavor's tolerations).
     pub tolerations: Vec<Toleration>,
     /// Pod sets with the same group name are placed together (Kueue

@@ -19,7 +19,7 @@ mod share;
 mod tas;
 
 pub use constraints::{
-    NodeFree, PlaceInput, PlaceOptions, PodSetExtras, ResourceList, SelectorOp,
+    NodeFree, PlaceInput, PlaceOptions, PodSetExtras, PreferredTerm, ResourceList, SelectorOp,
     SelectorRequirement, UnconstrainedMode, PODS,
 };
 pub use error::{JobError, StateError};

@@ -36,14 +36,16 @@
 //!
 //! Balanced placement ([`crate::PlaceOptions::balanced`], Kueue's `TASBalancedPlacement`, off by
 //! default; `tas/balanced.rs`): for preferred pod sets, the fewest sibling domains that hold the
-//! pods each get an equal share first; when that is impossible, BestFit as above.
-//! Not implemented: preferred node affinity (Kueue's `TASRespectNodeAffinityPreferred`, off by
-//! default).
+//! pods each get an equal share first; when that is impossible, BestFit as above. Preferred node
+//! affinity ([`crate::PlaceOptions::preferred_affinity`], Kueue's
+//! `TASRespectNodeAffinityPreferred`, off by default): each eligible node scores the weights of
+//! the terms it matches, domains sum them, and sorting puts higher scores right after leader
+//! room; the tightest-fit step only looks among the top score.
 
 use topology::{Cluster, DomainId, NodeId};
 
 use crate::constraints::{
-    count_in, eligible, subtract, PlaceInput, ResourceList, UnconstrainedMode,
+    count_in, eligible, subtract, PlaceInput, PreferredTerm, ResourceList, UnconstrainedMode,
 };
 use crate::error::StateError;
 use crate::job::{GpuRequest, Job, PodSet, MILLI_PER_GPU};
@@ -444,6 +446,28 @@ impl Ctx<'_> {
             .collect()
     }
 
+    /// Preferred-affinity scores of the eligible nodes (empty when not used).
+    fn scores(&self, workers: usize, leaves: &[LeafCap]) -> Vec<i64> {
+        let terms = match self.input.extras(workers) {
+            Some(e) if self.input.options.preferred_affinity && !e.preferred.is_empty() => {
+                &e.preferred
+            }
+            _ => return Vec::new(),
+        };
+        (0..self.cluster.nodes.len())
+            .map(|i| {
+                let n = NodeId::from_index(i);
+                let eligible = self.in_scope[i]
+                    && eligible(self.cluster, n, self.job, self.input.extras(workers));
+                if eligible && leaves.get(i).is_some() {
+                    PreferredTerm::score(terms, &self.cluster.node(n).labels)
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
+
     fn request(&self, set: &PodSet, count: u64, leader: bool) -> Request {
         let t = &set.topology;
         let node_level = self.levels.len();
@@ -499,9 +523,11 @@ fn place_group(
         reason,
     };
     let leaves = ctx.leaves(workers, leader);
+    let scores = ctx.scores(workers, &leaves);
     let attempt = |count: u64| {
         let req = ctx.request(set, count, leader.is_some());
-        let placed = tas::assign(ctx.tree, &leaves, &req).map_err(|room| (req.clone(), room))?;
+        let placed =
+            tas::assign(ctx.tree, &leaves, &scores, &req).map_err(|room| (req.clone(), room))?;
         let (w, l): (u64, u64) = placed
             .iter()
             .fold((0, 0), |(w, l), &(_, pw, pl)| (w + pw, l + pl));

@@ -93,6 +93,15 @@ pub(crate) struct Cnt {
 struct State {
     /// By entry.
     c: Vec<Cnt>,
+    /// Preferred-affinity score by entry (the sum of matching terms' weights over the nodes
+    /// below); empty when preferred affinity is not used.
+    aff: Vec<i64>,
+}
+
+impl State {
+    fn affinity(&self, e: E) -> i64 {
+        self.aff.get(e).copied().unwrap_or(0)
+    }
 }
 
 /// Which count a tightest-fit search compares.
@@ -189,9 +198,13 @@ impl<'a> Tree<'a> {
 pub(crate) fn assign(
     tree: &Tree,
     leaves: &[LeafCap],
+    scores: &[i64],
     req: &Request,
 ) -> Result<Vec<(NodeId, u64, u64)>, NoFit> {
     let mut st = fill_counts(tree, leaves, req);
+    if !scores.is_empty() {
+        st.aff = affinity_sums(tree, scores);
+    }
     // Balanced placement, when asked for and possible; else BestFit (as Kueue falls back).
     let balanced = if req.balanced && req.required.is_none() && !req.unconstrained {
         balanced::place(tree, &st, req)
@@ -234,7 +247,7 @@ pub(crate) fn assign(
             .filter(|&c| st.c[c].slice > 0 || st.c[c].leader > 0)
             .collect();
         // Each entry left holds a whole slice: the fill takes at most `slices` of them.
-        let plain = req.leader_count == 0 && !req.least_free;
+        let plain = req.leader_count == 0 && !req.least_free && st.aff.is_empty();
         let sorted = if plain {
             partly_sorted(
                 tree,
@@ -297,6 +310,20 @@ pub(crate) fn assign(
         .collect())
 }
 
+/// Preferred-affinity scores of every entry: the nodes' own, summed up the tree.
+fn affinity_sums(tree: &Tree, scores: &[i64]) -> Vec<i64> {
+    let mut aff = vec![0; tree.n_nodes + tree.n_domains];
+    aff[..scores.len()].copy_from_slice(scores);
+    for level in (0..tree.node_level()).rev() {
+        for e in tree.entries_at(level) {
+            let mut sum = 0;
+            tree.for_children(e, level, |c| sum += aff[c]);
+            aff[e] = sum;
+        }
+    }
+    aff
+}
+
 /// A node's pods, capped so that the sum over `nodes` nodes fits a [`Count`].
 fn capped(pods: u64, nodes: usize) -> Count {
     let cap = Count::MAX as u64 / (nodes as u64 + 1);
@@ -308,7 +335,7 @@ fn fill_counts(tree: &Tree, leaves: &[LeafCap], req: &Request) -> State {
     let mut c = Vec::with_capacity(leaves.len() + tree.n_domains);
     c.extend_from_slice(leaves);
     c.resize(leaves.len() + tree.n_domains, Cnt::default());
-    let mut st = State { c };
+    let mut st = State { c, aff: Vec::new() };
     let node_level = tree.node_level();
     if node_level == req.slice_level {
         for x in &mut st.c[..leaves.len()] {
@@ -394,6 +421,18 @@ fn sorted_entries(
     least_free: bool,
     with_leader: bool,
 ) -> Vec<E> {
+    if !st.aff.is_empty() {
+        // Preferred affinity sorts right after the leader room (higher score first).
+        let mut keyed: Vec<((u32, i64, u128), E)> = entries
+            .into_iter()
+            .map(|e| {
+                let k = sort_key(tree, st, e, least_free, with_leader);
+                (((k >> 96) as u32, -st.affinity(e), k), e)
+            })
+            .collect();
+        keyed.sort_unstable();
+        return keyed.into_iter().map(|(_, e)| e).collect();
+    }
     let mut keyed: Vec<(u128, E)> = entries
         .into_iter()
         .map(|e| (sort_key(tree, st, e, least_free, with_leader), e))
@@ -444,6 +483,13 @@ fn partly_sorted(tree: &Tree, st: &State, entries: Vec<E>, k: usize) -> Vec<E> {
 /// The first of the entries with the fewest `by` that still hold `needed` (and the leaders),
 /// else the first entry.
 fn best_fit(st: &State, entries: &[E], needed: Count, leaders: Count, by: By) -> E {
+    // With preferred affinity, only the entries of the top score compete (sorted first).
+    let top = st.affinity(entries[0]);
+    let tier = entries
+        .iter()
+        .position(|&e| st.affinity(e) != top)
+        .unwrap_or(entries.len());
+    let entries = &entries[..tier];
     let mut best = entries[0];
     let mut best_count = Count::MAX;
     for &e in entries {
@@ -506,6 +552,15 @@ fn find_level(
     }
     if st.c[top].slice_wl >= slices && st.c[top].leader >= leaders {
         return Ok((level, vec![top]));
+    }
+    if is_required && !st.aff.is_empty() {
+        // Preferred affinity may have sorted a fitting domain behind a better-scored one.
+        if let Some(i) = (1..sorted.len())
+            .find(|&i| st.c[sorted[i]].slice_wl >= slices && st.c[sorted[i]].leader >= leaders)
+        {
+            let e = best_fit(st, &sorted[i..], slices, leaders, slice_by(leaders));
+            return Ok((level, vec![e]));
+        }
     }
     if is_required {
         return Err(Failed);
@@ -715,7 +770,6 @@ mod tests {
         slice_count_with_leader: Count,
         pod_count_with_leader: Count,
         leader_count: Count,
-        #[allow(dead_code)] // preferred affinity is not implemented
         affinity_score: i64,
     }
 
@@ -763,8 +817,16 @@ mod tests {
         let tree = Tree::new(&cluster, &levels);
         let mut st = State {
             c: vec![Cnt::default(); tree.n_nodes + tree.n_domains],
+            aff: Vec::new(),
         };
         let entries = tree.entries_at(0);
+        if case
+            .gates_on
+            .iter()
+            .any(|g| g == "TASRespectNodeAffinityPreferred")
+        {
+            st.aff = vec![0; st.c.len()];
+        }
         let mut id_of = BTreeMap::new();
         for &e in &entries {
             let value = &cluster.domain(tree.dom[e - tree.n_nodes]).value;
@@ -780,6 +842,9 @@ mod tests {
                 slice_wl: d.slice_count_with_leader,
                 leader: d.leader_count,
             };
+            if !st.aff.is_empty() {
+                st.aff[e] = d.affinity_score;
+            }
             id_of.insert(e, d.id.clone());
         }
         sorted_entries(&tree, &st, entries, case.unconstrained, case.with_leader)
@@ -796,7 +861,6 @@ mod tests {
         assert!(!file.sort_cases.is_empty());
         let mut problems = Vec::new();
         for case in &file.sort_cases {
-            let _ = &case.gates_on;
             let got = order(case);
             let same = got == case.want_order;
             match (&case.difference, same) {

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use sched::{
     place_with, GpuRequest, Job, NodeFree, PlaceInput, PlaceOptions, PodSet, PodSetExtras,
-    ResourceList, SelectorOp, SelectorRequirement, SliceLayer, Toleration, TopologyRequest,
-    UnconstrainedMode,
+    PreferredTerm, ResourceList, SelectorOp, SelectorRequirement, SliceLayer, Toleration,
+    TopologyRequest, UnconstrainedMode,
 };
 use serde::Deserialize;
 use topology::{
@@ -125,7 +125,6 @@ struct PodSetDoc {
     #[serde(default)]
     affinity_required: Vec<TermDoc>,
     #[serde(default)]
-    #[allow(dead_code)] // preferred affinity is not implemented; kept as data
     affinity_preferred: Vec<PreferredDoc>,
     want: Option<Want>,
     want_fail: Option<String>,
@@ -166,13 +165,9 @@ struct ExprDoc {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PreferredDoc {
-    #[allow(dead_code)] // preferred affinity is not implemented; kept as data
     weight: i32,
-    #[allow(dead_code)]
     key: String,
-    #[allow(dead_code)]
     operator: String,
-    #[allow(dead_code)]
     values: Vec<String>,
 }
 
@@ -392,6 +387,18 @@ fn job(case: &Case, c: &Cluster) -> Result<(Job, PlaceInput), &'static str> {
                         .collect()
                 })
                 .collect(),
+            preferred: ps
+                .affinity_preferred
+                .iter()
+                .map(|t| PreferredTerm {
+                    weight: t.weight,
+                    requirements: vec![SelectorRequirement {
+                        key: t.key.clone(),
+                        op: op(&t.operator),
+                        values: t.values.clone(),
+                    }],
+                })
+                .collect(),
             tolerations: ps
                 .tolerations
                 .iter()
@@ -421,6 +428,7 @@ fn job(case: &Case, c: &Cluster) -> Result<(Job, PlaceInput), &'static str> {
             UnconstrainedMode::BestFit
         },
         balanced: gate(case, "TASBalancedPlacement", false),
+        preferred_affinity: gate(case, "TASRespectNodeAffinityPreferred", false),
     };
     Ok((
         job,
