@@ -729,7 +729,7 @@ pub fn assemble(
         node_nvl.push(id);
     }
 
-    let nodes = records
+    let nodes: Vec<Node> = records
         .into_iter()
         .zip(node_domains)
         .zip(nic_links)
@@ -751,6 +751,13 @@ pub fn assemble(
         })
         .collect();
 
+    let (domain_order, node_order) = label_order(&domains, &nodes, host_level.is_some());
+    let mut level_pos = vec![0u32; domains.len()];
+    for level in &levels {
+        for (i, d) in level.domains.iter().enumerate() {
+            level_pos[d.index()] = i as u32;
+        }
+    }
     Ok(Cluster {
         name: name.to_owned(),
         nodes,
@@ -766,7 +773,57 @@ pub fn assemble(
         switch_up,
         switch_down,
         tier_switches,
+        domain_order,
+        node_order,
+        level_pos,
     })
+}
+
+/// Kueue's tie-break order: each domain's position among the domains of its level, and each
+/// node's position among all nodes, when sorted by their label values top first (a node's last
+/// value is its host-level value, or its name when there is no host level). O(n log n), once.
+fn label_order(domains: &[Domain], nodes: &[Node], has_host_level: bool) -> (Vec<u32>, Vec<u32>) {
+    let path = |mut d: Option<DomainId>| {
+        let mut values: Vec<&str> = Vec::new();
+        while let Some(id) = d {
+            let dom = &domains[id.index()];
+            values.push(dom.value.as_str());
+            d = dom.parent;
+        }
+        values.reverse();
+        values
+    };
+    let mut by_level: Vec<(usize, Vec<&str>, usize)> = domains
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.level, path(Some(DomainId::from_index(i))), i))
+        .collect();
+    by_level.sort_unstable();
+    let mut domain_order = vec![0u32; domains.len()];
+    let mut level_start = 0;
+    for (pos, (level, _, i)) in by_level.iter().enumerate() {
+        if pos > 0 && by_level[pos - 1].0 != *level {
+            level_start = pos;
+        }
+        domain_order[*i] = (pos - level_start) as u32;
+    }
+    let mut node_keys: Vec<(Vec<&str>, usize)> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut values = path(n.domains.last().copied());
+            if !has_host_level {
+                values.push(n.name.as_str());
+            }
+            (values, i)
+        })
+        .collect();
+    node_keys.sort_unstable();
+    let mut node_order = vec![0u32; nodes.len()];
+    for (pos, (_, i)) in node_keys.iter().enumerate() {
+        node_order[*i] = pos as u32;
+    }
+    (domain_order, node_order)
 }
 
 /// The switch and link counts the tiers will make, refused above [`MAX_SWITCHES`] and
