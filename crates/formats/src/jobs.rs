@@ -87,6 +87,9 @@ pub struct PodSetDoc {
     /// The pod spec of a Kubernetes pod template (`Null` for native jobs): node selectors,
     /// affinity and the like, for the checks that read them.
     pub pod_spec: Value,
+    /// What placement needs of the template besides GPUs and levels: requests of every
+    /// resource, node selector, node affinity, tolerations, pod-set group.
+    pub extras: sched::PodSetExtras,
 }
 
 /// A pod set's topology request as read: levels by label, not yet resolved.
@@ -531,6 +534,7 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, FormatError> {
             },
             gpu_field: at("gpus"),
             pod_spec: Value::Null,
+            extras: sched::PodSetExtras::default(),
         });
     }
     Ok(JobDoc {
@@ -727,6 +731,188 @@ fn pod_requests(
     Ok(total)
 }
 
+/// Kueue: the pod-set group annotation (leader and workers placed together).
+pub const KUEUE_PODSET_GROUP: &str = "kueue.x-k8s.io/podset-group-name";
+
+/// What placement needs of a pod template besides GPUs and levels (`base` is the template's
+/// path in the document, ending in `.` or empty): every resource request per pod except GPUs
+/// (in Kueue's units: millicores, bytes, counts), `nodeSelector`, required and preferred node
+/// affinity (`matchExpressions`), tolerations, and the pod-set group.
+fn template_extras(
+    file: &str,
+    at: &str,
+    template: &Value,
+    base: &str,
+) -> Result<sched::PodSetExtras, FormatError> {
+    let err =
+        |field: String, m: String| FormatError::input(file, format!("{at}: {base}{field}: {m}"));
+    let spec = template.get("spec").cloned().unwrap_or(Value::Null);
+    let mut requests = sched::ResourceList::new();
+    let list = |key: &str| {
+        spec.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let per_container =
+        |c: &Value, i: usize, key: &str| -> Result<sched::ResourceList, FormatError> {
+            let mut out = sched::ResourceList::new();
+            for part in ["limits", "requests"] {
+                for (r, v) in c
+                    .pointer(&format!("/resources/{part}"))
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    if r == GPU_RESOURCE {
+                        continue;
+                    }
+                    let q = crate::k8s::quantity(r, v).ok_or_else(|| {
+                        err(
+                            format!("spec.{key}[{i}].resources.{part}[{r}]"),
+                            format!("expected a Kubernetes quantity, got {v}"),
+                        )
+                    })?;
+                    // Requests win over limits (a limit alone is also the request).
+                    out.insert(r.clone(), q);
+                }
+            }
+            Ok(out)
+        };
+    for (i, c) in list("containers").iter().enumerate() {
+        for (r, q) in per_container(c, i, "containers")? {
+            let e = requests.entry(r).or_insert(0);
+            *e = e.saturating_add(q);
+        }
+    }
+    for (i, c) in list("initContainers").iter().enumerate() {
+        for (r, q) in per_container(c, i, "initContainers")? {
+            let e = requests.entry(r).or_insert(0);
+            *e = (*e).max(q);
+        }
+    }
+    let mut node_selector = std::collections::BTreeMap::new();
+    if let Some(sel) = spec.get("nodeSelector").filter(|v| !v.is_null()) {
+        let sel = sel.as_object().ok_or_else(|| {
+            err(
+                "spec.nodeSelector".into(),
+                "expected a map of labels".into(),
+            )
+        })?;
+        for (k, v) in sel {
+            let v = v.as_str().ok_or_else(|| {
+                err(
+                    format!("spec.nodeSelector[{k}]"),
+                    format!("expected a string, got {v}"),
+                )
+            })?;
+            node_selector.insert(k.clone(), v.to_owned());
+        }
+    }
+    let requirements =
+        |v: &Value, field: &str| -> Result<Vec<sched::SelectorRequirement>, FormatError> {
+            if v.get("matchFields").is_some_and(|m| !m.is_null()) {
+                return Err(err(
+                    format!("{field}.matchFields"),
+                    "node fields are not modelled; use matchExpressions on labels".into(),
+                ));
+            }
+            let exprs = v
+                .get("matchExpressions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            exprs
+                .iter()
+                .enumerate()
+                .map(|(k, e)| {
+                    let f = format!("{field}.matchExpressions[{k}]");
+                    let key = e
+                        .get("key")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| err(format!("{f}.key"), "missing".into()))?;
+                    let op = match e.get("operator").and_then(Value::as_str) {
+                        Some("In") => sched::SelectorOp::In,
+                        Some("NotIn") => sched::SelectorOp::NotIn,
+                        Some("Exists") => sched::SelectorOp::Exists,
+                        Some("DoesNotExist") => sched::SelectorOp::DoesNotExist,
+                        Some("Gt") => sched::SelectorOp::Gt,
+                        Some("Lt") => sched::SelectorOp::Lt,
+                        other => {
+                            return Err(err(
+                                format!("{f}.operator"),
+                                format!(
+                                "expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got {other:?}"
+                            ),
+                            ))
+                        }
+                    };
+                    let values = e
+                        .get("values")
+                        .and_then(Value::as_array)
+                        .map(|vs| {
+                            vs.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_owned)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    Ok(sched::SelectorRequirement {
+                        key: key.to_owned(),
+                        op,
+                        values,
+                    })
+                })
+                .collect()
+        };
+    let na = "spec.affinity.nodeAffinity";
+    let mut affinity = Vec::new();
+    if let Some(terms) = spec
+        .pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .and_then(Value::as_array)
+    {
+        for (k, t) in terms.iter().enumerate() {
+            affinity.push(requirements(
+                t,
+                &format!("{na}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{k}]"),
+            )?);
+        }
+    }
+    let mut preferred = Vec::new();
+    if let Some(terms) = spec
+        .pointer("/affinity/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution")
+        .and_then(Value::as_array)
+    {
+        for (k, t) in terms.iter().enumerate() {
+            let f = format!("{na}.preferredDuringSchedulingIgnoredDuringExecution[{k}]");
+            let weight = t
+                .get("weight")
+                .and_then(Value::as_i64)
+                .filter(|w| (1..=100).contains(w))
+                .ok_or_else(|| err(format!("{f}.weight"), "expected 1..=100".into()))?
+                as i32;
+            preferred.push(sched::PreferredTerm {
+                weight,
+                requirements: requirements(
+                    t.get("preference").unwrap_or(&Value::Null),
+                    &format!("{f}.preference"),
+                )?,
+            });
+        }
+    }
+    let tolerations = k8s_tolerations(file, at, &spec, &format!("{base}spec"))?;
+    let group = path(template, &["metadata", "annotations"])
+        .and_then(|a| map_str(a, &[], KUEUE_PODSET_GROUP));
+    Ok(sched::PodSetExtras {
+        requests,
+        node_selector,
+        affinity,
+        preferred,
+        tolerations,
+        group,
+    })
+}
+
 /// A pod runs on one node, so it can use at most [`topology::MAX_GPUS_PER_NODE`] whole GPUs.
 fn check_gpus_per_pod(gpus: u64) -> Result<(), String> {
     let max = topology::MAX_GPUS_PER_NODE;
@@ -756,13 +942,20 @@ pub fn count_source(set: &workloads::PodTemplateSet) -> String {
 }
 
 /// The Kueue annotations railyard reads on a pod template.
-const KUEUE_TEMPLATE_ANNOTATIONS_READ: [&str; 5] = [
+const KUEUE_TEMPLATE_ANNOTATIONS_READ: [&str; 7] = [
     KUEUE_REQUIRED,
     KUEUE_PREFERRED,
     KUEUE_UNCONSTRAINED,
     KUEUE_SLICE_REQUIRED,
     KUEUE_SLICE_SIZE,
+    KUEUE_SLICE_CONSTRAINTS,
+    KUEUE_PODSET_GROUP,
 ];
+
+/// Kueue: the multi-layer slice annotation, a JSON array of `{"topology": LABEL, "size": N}`,
+/// outermost first, at most three (Kueue's `TASMultiLayerTopology`).
+pub const KUEUE_SLICE_CONSTRAINTS: &str =
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints";
 
 /// The Kueue labels and annotations railyard reads on a workload object.
 const KUEUE_OBJECT_KEYS_READ: [&str; 4] = [
@@ -773,8 +966,7 @@ const KUEUE_OBJECT_KEYS_READ: [&str; 4] = [
 ];
 
 /// What Kueue would act on but railyard does not: `kueue.x-k8s.io/` labels and annotations it
-/// does not read, on the object and on each pod template (`sets`), and the pod-spec fields Kueue
-/// TAS honours that railyard ignores (node selectors, node affinity). One problem each, for
+/// does not read, on the object and on each pod template (`sets`). One problem each, for
 /// `lint` to report as warnings, so that a manifest is never "no findings" while railyard would
 /// place it other than Kueue does.
 pub fn kueue_unread(doc: &Value, sets: &[workloads::PodTemplateSet]) -> Vec<FieldProblem> {
@@ -816,17 +1008,6 @@ pub fn kueue_unread(doc: &Value, sets: &[workloads::PodTemplateSet]) -> Vec<Fiel
                 &KUEUE_TEMPLATE_ANNOTATIONS_READ,
             );
         }
-        for (keys_at, what) in [
-            (&["spec", "nodeSelector"][..], "nodeSelector"),
-            (&["spec", "affinity", "nodeAffinity"][..], "node affinity"),
-        ] {
-            if path(&set.template, keys_at).is_some_and(|v| !v.is_null()) {
-                out.push(FieldProblem {
-                    field: format!("{base}{}", keys_at.join(".")),
-                    message: format!("Kueue TAS places only on nodes matching the {what}; railyard does not read it yet and may choose other nodes"),
-                });
-            }
-        }
     }
     out
 }
@@ -856,7 +1037,6 @@ fn kueue_workload(
     let sets = workloads::pod_sets(d, wk).map_err(|p| err(p.to_string()))?;
     let groups = workloads::replica_groups(d, wk).map_err(|p| err(p.to_string()))?;
     let mut pod_sets = Vec::new();
-    let mut tolerations: Option<(Vec<sched::Toleration>, String)> = None;
     let mut priority = 0;
     for (k, set) in sets.iter().enumerate() {
         let base = if set.field.is_empty() {
@@ -892,17 +1072,7 @@ fn kueue_workload(
                 .and_then(Value::as_i64)
                 .unwrap_or(0) as i32;
         }
-        let t = k8s_tolerations(file, &at, &pod_spec, &spec_field)?;
-        match &tolerations {
-            None => tolerations = Some((t, set.name.clone())),
-            Some((first, first_set)) if *first != t => {
-                return Err(err(format!(
-                    "{spec_field}.tolerations: pod set `{}` tolerates other taints than pod set `{first_set}`; railyard applies one set of tolerations to a whole job",
-                    set.name
-                )))
-            }
-            Some(_) => {}
-        }
+        let extras = template_extras(file, &at, &set.template, &base)?;
         let min_count = if wk.kind == "Job" {
             match map_str(d, &["metadata", "annotations"], KUEUE_MIN_PARALLELISM) {
                 None => None,
@@ -931,6 +1101,7 @@ fn kueue_workload(
             topology,
             gpu_field: format!("{at}: {spec_field}.containers: no {GPU_RESOURCE} limit or request"),
             pod_spec,
+            extras,
         });
     }
     let job = JobDoc {
@@ -941,7 +1112,7 @@ fn kueue_workload(
         queue,
         priority,
         preemptible: true,
-        tolerations: tolerations.map(|(t, _)| t).unwrap_or_default(),
+        tolerations: Vec::new(),
         pod_sets,
     };
     if groups == 1 {
@@ -1016,7 +1187,6 @@ fn kueue_pod_group(
         )));
     }
     let mut pod_sets = Vec::new();
-    let mut tolerations = Vec::new();
     let mut priority = 0;
     for (k, (_, list)) in shapes.iter().enumerate() {
         let pod = &docs[list[0]];
@@ -1052,10 +1222,7 @@ fn kueue_pod_group(
         }
         set.topology = topology;
         if k == 0 {
-            tolerations = job.tolerations;
             priority = job.priority;
-        } else if job.tolerations != tolerations {
-            return Err(err("the group's pods tolerate different taints; railyard applies one set of tolerations to a whole job".to_owned()));
         }
         pod_sets.push(set);
     }
@@ -1067,7 +1234,7 @@ fn kueue_pod_group(
         queue,
         priority,
         preemptible: true,
-        tolerations,
+        tolerations: Vec::new(),
         pod_sets,
     })
 }
@@ -1163,6 +1330,74 @@ pub fn kueue_topology(
                 n,
             )),
         },
+    }
+    if let Some(json) = get(KUEUE_SLICE_CONSTRAINTS) {
+        let f = field(KUEUE_SLICE_CONSTRAINTS);
+        let mut push = |message: String| {
+            problems.push(FieldProblem {
+                field: f.clone(),
+                message,
+            })
+        };
+        if get(KUEUE_SLICE_REQUIRED).is_some() || get(KUEUE_SLICE_SIZE).is_some() {
+            push(format!(
+                "mutually exclusive with {KUEUE_SLICE_REQUIRED} and {KUEUE_SLICE_SIZE}; give one form"
+            ));
+        } else if get(KUEUE_PODSET_GROUP).is_some() {
+            push(format!("may not be combined with {KUEUE_PODSET_GROUP}"));
+        } else {
+            match serde_json::from_str::<Vec<Value>>(&json) {
+                Err(e) => push(format!(
+                    "expected a JSON array of {{\"topology\": LABEL, \"size\": N}}: {e}"
+                )),
+                Ok(list) if list.is_empty() || list.len() > sched::MAX_SLICE_LAYERS => {
+                    push(format!(
+                        "expected 1..={} layers, got {}",
+                        sched::MAX_SLICE_LAYERS,
+                        list.len()
+                    ))
+                }
+                Ok(list) => {
+                    let mut above = count.map(|(c, _)| c);
+                    let mut layers = Vec::new();
+                    for (k, entry) in list.iter().enumerate() {
+                        let label = entry.get("topology").and_then(Value::as_str);
+                        let size = entry
+                            .get("size")
+                            .and_then(Value::as_u64)
+                            .and_then(|n| u32::try_from(n).ok())
+                            .filter(|&n| n >= 1);
+                        match (label, size) {
+                            (Some(l), Some(n)) => {
+                                if layers.iter().any(|(x, _): &(LevelRef, u32)| x.label == l) {
+                                    push(format!("[{k}].topology: `{l}` appears twice"));
+                                    break;
+                                }
+                                if let Some(a) = above.filter(|a| a % n != 0) {
+                                    push(format!("[{k}].size: {n} must divide {a}"));
+                                    break;
+                                }
+                                above = Some(n);
+                                layers.push((
+                                    LevelRef {
+                                        label: l.to_owned(),
+                                        field: format!("{f}[{k}].topology"),
+                                    },
+                                    n,
+                                ));
+                            }
+                            _ => {
+                                push(format!("[{k}]: expected {{\"topology\": LABEL, \"size\": N ≥ 1}}, got {entry}"));
+                                break;
+                            }
+                        }
+                    }
+                    if layers.len() == list.len() {
+                        slices = layers;
+                    }
+                }
+            }
+        }
     }
     let level = |label: Option<String>, k: &str| {
         label.map(|label| LevelRef {
@@ -1310,6 +1545,7 @@ fn kai_job(
                 "{at}: spec.containers: no {GPU_RESOURCE} limit, {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}"
             ),
             pod_spec,
+            extras: sched::PodSetExtras::default(),
         }],
     })
 }
@@ -1393,11 +1629,30 @@ impl JobDoc {
     /// the result with [`sched::Job::check`].
     pub fn resolve(&self, file: &str, cluster: &Cluster) -> Result<sched::Job, FormatError> {
         let mut pod_sets = Vec::new();
+        if self
+            .pod_sets
+            .iter()
+            .all(|s| s.gpu == sched::GpuRequest::Whole(0))
+        {
+            return Err(FormatError::input(
+                file,
+                format!(
+                    "{}; no pod set of job `{}` asks for GPUs (railyard places GPU jobs)",
+                    self.pod_sets[0].gpu_field, self.name
+                ),
+            ));
+        }
+
         for s in &self.pod_sets {
-            if s.gpu == sched::GpuRequest::Whole(0) {
+            // A pod without GPUs is placed by its other requests (a launcher, a Ray head); one
+            // that asks for nothing at all has nothing to place it by.
+            if s.gpu == sched::GpuRequest::Whole(0) && s.extras.requests.is_empty() {
                 return Err(FormatError::input(
                     file,
-                    format!("{}; railyard places GPU pods", s.gpu_field),
+                    format!(
+                        "{}, and no other resource requests; railyard places pods by what they request",
+                        s.gpu_field
+                    ),
                 ));
             }
             let levels: Vec<&str> = cluster.levels.iter().map(|l| l.label.as_str()).collect();
@@ -1429,6 +1684,11 @@ impl JobDoc {
         job.check(cluster)
             .map_err(|e| FormatError::input(file, e))?;
         Ok(job)
+    }
+
+    /// The placement constraints of each pod set, in pod-set order ([`sched::PlaceInput`]).
+    pub fn extras(&self) -> Vec<sched::PodSetExtras> {
+        self.pod_sets.iter().map(|s| s.extras.clone()).collect()
     }
 
     /// Total request at full size (memory requests counted against 80 GiB GPUs).

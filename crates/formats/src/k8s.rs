@@ -454,6 +454,7 @@ fn node_record(
         ready,
         unschedulable,
         internal_ip,
+        allocatable: allocatable(obj).map_err(at)?,
     };
     Ok((
         record,
@@ -465,6 +466,60 @@ fn node_record(
 }
 
 /// A Kubernetes quantity that must be a whole count: `8`, `"8"`.
+/// A Kubernetes resource quantity in the unit Kueue counts it in: millicores for `cpu`, else the
+/// plain amount (bytes for memory and storage, a count for `pods` and extended resources).
+/// Binary (`Ki`…`Ei`) and decimal (`k`…`E`, `m` for thousandths) suffixes; numbers or strings.
+pub fn quantity(resource: &str, v: &Value) -> Option<u64> {
+    let s = match v {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.trim().to_owned(),
+        _ => return None,
+    };
+    const UNITS: [(&str, f64); 13] = [
+        ("Ki", 1024.0),
+        ("Mi", 1_048_576.0),
+        ("Gi", 1_073_741_824.0),
+        ("Ti", 1_099_511_627_776.0),
+        ("Pi", 1_125_899_906_842_624.0),
+        ("Ei", 1_152_921_504_606_846_976.0),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+        ("E", 1e18),
+        ("m", 1e-3),
+    ];
+    let (num, mult) = UNITS
+        .iter()
+        .find_map(|(u, m)| s.strip_suffix(u).map(|n| (n, *m)))
+        .unwrap_or((s.as_str(), 1.0));
+    let scale = if resource == "cpu" { 1000.0 } else { 1.0 };
+    let x = num.trim().parse::<f64>().ok()? * mult * scale;
+    (x.is_finite() && (0.0..1.8e19).contains(&x)).then(|| x.ceil() as u64)
+}
+
+/// A node's allocatable resources other than GPUs, in [`quantity`] units.
+fn allocatable(obj: &Value) -> Result<BTreeMap<String, u64>, String> {
+    let mut out = BTreeMap::new();
+    let Some(map) = obj
+        .pointer("/status/allocatable")
+        .and_then(Value::as_object)
+    else {
+        return Ok(out);
+    };
+    for (k, v) in map {
+        if k == "nvidia.com/gpu" {
+            continue;
+        }
+        let q = quantity(k, v).ok_or_else(|| {
+            format!("status.allocatable[\"{k}\"]: expected a Kubernetes quantity, got {v}")
+        })?;
+        out.insert(k.clone(), q);
+    }
+    Ok(out)
+}
+
 pub(crate) fn parse_count(v: &Value) -> Option<u64> {
     match v {
         Value::Number(n) => n.as_u64(),

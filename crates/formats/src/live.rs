@@ -46,6 +46,8 @@ pub struct LivePod {
     pub node: NodeId,
     /// Its GPUs; `None` for a pod without GPUs.
     pub gpu: Option<GpuUse>,
+    /// Its other requests (and one `pods`), in Kueue's units.
+    pub requests: BTreeMap<String, u64>,
 }
 
 /// A running job made of live pods.
@@ -147,6 +149,55 @@ fn job_key(pod: &Value) -> (String, String) {
         .unwrap_or(pod_name)
         .to_owned();
     (key, owner)
+}
+
+/// What a pod spec requests besides GPUs, plus one `pods`, in [`crate::k8s::quantity`] units:
+/// containers summed (each container's request, else its limit), at least the largest init
+/// container's. Unparsable quantities are skipped here (the GPU count is what is checked).
+fn other_requests(spec: &Value) -> BTreeMap<String, u64> {
+    let mut out: BTreeMap<String, u64> = BTreeMap::new();
+    let one = |c: &Value| {
+        let mut m = BTreeMap::new();
+        for part in ["limits", "requests"] {
+            for (r, v) in c
+                .pointer(&format!("/resources/{part}"))
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if r != GPU_RESOURCE {
+                    if let Some(q) = crate::k8s::quantity(r, v) {
+                        m.insert(r.clone(), q);
+                    }
+                }
+            }
+        }
+        m
+    };
+    for c in spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for (r, q) in one(c) {
+            let e = out.entry(r).or_insert(0);
+            *e = e.saturating_add(q);
+        }
+    }
+    for c in spec
+        .get("initContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for (r, q) in one(c) {
+            let e = out.entry(r).or_insert(0);
+            *e = (*e).max(q);
+        }
+    }
+    out.insert("pods".to_owned(), 1);
+    out
 }
 
 /// The GPUs a pod spec asks for: container requests (else limits) of `nvidia.com/gpu`, or KAI's
@@ -277,6 +328,7 @@ pub fn read_pods(file: &str, doc: &Value, cluster: &Cluster) -> Result<Vec<LiveJ
             name: full,
             node,
             gpu,
+            requests: other_requests(&spec),
         });
     }
     Ok(jobs.into_values().collect())
@@ -463,6 +515,7 @@ pub fn read_workloads(
             let spec = template.get("spec").cloned().unwrap_or(Value::Null);
             let gpu = gpu_use(&template, &spec)
                 .map_err(|m| err(format!("spec.podSets[{set_name}].template.{m}")))?;
+            let requests = other_requests(&spec);
             let placed = assignment_hosts(ta)
                 .map_err(|m| err(format!("status.admission.podSetAssignments[{k}].{m}")))?;
             for (host, n) in placed {
@@ -480,6 +533,7 @@ pub fn read_workloads(
                         name: format!("{ns}/{name}/{set_name}-{p}"),
                         node,
                         gpu,
+                        requests: requests.clone(),
                     });
                 }
             }

@@ -63,6 +63,29 @@ pub fn read(file: &str, text: &str, cluster: &Cluster) -> Result<Occupancy, Form
 /// Read several state files (`(name, text)`) into one occupancy: PodLists first (so that
 /// Workloads whose pods they hold are not counted twice), then the rest in order.
 pub fn read_all(files: &[(String, String)], cluster: &Cluster) -> Result<Occupancy, FormatError> {
+    Ok(read_all_with_usage(files, cluster)?.0)
+}
+
+/// What running pods request of each node besides GPUs, by node (resource → amount).
+pub type NodeUsage = BTreeMap<NodeId, BTreeMap<String, u64>>;
+
+/// [`read_all`], and what the live pods (PodLists, Workloads) request of each node besides
+/// GPUs (`cpu`, `memory`, `pods`, …, GPU-less pods included), by node: the usage placement
+/// subtracts from the nodes' allocatable.
+pub fn read_all_with_usage(
+    files: &[(String, String)],
+    cluster: &Cluster,
+) -> Result<(Occupancy, NodeUsage), FormatError> {
+    let mut usage = NodeUsage::new();
+    let mut add_usage = |jobs: &[live::LiveJob]| {
+        for p in jobs.iter().flat_map(|j| &j.pods) {
+            let u = usage.entry(p.node).or_default();
+            for (r, q) in &p.requests {
+                let e = u.entry(r.clone()).or_insert(0);
+                *e = e.saturating_add(*q);
+            }
+        }
+    };
     let mut occ = Occupancy::new(cluster);
     let mut parsed = Vec::new();
     for (file, text) in files {
@@ -77,6 +100,7 @@ pub fn read_all(files: &[(String, String)], cluster: &Cluster) -> Result<Occupan
         if let Some(doc) = doc.as_ref().filter(|d| live::is_list_of(d, "Pod")) {
             let jobs = live::read_pods(file, doc, cluster)?;
             owners_with_pods.extend(jobs.iter().map(|j| j.owner.clone()));
+            add_usage(&jobs);
             allocate_live(file, cluster, &mut occ, jobs)?;
         }
     }
@@ -92,12 +116,13 @@ pub fn read_all(files: &[(String, String)], cluster: &Cluster) -> Result<Occupan
             Some(d) if live::is_list_of(d, "Pod") || empty_list(d) => {}
             Some(d) if live::is_list_of(d, "Workload") => {
                 let jobs = live::read_workloads(file, d, cluster, &owners_with_pods)?;
+                add_usage(&jobs);
                 allocate_live(file, cluster, &mut occ, jobs)?;
             }
             Some(d) => read_one(file, text, d, cluster, &mut occ)?,
         }
     }
-    Ok(occ)
+    Ok((occ, usage))
 }
 
 /// Live jobs into the occupancy: whole GPUs on the lowest free GPUs of their node, fractions

@@ -2,12 +2,13 @@
 //! files) as the placement file it writes: the one code path behind `place` and `fabric
 //! collective --job`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use formats::input::read_text;
 use formats::placement::{PlacedPod, PlacementFile};
 use formats::{jobs, queues, state, FormatError};
-use sched::{fair_share, place_with_preemption, PreemptionPolicy, Resources};
+use sched::{fair_share, PreemptionPolicy, Resources};
 use topology::Cluster;
 
 /// What a placement is decided from, besides the cluster: the files `place` takes.
@@ -62,7 +63,8 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     } else {
         cluster
     };
-    if let Err(e) = sched::place(whole, &sched::Occupancy::new(whole), &job) {
+    let idle = place_input(whole, &doc, &BTreeMap::new());
+    if let Err(e) = sched::place_with(whole, &sched::Occupancy::new(whole), &job, &idle) {
         return Err(FormatError::input(
             &job_file,
             format!(
@@ -77,7 +79,8 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     for p in inputs.state {
         state_files.push((p.display().to_string(), read_text(p)?));
     }
-    let occupancy = state::read_all(&state_files, cluster)?;
+    let (occupancy, usage) = state::read_all_with_usage(&state_files, cluster)?;
+    let input = place_input(cluster, &doc, &usage);
     if occupancy.jobs().contains_key(&job.name) {
         return Err(FormatError::input(
             &job_file,
@@ -137,15 +140,14 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     }
     let result = match refused {
         Some(reason) => Err(reason),
-        None if inputs.no_preempt => sched::place(cluster, &occupancy, &job)
+        None if inputs.no_preempt => sched::place_with(cluster, &occupancy, &job, &input)
             .map(|placement| sched::Decision {
                 placement,
                 victims: Vec::new(),
             })
             .map_err(|e| e.to_string()),
-        None => {
-            place_with_preemption(cluster, &occupancy, &job, &policy).map_err(|e| e.to_string())
-        }
+        None => sched::place_with_preemption_input(cluster, &occupancy, &job, &policy, &input)
+            .map_err(|e| e.to_string()),
     };
     Ok(match result {
         Ok(d) => placement_file(cluster, &job.name, &d),
@@ -159,6 +161,44 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             preempted: Vec::new(),
         },
     })
+}
+
+/// What placement needs besides the job: each pod set's constraints from its file, and, when
+/// the cluster's nodes carry their allocatable resources (an imported NodeList), each node's
+/// room: allocatable minus what the running pods (`usage`) request. Nodes without allocatable
+/// (presets, specs) are limited by their GPUs alone.
+pub fn place_input(
+    cluster: &Cluster,
+    doc: &jobs::JobDoc,
+    usage: &BTreeMap<topology::NodeId, BTreeMap<String, u64>>,
+) -> sched::PlaceInput {
+    let node_free = if cluster.nodes.iter().any(|n| !n.allocatable.is_empty()) {
+        sched::NodeFree(
+            cluster
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let mut free = n.allocatable.clone();
+                    if let Some(used) = usage.get(&topology::NodeId::from_index(i)) {
+                        for (r, q) in used {
+                            if let Some(f) = free.get_mut(r) {
+                                *f = f.saturating_sub(*q);
+                            }
+                        }
+                    }
+                    free
+                })
+                .collect(),
+        )
+    } else {
+        sched::NodeFree::default()
+    };
+    sched::PlaceInput {
+        options: sched::PlaceOptions::default(),
+        node_free,
+        pod_sets: doc.extras(),
+    }
 }
 
 /// A decision as the placement file `place --output json` writes.

@@ -30,10 +30,12 @@ pub use job::{
 };
 pub use occupancy::{Allocation, Occupancy, PodAllocation, RunningJob};
 pub use place::{
-    commit, highest_tier, place, place_with, place_within, running_job, NotPlaced, PlacedPod,
-    Placement,
+    commit, highest_tier, place, place_with, place_within, place_within_with, running_job,
+    NotPlaced, PlacedPod, Placement,
 };
-pub use preempt::{common_domain, place_with_preemption, Decision, PreemptionPolicy};
+pub use preempt::{
+    common_domain, place_with_preemption, place_with_preemption_input, Decision, PreemptionPolicy,
+};
 pub use queue::{
     validate, JobTarget, QueueId, QueueProblem, QueueProblemKind, QueueSpec, QueueTree,
     ResourceQuota, UNLIMITED,

@@ -145,6 +145,17 @@ pub fn place_within(
     )
 }
 
+/// [`place_within`] with constraints and options.
+pub fn place_within_with(
+    cluster: &Cluster,
+    occupancy: &Occupancy,
+    job: &Job,
+    domain: DomainId,
+    input: &PlaceInput,
+) -> Result<Placement, NotPlaced> {
+    place_scoped(cluster, occupancy, job, Some(domain), input)
+}
+
 /// Record a placement as the running job `job`.
 pub fn commit(
     occupancy: &mut Occupancy,

@@ -20,9 +20,10 @@ use std::collections::BTreeMap;
 
 use topology::{Cluster, DomainId};
 
+use crate::constraints::PlaceInput;
 use crate::job::Job;
 use crate::occupancy::{Allocation, Occupancy};
-use crate::place::{place, place_within, room_on, NotPlaced, Placement};
+use crate::place::{place_with, place_within_with, room_on, NotPlaced, Placement};
 
 /// Domains per level whose victims are fully verified (placement trials while giving victims
 /// back); the rest are ranked out by a cheap estimate. Bounds the cost on large clusters.
@@ -59,7 +60,19 @@ pub fn place_with_preemption(
     job: &Job,
     policy: &PreemptionPolicy,
 ) -> Result<Decision, NotPlaced> {
-    let first_failure = match place(cluster, occupancy, job) {
+    place_with_preemption_input(cluster, occupancy, job, policy, &PlaceInput::default())
+}
+
+/// [`place_with_preemption`] with placement constraints and options ([`crate::place_with`]).
+/// Victims give back their GPUs; the non-GPU room in `input.node_free` is taken as it is.
+pub fn place_with_preemption_input(
+    cluster: &Cluster,
+    occupancy: &Occupancy,
+    job: &Job,
+    policy: &PreemptionPolicy,
+    input: &PlaceInput,
+) -> Result<Decision, NotPlaced> {
+    let first_failure = match place_with(cluster, occupancy, job, input) {
         Ok(placement) => {
             return Ok(Decision {
                 placement,
@@ -121,7 +134,7 @@ pub fn place_with_preemption(
                 let nodes = &cluster.domain(d).nodes;
                 let bound =
                     |occ: &Occupancy| room_on(cluster, occ, job, nodes).is_none_or(|r| r >= need);
-                let fits = |occ: &Occupancy| place_within(cluster, occ, job, d).ok();
+                let fits = |occ: &Occupancy| place_within_with(cluster, occ, job, d, input).ok();
                 if let Some((cost, victims, placement)) =
                     give_back(&mut scratch, &touching, bound, fits)
                 {
@@ -141,7 +154,7 @@ pub fn place_with_preemption(
             return Err(first_failure);
         }
     }
-    let fits = |occ: &Occupancy| place(cluster, occ, job).ok();
+    let fits = |occ: &Occupancy| place_with(cluster, occ, job, input).ok();
     match give_back(&mut scratch, &candidates, |_| true, fits) {
         Some((_, victims, placement)) => Ok(Decision { placement, victims }),
         None => Err(first_failure),

@@ -795,6 +795,7 @@ mod tests {
                 ready: true,
                 unschedulable: false,
                 internal_ip: None,
+                allocatable: Default::default(),
             })
             .collect();
         let tier = TierParams {

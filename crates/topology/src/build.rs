@@ -42,6 +42,9 @@ pub struct NodeRecord {
     pub unschedulable: bool,
     /// InternalIP.
     pub internal_ip: Option<String>,
+    /// Allocatable resources besides GPUs (Kubernetes `status.allocatable`: `cpu` in
+    /// millicores, `memory` in bytes, `pods`, extended resources); empty when unknown.
+    pub allocatable: BTreeMap<String, u64>,
 }
 
 /// Parameters of one switch tier.
@@ -370,6 +373,7 @@ fn clos_records(c: &ClosSpec, node: &NodeSpec) -> (Vec<NodeRecord>, FabricParams
             nvlink_gbps: node.nvlink_gbps,
             nvlink_domain,
             labels,
+            allocatable: BTreeMap::new(),
             taints: Vec::new(),
             ready: true,
             unschedulable: false,
@@ -746,6 +750,7 @@ pub fn assemble(
             ready: r.ready,
             unschedulable: r.unschedulable,
             internal_ip: r.internal_ip,
+            allocatable: r.allocatable,
             domains,
             nic_links,
         })

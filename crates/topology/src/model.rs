@@ -74,6 +74,10 @@ pub struct Node {
     pub unschedulable: bool,
     /// The node's InternalIP, when known.
     pub internal_ip: Option<String>,
+    /// Allocatable resources besides GPUs (Kubernetes `status.allocatable`: `cpu` in
+    /// millicores, `memory` in bytes, `pods`, extended resources); empty when unknown (a spec or
+    /// preset), and then placement is limited by GPUs alone.
+    pub allocatable: BTreeMap<String, u64>,
     /// The node's domain at each level (same order as [`Cluster::levels`]).
     pub domains: Vec<DomainId>,
     /// The cable from each rail's NIC to its leaf switch, by rail.

@@ -129,6 +129,25 @@ fn gpu_workloads_of_every_kind_are_placed_with_their_topology_request() {
     assert!(blocks.iter().all(|b| *b == blocks[0]), "{:?}", p.pods);
     let p = place("tests/fixtures/workloads/kueue-trainjob.yaml");
     assert_eq!(p.pods.len(), 3);
+    // Pod sets without GPUs (an MPI launcher, a Ray head and submitter) are placed by their
+    // other requests; the GPU workers keep their topology request.
+    let p = place("tests/fixtures/workloads/kueue-mpijob.yaml");
+    assert_eq!(p.pods.len(), 3);
+    assert_eq!(p.pods.iter().filter(|q| q.gpus == 8.0).count(), 2);
+    let workers: Vec<usize> = p
+        .pods
+        .iter()
+        .filter(|q| q.gpus == 8.0)
+        .map(|q| rack_of(&q.node))
+        .collect();
+    assert_eq!(
+        workers[0], workers[1],
+        "workers required in one rack: {:?}",
+        p.pods
+    );
+    let p = place("tests/fixtures/workloads/kueue-rayjob.yaml");
+    assert_eq!(p.pods.len(), 4);
+    assert_eq!(p.pods.iter().filter(|q| q.gpus == 8.0).count(), 2);
 }
 
 #[test]
@@ -197,17 +216,131 @@ fn lint_warns_about_what_kueue_reads_and_railyard_does_not() {
     let path = dir.join("jobset.yaml");
     std::fs::write(
         &path,
-        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata:\n  name: js\n  labels: {kueue.x-k8s.io/queue-name: q}\nspec:\n  replicatedJobs:\n  - name: w\n    template:\n      spec:\n        template:\n          metadata:\n            annotations: {kueue.x-k8s.io/podset-slice-required-topology-constraints: \"x\"}\n          spec:\n            nodeSelector: {pool: a}\n            containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n",
+        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata:\n  name: js\n  labels: {kueue.x-k8s.io/queue-name: q, kueue.x-k8s.io/priority-class: high}\nspec:\n  replicatedJobs:\n  - name: w\n    template:\n      spec:\n        template:\n          spec:\n            nodeSelector: {pool: a}\n            containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n",
     )
     .unwrap();
     let out = ok(&["lint", path.to_str().unwrap()]);
     assert!(!out.contains("no findings"), "{out}");
     assert!(
-        out.contains("spec.replicatedJobs[0].template.spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-required-topology-constraints]: warning: Kueue acts on this; railyard does not"),
+        out.contains("metadata.labels[kueue.x-k8s.io/priority-class]: warning: Kueue acts on this; railyard does not"),
         "{out}"
     );
+    // nodeSelector is acted on now: no warning for it.
+    assert!(!out.contains("nodeSelector"), "{out}");
+    // The multi-layer slice annotation is read and checked like place checks it.
+    std::fs::write(
+        &path,
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {kueue.x-k8s.io/queue-name: q}\nspec:\n  parallelism: 8\n  template:\n    metadata:\n      annotations:\n        kueue.x-k8s.io/podset-slice-required-topology-constraints: '[{\"topology\": \"rack\", \"size\": 3}]'\n    spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}\n",
+    )
+    .unwrap();
+    let run = crate::railyard(&["lint", path.to_str().unwrap()]);
+    assert_eq!(run.code, 1);
     assert!(
-        out.contains("spec.replicatedJobs[0].template.spec.template.spec.nodeSelector: warning:"),
-        "{out}"
+        run.stdout.contains("[kueue.x-k8s.io/podset-slice-required-topology-constraints]: error: [0].size: 3 must divide 8"),
+        "{}",
+        run.stdout
     );
+}
+
+#[test]
+fn node_selectors_affinity_and_cpu_requests_bind_placement() {
+    let dir = crate::temp_dir("workload-constraints");
+    let job = |name: &str, template_extra: &str, cpu: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {{kueue.x-k8s.io/queue-name: q}}\nspec:\n  parallelism: 4\n  template:\n    spec:\n{template_extra}      containers: [{{name: c, resources: {{requests: {{cpu: \"{cpu}\"}}, limits: {{nvidia.com/gpu: 1}}}}}}]\n"),
+        )
+        .unwrap();
+        path
+    };
+    let place_live = |path: &std::path::Path| -> PlacementFile {
+        serde_json::from_str(&ok(&[
+            "place",
+            "--cluster",
+            "tests/fixtures/live/nodes.json",
+            "--topology",
+            "tests/fixtures/nodes/kueue-topology.yaml",
+            "--job",
+            path.to_str().unwrap(),
+            "--output",
+            "json",
+        ]))
+        .unwrap()
+    };
+    let nodes = |p: &PlacementFile| {
+        let mut n: Vec<String> = p.pods.iter().map(|q| q.node.clone()).collect();
+        n.sort();
+        n.dedup();
+        n
+    };
+    // Unconstrained, 1 CPU: Kueue packs the four 1-GPU pods on the least free host.
+    let p = place_live(&job("packed.yaml", "", "1"));
+    assert_eq!(nodes(&p).len(), 1, "{:?}", p.pods);
+    // 60 of the nodes' 96 CPUs each: one pod per node.
+    let p = place_live(&job("cpu.yaml", "", "60"));
+    assert_eq!(nodes(&p).len(), 4, "{:?}", p.pods);
+    // A node selector on the hostname label: every pod there.
+    let p = place_live(&job(
+        "selector.yaml",
+        "      nodeSelector: {kubernetes.io/hostname: kind-worker6}\n",
+        "1",
+    ));
+    assert_eq!(nodes(&p), vec!["kind-worker6".to_owned()]);
+    // Required node affinity: only b2's racks.
+    let p = place_live(&job(
+        "affinity.yaml",
+        "      affinity:\n        nodeAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n            nodeSelectorTerms:\n            - matchExpressions:\n              - {key: cloud.provider.com/topology-block, operator: In, values: [b2]}\n",
+        "60",
+    ));
+    assert!(
+        nodes(&p).iter().all(|n| [
+            "kind-worker5",
+            "kind-worker6",
+            "kind-worker7",
+            "kind-worker8"
+        ]
+        .contains(&n.as_str())),
+        "{:?}",
+        p.pods
+    );
+    // A selector no node matches: the job can never be placed, said in one line.
+    let line = crate::fails(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/live/nodes.json",
+        "--topology",
+        "tests/fixtures/nodes/kueue-topology.yaml",
+        "--job",
+        job("nowhere.yaml", "      nodeSelector: {pool: none}\n", "1")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert!(line.contains("can never be placed"), "{line}");
+}
+
+#[test]
+fn multi_layer_slices_keep_each_slice_in_its_domain() {
+    let dir = crate::temp_dir("workload-slices");
+    let path = dir.join("job.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {kueue.x-k8s.io/queue-name: q}\nspec:\n  parallelism: 8\n  template:\n    metadata:\n      annotations:\n        kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-block\n        kueue.x-k8s.io/podset-slice-required-topology-constraints: '[{\"topology\": \"cloud.provider.com/topology-rack\", \"size\": 4}, {\"topology\": \"kubernetes.io/hostname\", \"size\": 2}]'\n    spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 2}}}]}\n",
+    )
+    .unwrap();
+    let p = place(path.to_str().unwrap());
+    assert_eq!(p.pods.len(), 8);
+    let mut by_rank = p.pods.clone();
+    by_rank.sort_by_key(|q| q.rank);
+    for chunk in by_rank.chunks(4) {
+        assert!(
+            chunk
+                .iter()
+                .all(|q| rack_of(&q.node) == rack_of(&chunk[0].node)),
+            "{by_rank:?}"
+        );
+    }
+    for chunk in by_rank.chunks(2) {
+        assert!(chunk.iter().all(|q| q.node == chunk[0].node), "{by_rank:?}");
+    }
 }

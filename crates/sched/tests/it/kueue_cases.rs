@@ -286,6 +286,7 @@ fn cluster(case: &Case) -> Result<(Cluster, NodeFree), String> {
             ready: n.ready && !unhealthy,
             unschedulable: n.unschedulable,
             internal_ip: None,
+            allocatable: Default::default(),
         });
     }
     if records.is_empty() {

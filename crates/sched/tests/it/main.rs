@@ -70,6 +70,7 @@ pub fn cluster_of(nodes: &[N]) -> Cluster {
             ready: n.ready,
             unschedulable: false,
             internal_ip: None,
+            allocatable: Default::default(),
         })
         .collect();
     let tier = |us: u64| TierParams {
