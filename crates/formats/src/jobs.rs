@@ -653,6 +653,16 @@ fn toleration(
     Ok(sched::Toleration { key, value, effect })
 }
 
+/// The tolerations of an object's `spec` (a pod spec, a ResourceFlavor's spec), each checked.
+pub fn tolerations_of(
+    file: &str,
+    at: &str,
+    spec: &Value,
+    field: &str,
+) -> Result<Vec<sched::Toleration>, FormatError> {
+    k8s_tolerations(file, at, spec, field)
+}
+
 fn k8s_tolerations(
     file: &str,
     at: &str,

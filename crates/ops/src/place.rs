@@ -23,6 +23,10 @@ pub struct PlaceInputs<'a> {
     pub queues: &'a [PathBuf],
     /// Never preempt.
     pub no_preempt: bool,
+    /// Kueue ResourceFlavor files: the job is tried on each flavor in file order (its
+    /// `nodeLabels` added to every pod set's node selector, its `tolerations` to theirs), the
+    /// first that places it wins, as Kueue assigns the first flavor that fits. Empty: no flavor.
+    pub flavors: &'a [PathBuf],
 }
 
 /// Place a job on a cluster the way `railyard place` does, as the placement file it writes:
@@ -32,6 +36,7 @@ pub struct PlaceInputs<'a> {
 /// reason); bad input is an error.
 pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFile, FormatError> {
     let job_file = inputs.job.display().to_string();
+    let flavors = read_flavors(inputs.flavors)?;
     let doc = jobs::read_job(&job_file, &read_text(inputs.job)?)?;
     let job = doc.resolve(&job_file, cluster)?;
     // A job that does not fit even with nothing running would wait forever: that is a mistake
@@ -138,17 +143,35 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             .map(|(q, s)| (q.name.clone(), s.gpu))
             .collect();
     }
-    let result = match refused {
-        Some(reason) => Err(reason),
-        None if inputs.no_preempt => sched::place_with(cluster, &occupancy, &job, &input)
+    let inputs_by_flavor: Vec<(Option<&str>, sched::PlaceInput)> = if flavors.is_empty() {
+        vec![(None, input)]
+    } else {
+        flavors
+            .iter()
+            .map(|f| (Some(f.name.as_str()), with_flavor(&input, f)))
+            .collect()
+    };
+    let try_one = |input: &sched::PlaceInput| match &refused {
+        Some(reason) => Err(reason.clone()),
+        None if inputs.no_preempt => sched::place_with(cluster, &occupancy, &job, input)
             .map(|placement| sched::Decision {
                 placement,
                 victims: Vec::new(),
             })
             .map_err(|e| e.to_string()),
-        None => sched::place_with_preemption_input(cluster, &occupancy, &job, &policy, &input)
+        None => sched::place_with_preemption_input(cluster, &occupancy, &job, &policy, input)
             .map_err(|e| e.to_string()),
     };
+    let mut result = Err(String::new());
+    for (flavor, input) in &inputs_by_flavor {
+        result = try_one(input).map_err(|e| match flavor {
+            Some(f) => format!("flavor {f}: {e}"),
+            None => e,
+        });
+        if result.is_ok() {
+            break;
+        }
+    }
     Ok(match result {
         Ok(d) => placement_file(cluster, &job.name, &d),
         Err(reason) => PlacementFile {
@@ -161,6 +184,83 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             preempted: Vec::new(),
         },
     })
+}
+
+/// A Kueue ResourceFlavor: what it adds to a pod set's node constraints.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flavor {
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.nodeLabels`.
+    pub node_labels: BTreeMap<String, String>,
+    /// `spec.tolerations`.
+    pub tolerations: Vec<sched::Toleration>,
+}
+
+/// The ResourceFlavor documents of the files, in order (other documents are skipped; a file
+/// without any is an error naming it).
+pub fn read_flavors(paths: &[PathBuf]) -> Result<Vec<Flavor>, FormatError> {
+    let mut out = Vec::new();
+    for p in paths {
+        let file = p.display().to_string();
+        let docs = formats::input::parse_documents(&file, &read_text(p)?)?;
+        let before = out.len();
+        for (i, d) in docs.iter().enumerate() {
+            if d.get("kind").and_then(serde_json::Value::as_str) != Some("ResourceFlavor") {
+                continue;
+            }
+            let at = |m: String| {
+                FormatError::input(&file, format!("document {} (ResourceFlavor): {m}", i + 1))
+            };
+            let name = d
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(|| at("metadata.name: missing".to_owned()))?
+                .to_owned();
+            let mut node_labels = BTreeMap::new();
+            if let Some(m) = d.pointer("/spec/nodeLabels").filter(|v| !v.is_null()) {
+                let m = m
+                    .as_object()
+                    .ok_or_else(|| at("spec.nodeLabels: expected a map".to_owned()))?;
+                for (k, v) in m {
+                    let v = v.as_str().ok_or_else(|| {
+                        at(format!("spec.nodeLabels[{k}]: expected a string, got {v}"))
+                    })?;
+                    node_labels.insert(k.clone(), v.to_owned());
+                }
+            }
+            let spec = d.get("spec").cloned().unwrap_or(serde_json::Value::Null);
+            let tolerations =
+                jobs::tolerations_of(&file, &format!("document {}", i + 1), &spec, "spec")?;
+            out.push(Flavor {
+                name,
+                node_labels,
+                tolerations,
+            });
+        }
+        if out.len() == before {
+            return Err(FormatError::input(
+                &file,
+                "no ResourceFlavor (kueue.x-k8s.io) in the file",
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// `input` with a flavor's node labels and tolerations added to every pod set.
+fn with_flavor(input: &sched::PlaceInput, flavor: &Flavor) -> sched::PlaceInput {
+    let mut out = input.clone();
+    for set in &mut out.pod_sets {
+        set.node_selector.extend(
+            flavor
+                .node_labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        set.tolerations.extend(flavor.tolerations.iter().cloned());
+    }
+    out
 }
 
 /// What placement needs besides the job: each pod set's constraints from its file, and, when

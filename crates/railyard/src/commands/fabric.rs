@@ -329,6 +329,7 @@ fn ranks_source(
                     state: &args.state,
                     queues: &[],
                     no_preempt: false,
+                    flavors: &[],
                 },
             )?;
             if !decided.placed {

@@ -34,6 +34,10 @@ pub struct PlaceArgs {
     /// Never preempt; report "not placed" instead.
     #[arg(long)]
     pub no_preempt: bool,
+    /// Kueue ResourceFlavor files (repeatable): the job is placed on the first flavor that fits,
+    /// with the flavor's nodeLabels and tolerations (e.g. the Topology file, when it holds them).
+    #[arg(long, value_name = "FILE")]
+    pub flavor: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub output: OutputFormat,
@@ -49,6 +53,7 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
             state: &args.state,
             queues: &args.queues,
             no_preempt: args.no_preempt,
+            flavors: &args.flavor,
         },
     )?;
     Ok(match args.output {

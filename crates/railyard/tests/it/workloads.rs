@@ -344,3 +344,66 @@ fn multi_layer_slices_keep_each_slice_in_its_domain() {
         assert!(chunk.iter().all(|q| q.node == chunk[0].node), "{by_rank:?}");
     }
 }
+
+#[test]
+fn a_resource_flavor_adds_its_node_labels_and_the_first_flavor_that_fits_wins() {
+    let dir = crate::temp_dir("workload-flavors");
+    let flavors = dir.join("flavors.yaml");
+    std::fs::write(
+        &flavors,
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: nowhere}\nspec:\n  nodeLabels: {cloud.provider.com/node-group: other-group}\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: block-b2}\nspec:\n  nodeLabels: {cloud.provider.com/topology-block: b2}\n",
+    )
+    .unwrap();
+    let out = ok(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/nodes/kind-workers.yaml",
+        "--topology",
+        "tests/fixtures/nodes/kueue-topology.yaml",
+        "--job",
+        "tests/fixtures/workloads/kueue-jobset.yaml",
+        "--flavor",
+        flavors.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    let p: PlacementFile = serde_json::from_str(&out).unwrap();
+    assert!(p.placed);
+    assert!(
+        p.pods.iter().all(|q| rack_of(&q.node) >= 2),
+        "block b2 only: {:?}",
+        p.pods
+    );
+    // The Topology fixture's own flavor (node-group tas-group: every node) changes nothing.
+    let with_topology_flavor: PlacementFile = serde_json::from_str(&ok(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/nodes/kind-workers.yaml",
+        "--topology",
+        "tests/fixtures/nodes/kueue-topology.yaml",
+        "--job",
+        "tests/fixtures/workloads/kueue-jobset.yaml",
+        "--flavor",
+        "tests/fixtures/nodes/kueue-topology.yaml",
+        "--output",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        with_topology_flavor,
+        place("tests/fixtures/workloads/kueue-jobset.yaml")
+    );
+    let line = crate::fails(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--flavor",
+        "tests/fixtures/workloads/kueue-jobset.yaml",
+    ]);
+    assert!(
+        line.contains("kueue-jobset.yaml: no ResourceFlavor"),
+        "{line}"
+    );
+}
