@@ -230,3 +230,19 @@ fn no_import_cycles_between_modules() {
         }
     }
 }
+
+#[test]
+fn every_documented_kueue_difference_is_in_the_readme() {
+    let data =
+        std::fs::read_to_string(crates_dir().join("sched/tests/kueue/differences.yaml")).unwrap();
+    let readme = std::fs::read_to_string(crates_dir().join("../README.md")).unwrap();
+    let mut n = 0;
+    for line in data.lines().filter(|l| l.starts_with("  \"")) {
+        // `  "case name": "reason"`: the README lists `- "case name": reason`.
+        let (case, reason) = line.trim().split_once("\": \"").unwrap();
+        let entry = format!("- {case}\": {}", reason.trim_end_matches('"'));
+        assert!(readme.contains(&entry), "README lacks: {entry}");
+        n += 1;
+    }
+    assert!(n >= 1);
+}
