@@ -16,4 +16,4 @@ pub mod slurm;
 pub mod state;
 pub mod trace;
 
-pub use error::{one_line, FormatError};
+pub use error::{cut_echoes, excerpt, one_line, FormatError};
