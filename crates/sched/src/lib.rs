@@ -29,6 +29,6 @@ pub use place::{
 pub use preempt::{common_domain, place_with_preemption, Decision, PreemptionPolicy};
 pub use queue::{
     validate, JobTarget, QueueId, QueueProblem, QueueProblemKind, QueueSpec, QueueTree,
-    ResourceQuota, UNLIMITED,
+    ResourceQuota, MAX_AMOUNT, UNLIMITED,
 };
-pub use share::{admit, fair_share, subtree_usage, AdmissionError};
+pub use share::{admit, fair_share, subtree_usage, subtree_usages, AdmissionError};

@@ -97,9 +97,14 @@ fn given_amounts(
                 ))
             }
         };
-        let val = val.filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| {
-            CliError::input(at, format!("{k}: expected a non-negative amount, got {v}"))
-        })?;
+        let val = val
+            .filter(|x| x.is_finite() && (0.0..=sched::MAX_AMOUNT).contains(x))
+            .ok_or_else(|| {
+                CliError::input(
+                    at,
+                    format!("{k}: expected a non-negative amount up to 1e15, got {v}"),
+                )
+            })?;
         r.set(res, val);
         given[res as usize] = true;
     }
@@ -215,12 +220,13 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         }
     }
     let shares = fair_share(&tree, &demand, &cap);
+    let subtree = sched::subtree_usages(&tree, &demand);
     let row = |i: usize, r: Resource| {
         let q = tree.queues[i].quota(r);
         let own = if tree.is_leaf(sched::QueueId(i as u32)) {
             demand[i].get(r)
         } else {
-            sched::subtree_usage(&tree, &demand, sched::QueueId(i as u32)).get(r)
+            subtree[i].get(r)
         };
         ResourceRow {
             quota: q.quota,
