@@ -13,6 +13,7 @@ use topology::{
 
 use crate::error::FormatError;
 use crate::input::{parse_documents, parse_typed, read_text};
+use crate::names::shell_quote;
 
 /// The label carrying a node's instance type.
 pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
@@ -802,26 +803,88 @@ pub fn level_labels(cluster: &Cluster) -> BTreeMap<String, BTreeMap<String, Stri
     out
 }
 
-/// `kubectl label` commands that give every node its level labels, in node order.
+/// `kubectl label` commands that give every node its level labels, in node order. Every word
+/// is shell-quoted (after [`check_exportable`], quoting changes nothing; it is the second wall).
 pub fn export_label_commands(cluster: &Cluster) -> String {
     let labels = level_labels(cluster);
     let mut out = String::new();
     for n in &cluster.nodes {
         out.push_str("kubectl label node ");
-        out.push_str(&n.name);
+        out.push_str(&shell_quote(&n.name));
         out.push_str(" --overwrite");
         for (k, v) in &labels[&n.name] {
             if k == HOSTNAME_LABEL {
                 continue; // the kubelet owns it
             }
             out.push(' ');
-            out.push_str(k);
-            out.push('=');
-            out.push_str(v);
+            out.push_str(&shell_quote(&format!("{k}={v}")));
         }
         out.push('\n');
     }
     out
+}
+
+/// Where an export goes, for [`check_exportable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// A Kueue or KAI Topology: level label keys.
+    Topology,
+    /// Node labels or a NodeList: node names, label keys and values.
+    NodeLabels,
+    /// Slurm `topology.conf`: node names as host names.
+    Slurm,
+}
+
+/// Check every identifier an export to `destination` writes against that destination's rule
+/// (label keys, label values, RFC 1123 node names, host names), before anything is written.
+/// `file` is where the cluster came from (named in the error: it holds the fault).
+pub fn check_exportable(
+    cluster: &Cluster,
+    file: &str,
+    destination: Destination,
+) -> Result<(), FormatError> {
+    use crate::names::{check_dns_subdomain, check_host_name, check_label_value};
+    if cluster.name.chars().any(char::is_control) {
+        return Err(FormatError::input(
+            file,
+            "cluster name: control characters are not allowed in a name written to a file",
+        ));
+    }
+    for l in &cluster.levels {
+        check_label_key(&l.label).map_err(|m| {
+            FormatError::input(
+                file,
+                format!("level label `{}`: {m}", crate::excerpt(&l.label)),
+            )
+        })?;
+    }
+    match destination {
+        Destination::Topology => {}
+        Destination::NodeLabels => {
+            for n in &cluster.nodes {
+                let at = |m: String| {
+                    FormatError::input(file, format!("node `{}`: {m}", crate::excerpt(&n.name)))
+                };
+                check_dns_subdomain(&n.name).map_err(at)?;
+                for (k, v) in &n.labels {
+                    check_label_key(k)
+                        .map_err(|m| at(format!("label `{}`: {m}", crate::excerpt(k))))?;
+                    check_label_value(v).map_err(at)?;
+                }
+            }
+            for (_, labels) in level_labels(cluster) {
+                for v in labels.values() {
+                    check_label_value(v).map_err(|m| FormatError::input(file, m))?;
+                }
+            }
+        }
+        Destination::Slurm => {
+            for n in &cluster.nodes {
+                check_host_name(&n.name).map_err(|m| FormatError::input(file, m))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The cluster as a `kubectl get nodes -o yaml`-shaped NodeList (labels, GPUs, state), which

@@ -10,6 +10,7 @@ pub mod hostlist;
 pub mod input;
 pub mod jobs;
 pub mod k8s;
+pub mod names;
 pub mod placement;
 pub mod queues;
 pub mod slurm;

@@ -16,6 +16,8 @@ use std::net::IpAddr;
 
 use topology::{Cluster, HOSTNAME_LABEL};
 
+use formats::names::comment_text;
+pub use formats::names::shell_quote;
 use formats::placement::ResolvedPod;
 use formats::FormatError;
 
@@ -333,18 +335,6 @@ fn header(plan: &LaunchPlan) -> String {
     )
 }
 
-/// A word for `sh`: bare when safe, else single-quoted.
-pub fn shell_quote(s: &str) -> String {
-    let safe = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_-./:,=@%+[]".contains(c));
-    if safe && !s.starts_with('=') {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 /// One line per pod: `VAR=… torchrun …`, to run on that pod's node.
 pub fn render_shell(plan: &LaunchPlan) -> String {
     let mut out = String::from("#!/bin/sh\n");
@@ -352,7 +342,9 @@ pub fn render_shell(plan: &LaunchPlan) -> String {
     for a in &plan.agents {
         out.push_str(&format!(
             "\n# rank {}: run on {} ({})\n",
-            a.rank, a.node, a.address
+            a.rank,
+            comment_text(&a.node),
+            a.address
         ));
         let env: Vec<String> = a
             .env
@@ -389,12 +381,14 @@ pub fn render_env(plan: &LaunchPlan) -> String {
     let mut out = header(plan);
     out.push_str(&format!(
         "# One section per pod: give each node its own section, then run `torchrun {}`.\n",
-        plan.script
+        comment_text(&shell_quote(&plan.script))
     ));
     for a in &plan.agents {
         out.push_str(&format!(
             "\n# rank {}: {} ({})\n",
-            a.rank, a.node, a.address
+            a.rank,
+            comment_text(&a.node),
+            a.address
         ));
         for (k, v) in env_vars(a) {
             out.push_str(&format!("{k}={v}\n"));
@@ -434,7 +428,9 @@ pub fn render_k8s_patch(plan: &LaunchPlan, container: &str) -> String {
         });
         out.push_str(&format!(
             "---\n# rank {}: {} ({})\n",
-            a.rank, a.node, a.address
+            a.rank,
+            comment_text(&a.node),
+            a.address
         ));
         out.push_str(&serde_norway::to_string(&patch).expect("plain data serializes"));
     }
@@ -456,7 +452,7 @@ pub fn render_hostfile(plan: &LaunchPlan) -> String {
          # own to 127.0.1.1.\n",
     );
     for (name, ip, slots) in nodes {
-        out.push_str(&format!("# {name}\n{ip} slots={slots}\n"));
+        out.push_str(&format!("# {}\n{ip} slots={slots}\n", comment_text(name)));
     }
     out
 }

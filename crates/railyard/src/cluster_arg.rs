@@ -76,6 +76,17 @@ pub fn load_cluster_quiet(args: &ClusterArgs) -> Result<LoadedCluster, CliError>
             "expected preset:NAME or a file name, got an empty string",
         ));
     }
+    for l in &args.levels {
+        formats::k8s::check_label_key(l).map_err(|m| {
+            CliError::input(
+                "--levels",
+                format!(
+                    "`{}` is not a Kubernetes label key: {m}",
+                    formats::excerpt(l)
+                ),
+            )
+        })?;
+    }
     let path = Path::new(&args.cluster);
     let file = path.display().to_string();
     let text = read_text(path)?;

@@ -1,0 +1,190 @@
+//! Issue 17, second hardening pass: every generator given hostile names (a newline and a
+//! command, `$(…)`, quotes, spaces, NUL) either refuses them naming the file that holds them or
+//! writes them as data; unbounded inputs (devices, FIFOs with endless writers) stop at the
+//! limit; flags blamed by name.
+
+use crate::{fails, railyard, temp_dir};
+
+/// A two-node NodeList (JSON, so any string can be written) whose first node is `name`, with
+/// rack label value `rack`.
+fn nodelist(name: &str, rack: &str) -> String {
+    let node = |n: &str, r: &str, ip: &str| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": n, "labels": {
+                "kubernetes.io/hostname": n,
+                "cloud.provider.com/topology-block": "b1",
+                "cloud.provider.com/topology-rack": r,
+            }},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"},
+                       "addresses": [{"type": "InternalIP", "address": ip}]},
+        })
+    };
+    serde_json::json!({"apiVersion": "v1", "kind": "NodeList", "items": [
+        node(name, rack, "10.0.0.1"), node("gpu-2", "r1", "10.0.0.2"),
+    ]})
+    .to_string()
+}
+
+const TOPOLOGY: &str = "tests/fixtures/nodes/kueue-topology.yaml";
+
+const HOSTILE: [(&str, &str); 5] = [
+    ("gpu-1\nrm -rf / #", "r1"),
+    ("gpu-1", "$(touch /tmp/pwned)"),
+    ("gpu-1", "b1' ; id ; '"),
+    ("gpu-1", "rack one"),
+    ("gpu-1", "r\u{0}1"),
+];
+
+#[test]
+fn node_label_and_nodelist_exports_refuse_hostile_names_naming_the_nodelist() {
+    let dir = temp_dir("hardening-exports");
+    for (i, (name, rack)) in HOSTILE.iter().enumerate() {
+        let file = dir.join(format!("nodes-{i}.json"));
+        std::fs::write(&file, nodelist(name, rack)).unwrap();
+        let f = file.to_str().unwrap();
+        for format in ["node-labels", "nodelist"] {
+            let e = fails(&[
+                "topo",
+                "export",
+                "--cluster",
+                f,
+                "--topology",
+                TOPOLOGY,
+                "--format",
+                format,
+            ]);
+            assert!(e.starts_with(&format!("error: {f}: node `")), "{e}");
+        }
+        // Slurm sanitises label values into switch names; node names must be host names.
+        let run = railyard(&[
+            "topo",
+            "export",
+            "--cluster",
+            f,
+            "--topology",
+            TOPOLOGY,
+            "--format",
+            "slurm",
+        ]);
+        if name.contains('\n') {
+            assert_eq!(run.code, 1, "{}", run.stdout);
+        } else {
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            assert!(
+                run.stdout
+                    .lines()
+                    .all(|l| l.starts_with('#') || l.starts_with("SwitchName=") || l.is_empty()),
+                "{}",
+                run.stdout
+            );
+        }
+    }
+}
+
+#[test]
+fn topology_exports_refuse_level_labels_that_are_not_label_keys() {
+    let dir = temp_dir("hardening-topology");
+    let file = dir.join("nodes.json");
+    std::fs::write(&file, nodelist("gpu-1", "r1")).unwrap();
+    let f = file.to_str().unwrap();
+    for bad in ["rack one", "rack\nx", "$(id)"] {
+        let levels = format!("{bad},kubernetes.io/hostname");
+        for format in ["kueue", "kai"] {
+            let e = fails(&[
+                "topo",
+                "export",
+                "--cluster",
+                f,
+                "--levels",
+                &levels,
+                "--format",
+                format,
+            ]);
+            assert!(e.starts_with("error: --levels: "), "{e}");
+        }
+    }
+}
+
+#[test]
+fn every_launch_format_writes_a_hostile_node_name_as_data() {
+    let dir = temp_dir("hardening-launch");
+    let nodes = dir.join("nodes.json");
+    let name = "gpu-1\nrm -rf / #";
+    std::fs::write(&nodes, nodelist(name, "r1")).unwrap();
+    let placement = dir.join("placement.json");
+    let p = serde_json::json!({"job": "j", "placed": true, "pods": [
+        {"rank": 0, "node": name, "gpus": 8}, {"rank": 1, "node": "gpu-2", "gpus": 8}]});
+    std::fs::write(&placement, p.to_string()).unwrap();
+    for format in ["shell", "env", "k8s-patch", "hostfile"] {
+        let run = railyard(&[
+            "launch",
+            "--cluster",
+            nodes.to_str().unwrap(),
+            "--topology",
+            TOPOLOGY,
+            "--placement",
+            placement.to_str().unwrap(),
+            "--format",
+            format,
+        ]);
+        assert_eq!(run.code, 0, "{format}: {}", run.stderr);
+        assert!(
+            !run.stdout.lines().any(|l| l.starts_with("rm ")),
+            "{format}: a command escaped its comment:\n{}",
+            run.stdout
+        );
+        if format == "shell" {
+            for l in run.stdout.lines() {
+                assert!(
+                    l.is_empty() || l.starts_with('#') || l.starts_with("NCCL_IB_HCA="),
+                    "{l}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_empty_cluster_argument_is_blamed_on_the_flag() {
+    let e = fails(&["topo", "show", "--cluster", ""]);
+    assert!(
+        e.starts_with("error: --cluster: expected preset:NAME or a file name"),
+        "{e}"
+    );
+}
+
+#[test]
+fn devices_are_refused_at_once_and_never_read_whole() {
+    for dev in ["/dev/zero", "/dev/urandom"] {
+        let e = fails(&["topo", "show", "--cluster", dev]);
+        assert!(
+            e.contains("NUL byte at byte 0") || e.contains("not UTF-8 text"),
+            "{dev}: {e}"
+        );
+    }
+}
+
+#[test]
+fn a_fifo_with_an_endless_writer_is_cut_at_the_limit() {
+    // A FIFO written by a thread that never stops: the reader must stop at 512 MiB.
+    let dir = temp_dir("hardening-fifo");
+    let fifo = dir.join("endless.yaml");
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return; // no mkfifo on this system
+    }
+    let path = fifo.clone();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&path) {
+            let line = b"# endless comment line of text for the reader to swallow ......\n";
+            while f.write_all(line).is_ok() {}
+        }
+    });
+    let e = fails(&["topo", "show", "--cluster", fifo.to_str().unwrap()]);
+    assert!(e.contains("over 512 MiB"), "{e}");
+}
