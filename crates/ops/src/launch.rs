@@ -111,6 +111,21 @@ pub fn parse_addresses(file: &str, text: &str) -> Result<BTreeMap<String, IpAddr
 
 /// Values that end up unquoted in env files and command lines must be plain words.
 fn check_options(options: &LaunchOptions) -> Result<(), FormatError> {
+    if options.port == 0 {
+        return Err(FormatError::input(
+            "--port",
+            "expected a TCP port in 1..=65535, got 0 (port 0 asks the kernel for any port: the other nodes could not find the rendezvous)",
+        ));
+    }
+    if options.script.is_empty() || options.script.chars().any(char::is_control) {
+        return Err(FormatError::input(
+            "--script",
+            format!(
+                "expected a script name without control characters, got \"{}\"",
+                formats::excerpt(&options.script)
+            ),
+        ));
+    }
     let plain = |s: &str| {
         !s.is_empty()
             && s.chars()
@@ -156,9 +171,10 @@ fn check_options(options: &LaunchOptions) -> Result<(), FormatError> {
 }
 
 fn check_usable(ip: IpAddr) -> Result<(), String> {
-    if ip.is_loopback() || ip.is_unspecified() {
+    let broadcast = matches!(ip, IpAddr::V4(v4) if v4.is_broadcast());
+    if ip.is_loopback() || ip.is_unspecified() || ip.is_multicast() || broadcast {
         Err(format!(
-            "{ip} is not reachable from other nodes; give the node's own address"
+            "{ip} is not reachable from other nodes as one host (loopback, unspecified, broadcast or multicast); give the node's own address"
         ))
     } else {
         Ok(())
@@ -229,6 +245,24 @@ pub fn plan(
                 shown.join(", ")
             ),
         ));
+    }
+    // Two placed nodes with one address: one of them would get the other's ranks.
+    let mut owner: BTreeMap<IpAddr, &str> = BTreeMap::new();
+    for (pod, ip) in pods.iter().zip(&resolved) {
+        let node = cluster.node(pod.node);
+        if let Some(ip) = ip {
+            if let Some(other) = owner.insert(*ip, &node.name) {
+                if other != node.name {
+                    return Err(FormatError::input(
+                        address_source,
+                        format!(
+                            "nodes \"{other}\" and \"{}\" share the address {ip}; every node needs its own",
+                            node.name
+                        ),
+                    ));
+                }
+            }
+        }
     }
     let rank0 = resolved[0].expect("every address resolved above");
     let endpoint = match rank0 {

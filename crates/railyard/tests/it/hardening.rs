@@ -188,3 +188,89 @@ fn a_fifo_with_an_endless_writer_is_cut_at_the_limit() {
     let e = fails(&["topo", "show", "--cluster", fifo.to_str().unwrap()]);
     assert!(e.contains("over 512 MiB"), "{e}");
 }
+
+#[test]
+fn flags_are_blamed_by_name() {
+    let e = fails(&[
+        "simulate",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--trace",
+        "tests/corpus/hardening/trace-ok.csv",
+        "--compare",
+        "",
+    ]);
+    assert!(e.starts_with("error: --compare: empty policy"), "{e}");
+    let e = fails(&[
+        "simulate",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--trace",
+        "tests/corpus/hardening/trace-ok.csv",
+        "--compare",
+        "fifo,nonsense",
+    ]);
+    assert!(e.starts_with("error: --compare: `nonsense`"), "{e}");
+    let e = fails(&[
+        "launch",
+        "--cluster",
+        "tests/fixtures/launch/nodes.json",
+        "--placement",
+        "tests/fixtures/launch/placement-4.json",
+        "--port",
+        "0",
+    ]);
+    assert!(
+        e.starts_with("error: --port: expected a TCP port in 1..=65535"),
+        "{e}"
+    );
+    let e = fails(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        "tests/fixtures/sched/jobs/fat-tree-ring-24.yaml",
+        "--collective",
+        "alltoall",
+        "--qps",
+        "1000",
+    ]);
+    assert!(e.starts_with("error: --qps: expected 1..=64"), "{e}");
+    let e = fails(&[
+        "topo",
+        "show",
+        "--cluster",
+        "tests/fixtures/nodes/kind-workers.yaml",
+        "--topology",
+        TOPOLOGY,
+        "--shape",
+        "BM.GPU.Z9000.8",
+    ]);
+    assert!(e.starts_with("error: --shape: unknown shape"), "{e}");
+}
+
+#[test]
+fn an_alltoall_too_large_to_route_is_refused_before_any_flow_is_made() {
+    // 2,048 hosts of oci-h100-16k: 2,048 × 2,047 node pairs × 64 QPs ≈ 268 M flows.
+    let dir = temp_dir("hardening-alltoall");
+    let job = dir.join("job.yaml");
+    std::fs::write(
+        &job,
+        "name: all\npod_sets:\n  - {name: w, count: 2048, gpus: 8}\n",
+    )
+    .unwrap();
+    let e = fails(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:oci-h100-16k",
+        "--job",
+        job.to_str().unwrap(),
+        "--collective",
+        "alltoall",
+        "--qps",
+        "64",
+    ]);
+    assert!(e.contains("more than the limit of 4000000"), "{e}");
+}
