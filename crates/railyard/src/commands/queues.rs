@@ -111,6 +111,49 @@ fn given_amounts(
     Ok((r, given))
 }
 
+/// What a `--demand` file says: the capacity (with which resources it gives) and each queue's
+/// demand, in file order.
+#[derive(Debug, Default)]
+pub struct DemandRead {
+    /// `capacity`, and which of gpu, cpu, memory it gives.
+    pub capacity: Option<(Resources, [bool; 3])>,
+    /// (queue, demand) in file order.
+    pub demand: Vec<(String, Resources)>,
+}
+
+/// Read a `--demand` file (`file` names it in errors): a demand file (`demand:`, optional
+/// `capacity:`) or job files, whose jobs' full requests count for their queues. Every amount
+/// is finite, non-negative and at most [`sched::MAX_AMOUNT`].
+pub fn read_demand(file: &str, text: &str) -> Result<DemandRead, CliError> {
+    let docs = formats::input::parse_documents(file, text)?;
+    let is_demand = docs.len() == 1 && docs[0].get("demand").is_some();
+    let mut out = DemandRead::default();
+    if is_demand {
+        let f: DemandFile = parse_typed(file, text)?;
+        if let Some(c) = &f.capacity {
+            out.capacity = Some(given_amounts(&format!("{file}: capacity"), c)?);
+        }
+        for (queue, m) in &f.demand {
+            let r = amounts(&format!("{file}: demand.{queue}"), m)?;
+            out.demand.push((queue.clone(), r));
+        }
+    } else {
+        for j in jobs::read_jobs(file, text)? {
+            out.demand.push((j.queue.clone(), j.request()));
+        }
+    }
+    Ok(out)
+}
+
+/// An inline `--demand QUEUE=gpu:N,cpu:N,memory:64Gi`; `None` when `spec` has no `=`.
+pub fn inline_demand(spec: &str) -> Result<Option<(String, Resources)>, CliError> {
+    let Some((queue, amounts_text)) = spec.split_once('=') else {
+        return Ok(None);
+    };
+    let r = amounts("--demand", &inline_map("--demand", amounts_text)?)?;
+    Ok(Some((queue.to_owned(), r)))
+}
+
 /// `gpu:8,cpu:4,memory:64Gi` as a map.
 fn inline_map(at: &str, s: &str) -> Result<BTreeMap<String, Value>, CliError> {
     let mut m = BTreeMap::new();
@@ -169,28 +212,18 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
     for d in &args.demand {
         let path = std::path::Path::new(d);
         if !path.exists() {
-            if let Some((queue, spec)) = d.split_once('=') {
-                let r = amounts("--demand", &inline_map("--demand", spec)?)?;
-                add("--demand", queue, r)?;
+            if let Some((queue, r)) = inline_demand(d)? {
+                add("--demand", &queue, r)?;
                 continue;
             }
         }
         let text = read_text(path)?;
-        let docs = formats::input::parse_documents(d, &text)?;
-        let is_demand = docs.len() == 1 && docs[0].get("demand").is_some();
-        if is_demand {
-            let f: DemandFile = parse_typed(d, &text)?;
-            if let Some(c) = &f.capacity {
-                capacity = Some(given_amounts(&format!("{d}: capacity"), c)?);
-            }
-            for (queue, m) in &f.demand {
-                let r = amounts(&format!("{d}: demand.{queue}"), m)?;
-                add(d, queue, r)?;
-            }
-        } else {
-            for j in jobs::read_jobs(d, &text)? {
-                add(d, &j.queue, j.request())?;
-            }
+        let read = read_demand(d, &text)?;
+        if read.capacity.is_some() {
+            capacity = read.capacity;
+        }
+        for (queue, r) in read.demand {
+            add(d, &queue, r)?;
         }
     }
     let mut cap = Resources {

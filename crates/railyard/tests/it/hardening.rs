@@ -274,3 +274,97 @@ fn an_alltoall_too_large_to_route_is_refused_before_any_flow_is_made() {
     ]);
     assert!(e.contains("more than the limit of 4000000"), "{e}");
 }
+
+/// A copy of the healthy doctor fixture to damage.
+fn doctor_tree(name: &str) -> std::path::PathBuf {
+    let dir = temp_dir(name);
+    let ok = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(crate::fixture("doctor/healthy"))
+        .arg(dir.join("root"))
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "cp -r the healthy fixture");
+    dir.join("root")
+}
+
+fn doctor_json(root: &std::path::Path) -> (i32, serde_json::Value) {
+    let run = railyard(&[
+        "doctor",
+        "--root",
+        root.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    let v = serde_json::from_str(&run.stdout).unwrap_or(serde_json::Value::Null);
+    (run.code, v)
+}
+
+fn refused(v: &serde_json::Value, subject: &str) -> String {
+    let findings = v["findings"].as_array().cloned().unwrap_or_default();
+    let f = findings
+        .iter()
+        .find(|f| f["check"] == "sysfs.read" && f["subject"] == subject)
+        .unwrap_or_else(|| panic!("no sysfs.read finding for {subject}: {v:#}"));
+    assert_eq!(f["level"], "fail", "{f:#}");
+    f["seen"].as_str().unwrap_or("").to_owned()
+}
+
+#[test]
+fn doctor_does_not_read_a_sysfs_file_that_is_a_device() {
+    let root = doctor_tree("hardening-doctor-dev");
+    let mtu = root.join("sys/class/net/ens0f0np0/mtu");
+    std::fs::remove_file(&mtu).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &mtu).unwrap();
+    let (code, v) = doctor_json(&root);
+    assert_eq!(code, 1);
+    let seen = refused(&v, "/sys/class/net/ens0f0np0/mtu");
+    assert!(
+        seen.contains("a character device, not a regular file"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn doctor_does_not_block_on_a_fifo() {
+    let root = doctor_tree("hardening-doctor-fifo");
+    let state = root.join("sys/class/infiniband/mlx5_0/ports/1/state");
+    std::fs::remove_file(&state).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&state)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        return;
+    }
+    let (code, v) = doctor_json(&root);
+    assert_eq!(code, 1);
+    let seen = refused(&v, "/sys/class/infiniband/mlx5_0/ports/1/state");
+    assert!(seen.contains("a FIFO"), "{seen}");
+}
+
+#[test]
+fn doctor_reads_a_large_sysfs_file_only_up_to_its_bound() {
+    let root = doctor_tree("hardening-doctor-large");
+    let mtu = root.join("sys/class/net/ens0f0np0/mtu");
+    std::fs::write(&mtu, "9".repeat(1 << 20)).unwrap();
+    let (code, v) = doctor_json(&root);
+    assert_eq!(code, 1);
+    let seen = refused(&v, "/sys/class/net/ens0f0np0/mtu");
+    assert!(seen.contains("larger than 64 KiB"), "{seen}");
+}
+
+#[test]
+fn doctor_never_follows_a_netdev_name_read_from_a_file_out_of_the_root() {
+    let root = doctor_tree("hardening-doctor-ndevs");
+    let ndev = root.join("sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0");
+    std::fs::write(&ndev, "../../../../etc\n").unwrap();
+    let (code, v) = doctor_json(&root);
+    assert_eq!(code, 1);
+    let seen = refused(&v, "/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0");
+    assert!(
+        seen.contains("is not a network interface name; not followed"),
+        "{seen}"
+    );
+    assert!(!v.to_string().contains("/etc/mtu"), "{v:#}");
+}
