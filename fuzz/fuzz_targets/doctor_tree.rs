@@ -16,9 +16,7 @@ use libfuzzer_sys::fuzz_target;
 /// A relative path with no `..`, or `None`.
 fn inside(root: &Path, rel: &str) -> Option<PathBuf> {
     let rel = Path::new(rel.trim_start_matches('/'));
-    if rel.as_os_str().is_empty()
-        || rel.components().any(|c| !matches!(c, Component::Normal(_)))
-    {
+    if rel.as_os_str().is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
         return None;
     }
     Some(root.join(rel))

@@ -44,10 +44,17 @@ fuzz_target!(|data: &[u8]| {
     for s in &shares {
         for r in Resource::ALL {
             let v = s.get(r);
-            assert!(v.is_finite() || capacity.get(r).is_infinite(), "share {v} not finite");
+            assert!(
+                v.is_finite() || capacity.get(r).is_infinite(),
+                "share {v} not finite"
+            );
             assert!(!v.is_nan() && v >= -1e-6, "share {v} negative or NaN");
         }
     }
     let top: f64 = tree.roots.iter().map(|q| shares[q.index()].gpu).sum();
-    assert!(top <= capacity.gpu * (1.0 + 1e-9) + 1e-6, "{top} above {}", capacity.gpu);
+    assert!(
+        top <= capacity.gpu * (1.0 + 1e-9) + 1e-6,
+        "{top} above {}",
+        capacity.gpu
+    );
 });

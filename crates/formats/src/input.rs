@@ -601,3 +601,79 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A value nested `depth` levels: maps and lists alternating, a scalar at the bottom.
+    fn nested(depth: usize, key: &str) -> Value {
+        let mut v = Value::from(1);
+        for i in 0..depth {
+            v = if i % 2 == 0 {
+                serde_json::json!({ key: v })
+            } else {
+                serde_json::json!([v, "x"])
+            };
+        }
+        v
+    }
+
+    /// A reader that hands out at most `step` bytes per call.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    proptest! {
+        // Deep documents cost milliseconds each in a debug build: fewer cases.
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn shallow_documents_parse_and_deep_ones_are_refused(depth in 1usize..400, block in any::<bool>()) {
+            let v = nested(depth, "k");
+            let text = if block {
+                serde_norway::to_string(&v).unwrap()
+            } else {
+                serde_json::to_string(&v).unwrap()
+            };
+            let parsed = parse_documents("f", &text);
+            if depth <= 60 {
+                prop_assert_eq!(parsed.unwrap(), vec![v]);
+            } else if depth > 2 * MAX_NESTING {
+                let e = parsed.unwrap_err().to_string();
+                prop_assert!(e.contains("nested deeper") || e.contains("recursion limit"), "{}", e);
+            }
+        }
+
+        #[test]
+        fn a_key_given_twice_anywhere_is_refused(depth in 0usize..20, key in "[a-z]{1,8}") {
+            let inner = format!("{{{key}: 1, {key}: 2}}");
+            let mut text = inner.clone();
+            for _ in 0..depth {
+                text = format!("{{a: {text}}}");
+            }
+            let e = parse_documents("f", &format!("x: {text}\n")).unwrap_err().to_string();
+            prop_assert!(e.contains(&format!("key `{key}` given twice")), "{}", e);
+        }
+
+        #[test]
+        fn the_bounded_reader_returns_the_text_whatever_the_read_sizes(
+            text in "\\PC{0,300}",
+            step in 1usize..7,
+        ) {
+            let got = read_bounded("f", Trickle { data: text.as_bytes(), step }, 0, 1 << 20);
+            prop_assert_eq!(got.unwrap(), text);
+        }
+    }
+}
