@@ -71,22 +71,25 @@ struct DemandFile {
     demand: BTreeMap<String, BTreeMap<String, Value>>,
 }
 
-fn amounts(at: &str, map: &BTreeMap<String, Value>) -> Result<Resources, CliError> {
-    given_amounts(at, map).map(|(r, _)| r)
+fn amounts(at: &str, map: &BTreeMap<String, Value>, inline: bool) -> Result<Resources, CliError> {
+    given_amounts(at, map, inline).map(|(r, _)| r)
 }
 
 /// Amounts and which resources were given.
 fn given_amounts(
     at: &str,
     map: &BTreeMap<String, Value>,
+    inline: bool,
 ) -> Result<(Resources, [bool; 3]), CliError> {
     let mut r = Resources::default();
     let mut given = [false; 3];
     for (k, v) in map {
         let (res, val) = match k.as_str() {
+            // A file gives GPUs as a number (`"8"` is refused); inline amounts are all text.
             "gpu" => (
                 Resource::Gpu,
-                v.as_f64().or_else(|| v.as_str()?.parse().ok()),
+                v.as_f64()
+                    .or_else(|| inline.then(|| v.as_str()?.parse().ok()).flatten()),
             ),
             "cpu" => (Resource::Cpu, parse_cpu_millis(v).map(|m| m as f64)),
             "memory" => (Resource::Memory, parse_memory_mib(v).map(|m| m as f64)),
@@ -131,10 +134,10 @@ pub fn read_demand(file: &str, text: &str) -> Result<DemandRead, CliError> {
     if is_demand {
         let f: DemandFile = parse_typed(file, text)?;
         if let Some(c) = &f.capacity {
-            out.capacity = Some(given_amounts(&format!("{file}: capacity"), c)?);
+            out.capacity = Some(given_amounts(&format!("{file}: capacity"), c, false)?);
         }
         for (queue, m) in &f.demand {
-            let r = amounts(&format!("{file}: demand.{queue}"), m)?;
+            let r = amounts(&format!("{file}: demand.{queue}"), m, false)?;
             out.demand.push((queue.clone(), r));
         }
     } else {
@@ -150,7 +153,7 @@ pub fn inline_demand(spec: &str) -> Result<Option<(String, Resources)>, CliError
     let Some((queue, amounts_text)) = spec.split_once('=') else {
         return Ok(None);
     };
-    let r = amounts("--demand", &inline_map("--demand", amounts_text)?)?;
+    let r = amounts("--demand", &inline_map("--demand", amounts_text)?, true)?;
     Ok(Some((queue.to_owned(), r)))
 }
 
@@ -241,7 +244,11 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         known[0] = true;
     }
     let explicit = match &args.capacity {
-        Some(s) => Some(given_amounts("--capacity", &inline_map("--capacity", s)?)?),
+        Some(s) => Some(given_amounts(
+            "--capacity",
+            &inline_map("--capacity", s)?,
+            true,
+        )?),
         None => capacity,
     };
     if let Some((c, given)) = explicit {
