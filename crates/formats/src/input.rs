@@ -292,16 +292,18 @@ pub fn parse_typed<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, For
     } else {
         strict_check_yaml(file, text)?;
     }
-    if let Ok(Value::String(s)) = serde_norway::from_str::<Value>(text) {
-        return Err(FormatError::input(
-            file,
-            format!(
-                "expected a YAML mapping, got plain text starting `{}`",
-                excerpt(s.lines().next().unwrap_or(""))
-            ),
-        ));
-    }
     serde_norway::from_str(text).map_err(|e| {
+        // Plain text (a file that is not YAML at all) gets its first line, cut, not the
+        // parser's echo of the whole text.
+        if let Ok(Value::String(s)) = serde_norway::from_str::<Value>(text) {
+            return FormatError::input(
+                file,
+                format!(
+                    "expected a YAML mapping, got plain text starting `{}`",
+                    excerpt(s.lines().next().unwrap_or(""))
+                ),
+            );
+        }
         let m = one_line(&e.to_string());
         // Syntax errors from the scanner/parser read better with what failed to parse.
         if m.contains("while scanning") || m.contains("while parsing") {
