@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(facts) = ops::doctor::collect(&root, None) {
         let findings = ops::doctor::check(&facts);
         for (path, what) in facts.unreadable.iter().chain(&facts.refused) {
-            assert!(!path.contains(".."), "{path}: {what}");
+            assert!(!path.split('/').any(|c| c == ".."), "{path}: {what}");
         }
         let _ = findings.len();
     }
