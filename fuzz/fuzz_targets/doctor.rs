@@ -49,6 +49,7 @@ fuzz_target!(|data: &[u8]| {
             rdma_devices: vec!["mlx5_0".into()],
         }],
         unreadable: Vec::new(),
+        refused: Vec::new(),
     };
     let findings = doctor::check(&facts);
     let _ = railyard::commands::doctor::render_text(&findings);

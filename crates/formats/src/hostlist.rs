@@ -165,13 +165,9 @@ pub fn expand_within(expr: &str, max_names: usize) -> Result<Vec<String>, String
     Ok(out)
 }
 
-/// A piece of user input for an error message: at most 40 characters.
+/// A piece of user input for an error message ([`crate::excerpt`]).
 fn shorten(s: &str) -> String {
-    if s.chars().count() > 40 {
-        format!("{}…", s.chars().take(40).collect::<String>())
-    } else {
-        s.to_owned()
-    }
+    crate::excerpt(s)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use topology::{
 
 use crate::error::FormatError;
 use crate::input::{parse_documents, parse_typed, read_text};
+use crate::names::shell_quote;
 
 /// The label carrying a node's instance type.
 pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
@@ -89,6 +90,55 @@ pub struct Overlay {
     pub rail_optimized: Option<bool>,
 }
 
+/// Check the overlay's node facts against the bounds the cluster builder applies, so a bad
+/// value is blamed on the overlay once rather than on every node of the NodeList.
+fn check_overlay(overlay_file: &str, o: &Overlay) -> Result<(), FormatError> {
+    let bad = |m: String| Err(FormatError::input(overlay_file, m));
+    if let Some(r) = o.rails {
+        if !(1..=topology::MAX_RAILS).contains(&r) {
+            return bad(format!(
+                "rails: expected 1..={}, got {r}",
+                topology::MAX_RAILS
+            ));
+        }
+    }
+    if let Some(p) = o.ports_per_rail {
+        if !(1..=topology::MAX_PORTS_PER_RAIL).contains(&p) {
+            return bad(format!(
+                "ports_per_rail: expected 1..={}, got {p}",
+                topology::MAX_PORTS_PER_RAIL
+            ));
+        }
+    }
+    if let Some(g) = o.port_gbps {
+        if !(g.is_finite() && g > 0.0 && g <= 1.0e5) {
+            return bad(format!(
+                "port_gbps: expected a speed in (0, 100000] Gb/s, got {g}"
+            ));
+        }
+    }
+    if let Some(m) = o.gpu_memory_gib {
+        if !(1..=topology::MAX_GPU_MEMORY_GIB).contains(&m) {
+            return bad(format!(
+                "gpu_memory_gib: expected 1..={} GiB per GPU, got {m}",
+                topology::MAX_GPU_MEMORY_GIB
+            ));
+        }
+    }
+    if let Some(v) = o.nvlink_gbps {
+        if !(v.is_finite() && v > 0.0 && v <= 1.0e6) {
+            return bad(format!(
+                "nvlink_gbps: expected a speed in (0, 1000000] Gb/s, got {v} (0 would mean no NVLink, which railyard does not model: give the GPU-to-GPU bandwidth inside a host, e.g. 256 for PCIe 4.0 x16)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// NVLink per GPU assumed for nodes of unknown shape: the slowest NVLink of a known shape
+/// (A100, BM.GPU4.8), said in a note. Never 0, which the fabric model would take as unlimited.
+pub const ASSUMED_NVLINK_GBPS: f64 = 2400.0;
+
 /// The name errors about overlay facts carry: the overlay file, or the NodeList when none.
 fn overlay_name(file: &str, options: &ImportOptions) -> String {
     options
@@ -147,24 +197,42 @@ pub fn import_nodes_with_overlay(
     if let Some(s) = &fallback_shape {
         if known_shape(s).is_none() {
             let known: Vec<&str> = topology::SHAPES.iter().map(|s| s.name).collect();
+            // Blame where the name came from: the flag wins over the overlay.
+            let (source, field) = if options.shape.is_some() {
+                ("--shape".to_owned(), "")
+            } else {
+                (overlay_file.clone(), "shape: ")
+            };
             return Err(FormatError::input(
-                "--shape",
-                format!("unknown shape `{s}`; expected one of {}", known.join(", ")),
+                source,
+                format!(
+                    "{field}unknown shape `{}`; expected one of {}",
+                    crate::excerpt(s),
+                    known.join(", ")
+                ),
             ));
         }
     }
+    check_overlay(&overlay_file, overlay)?;
     let mut records = Vec::with_capacity(objects.len());
     let mut guessed = 0usize;
+    let mut nvlink_guessed = 0usize;
     let mut no_condition = 0usize;
     for (i, obj) in objects.iter().enumerate() {
         let (record, facts) = node_record(file, i, obj, fallback_shape.as_deref(), overlay)?;
         guessed += usize::from(facts.nics_guessed);
+        nvlink_guessed += usize::from(facts.nvlink_guessed);
         no_condition += usize::from(facts.no_ready_condition);
         records.push(record);
     }
     if guessed > 0 {
         notes.push(format!(
             "{guessed} node(s) have no known instance type: assumed one 100 Gb/s rail per GPU (pass --shape or --overlay to say otherwise)"
+        ));
+    }
+    if nvlink_guessed > 0 {
+        notes.push(format!(
+            "{nvlink_guessed} node(s) of unknown shape: assumed NVLink {ASSUMED_NVLINK_GBPS} Gb/s per GPU, 80 GiB per GPU (the overlay's nvlink_gbps and gpu_memory_gib say otherwise)"
         ));
     }
     if no_condition > 0 {
@@ -295,6 +363,8 @@ fn node_objects<'a>(file: &str, docs: &'a [Value]) -> Result<Vec<&'a Value>, For
 
 struct Facts {
     nics_guessed: bool,
+    /// NVLink speed assumed ([`ASSUMED_NVLINK_GBPS`]).
+    nvlink_guessed: bool,
     no_ready_condition: bool,
 }
 
@@ -418,7 +488,21 @@ fn node_record(
         .or_else(|| labels.get("beta.kubernetes.io/instance-type"))
         .and_then(|s| known_shape(s));
     let shape = instance.or_else(|| fallback_shape.and_then(known_shape));
+    if let Some(sh) = shape {
+        if gpus > sh.gpus {
+            return Err(at(format!(
+                "status.allocatable[\"nvidia.com/gpu\"]: {gpus} GPUs, but a {} has {}",
+                sh.name, sh.gpus
+            )));
+        }
+    }
     let nics_guessed = shape.is_none() && overlay.rails.is_none();
+    if nics_guessed && gpus > topology::MAX_RAILS {
+        return Err(at(format!(
+            "{gpus} GPUs and no known instance type: railyard would assume one rail per GPU, more than {} rails; give --shape or an overlay with rails",
+            topology::MAX_RAILS
+        )));
+    }
     let base_nics = shape.map_or(
         NicSpec {
             rails: gpus.max(1),
@@ -447,7 +531,7 @@ fn node_record(
         nvlink_gbps: overlay
             .nvlink_gbps
             .or(shape.map(|s| s.nvlink_gbps))
-            .unwrap_or(0.0),
+            .unwrap_or(if gpus > 1 { ASSUMED_NVLINK_GBPS } else { 0.0 }),
         nvlink_domain,
         labels,
         taints,
@@ -460,6 +544,7 @@ fn node_record(
         record,
         Facts {
             nics_guessed,
+            nvlink_guessed: shape.is_none() && overlay.nvlink_gbps.is_none() && gpus > 1,
             no_ready_condition: ready_condition.is_none(),
         },
     ))
@@ -672,8 +757,24 @@ pub fn check_label_key(key: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Read the first Topology object of a file (other kinds, e.g. ResourceFlavor, are skipped).
+/// Read the Topology object of a file (other kinds, e.g. ResourceFlavor, are skipped; two
+/// Topology objects are refused: which one applies would be a guess).
 pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, FormatError> {
+    let topologies: Vec<usize> = docs
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.get("kind").and_then(Value::as_str) == Some("Topology"))
+        .map(|(i, _)| i + 1)
+        .collect();
+    if topologies.len() > 1 {
+        return Err(FormatError::input(
+            file,
+            format!(
+                "documents {} and {} are both Topology objects; give the one that describes this cluster",
+                topologies[0], topologies[1]
+            ),
+        ));
+    }
     for (d, doc) in docs.iter().enumerate() {
         if doc.get("kind").and_then(Value::as_str) != Some("Topology") {
             continue;
@@ -857,26 +958,88 @@ pub fn level_labels(cluster: &Cluster) -> BTreeMap<String, BTreeMap<String, Stri
     out
 }
 
-/// `kubectl label` commands that give every node its level labels, in node order.
+/// `kubectl label` commands that give every node its level labels, in node order. Every word
+/// is shell-quoted (after [`check_exportable`], quoting changes nothing; it is the second wall).
 pub fn export_label_commands(cluster: &Cluster) -> String {
     let labels = level_labels(cluster);
     let mut out = String::new();
     for n in &cluster.nodes {
         out.push_str("kubectl label node ");
-        out.push_str(&n.name);
+        out.push_str(&shell_quote(&n.name));
         out.push_str(" --overwrite");
         for (k, v) in &labels[&n.name] {
             if k == HOSTNAME_LABEL {
                 continue; // the kubelet owns it
             }
             out.push(' ');
-            out.push_str(k);
-            out.push('=');
-            out.push_str(v);
+            out.push_str(&shell_quote(&format!("{k}={v}")));
         }
         out.push('\n');
     }
     out
+}
+
+/// Where an export goes, for [`check_exportable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// A Kueue or KAI Topology: level label keys.
+    Topology,
+    /// Node labels or a NodeList: node names, label keys and values.
+    NodeLabels,
+    /// Slurm `topology.conf`: node names as host names.
+    Slurm,
+}
+
+/// Check every identifier an export to `destination` writes against that destination's rule
+/// (label keys, label values, RFC 1123 node names, host names), before anything is written.
+/// `file` is where the cluster came from (named in the error: it holds the fault).
+pub fn check_exportable(
+    cluster: &Cluster,
+    file: &str,
+    destination: Destination,
+) -> Result<(), FormatError> {
+    use crate::names::{check_dns_subdomain, check_host_name, check_label_value};
+    if cluster.name.chars().any(char::is_control) {
+        return Err(FormatError::input(
+            file,
+            "cluster name: control characters are not allowed in a name written to a file",
+        ));
+    }
+    for l in &cluster.levels {
+        check_label_key(&l.label).map_err(|m| {
+            FormatError::input(
+                file,
+                format!("level label `{}`: {m}", crate::excerpt(&l.label)),
+            )
+        })?;
+    }
+    match destination {
+        Destination::Topology => {}
+        Destination::NodeLabels => {
+            for n in &cluster.nodes {
+                let at = |m: String| {
+                    FormatError::input(file, format!("node `{}`: {m}", crate::excerpt(&n.name)))
+                };
+                check_dns_subdomain(&n.name).map_err(at)?;
+                for (k, v) in &n.labels {
+                    check_label_key(k)
+                        .map_err(|m| at(format!("label `{}`: {m}", crate::excerpt(k))))?;
+                    check_label_value(v).map_err(at)?;
+                }
+            }
+            for (_, labels) in level_labels(cluster) {
+                for v in labels.values() {
+                    check_label_value(v).map_err(|m| FormatError::input(file, m))?;
+                }
+            }
+        }
+        Destination::Slurm => {
+            for n in &cluster.nodes {
+                check_host_name(&n.name).map_err(|m| FormatError::input(file, m))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The cluster as a `kubectl get nodes -o yaml`-shaped NodeList (labels, GPUs, state), which

@@ -11,6 +11,7 @@ pub mod input;
 pub mod jobs;
 pub mod k8s;
 pub mod live;
+pub mod names;
 pub mod placement;
 pub mod queues;
 pub mod slurm;
@@ -18,4 +19,4 @@ pub mod state;
 pub mod trace;
 pub mod workloads;
 
-pub use error::{one_line, FormatError};
+pub use error::{cut_echoes, excerpt, one_line, FormatError};

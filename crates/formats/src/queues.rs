@@ -70,6 +70,9 @@ impl QueueFlavor {
             K::LimitBelowQuota { resource, .. } => resources(*resource, "limit"),
             K::Negative {
                 resource, field, ..
+            }
+            | K::TooLarge {
+                resource, field, ..
             } => resources(*resource, field),
             K::ParentWithoutResources => match self {
                 QueueFlavor::Kai => "spec.resources".to_owned(),
@@ -201,6 +204,8 @@ pub fn read(files: &[(String, String)]) -> QueueFiles {
 pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles {
     let mut out = QueueFiles::default();
     let mut local_queues: BTreeMap<String, String> = BTreeMap::new();
+    // Each LocalQueue's ClusterQueue and where it is named: checked once all files are read.
+    let mut local_targets: Vec<(String, String, String, usize)> = Vec::new();
     let mut cohorts_named: Vec<(String, String)> = Vec::new();
     let mut pending_jobs: Vec<JobEntry> = Vec::new();
     let mut kueue_names: std::collections::BTreeSet<String> = Default::default();
@@ -303,6 +308,12 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
                     match d.pointer("/spec/clusterQueue").and_then(Value::as_str) {
                         Some(cq) => {
                             local_queues.insert(name.clone(), cq.to_owned());
+                            local_targets.push((
+                                name.clone(),
+                                cq.to_owned(),
+                                file.to_owned(),
+                                i + 1,
+                            ));
                         }
                         None => problem(
                             "spec.clusterQueue",
@@ -364,6 +375,26 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
             });
         }
     }
+    let cluster_queues: std::collections::BTreeSet<&str> = out
+        .queues
+        .iter()
+        .filter(|q| q.flavor == QueueFlavor::ClusterQueue)
+        .map(|q| q.spec.name.as_str())
+        .collect();
+    let mut dangling = Vec::new();
+    for (lq, cq, file, document) in &local_targets {
+        if !cluster_queues.contains(cq.as_str()) {
+            dangling.push(QueueFinding::new(
+                file,
+                Some(*document),
+                Some("spec.clusterQueue".to_owned()),
+                format!(
+                    "LocalQueue `{lq}`: spec.clusterQueue: ClusterQueue `{cq}` is not in the queue files"
+                ),
+            ));
+        }
+    }
+    out.problems.append(&mut dangling);
     for mut j in pending_jobs {
         if let Some(cq) = local_queues.get(&j.queue) {
             j.queue = cq.clone();
@@ -387,7 +418,17 @@ fn pass_through(name: &str) -> QueueSpec {
     }
 }
 
+/// A number given as a number (KAI Queue fields are numbers in the CRD; `"8"` is refused).
 fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        _ => None,
+    }
+    .filter(|x: &f64| x.is_finite())
+}
+
+/// A Kueue GPU amount: a number or a quantity string of digits (`8`, `"8"`).
+fn gpu_quantity(v: &Value) -> Option<f64> {
     match v {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => s.trim().parse().ok(),
@@ -521,7 +562,7 @@ fn kueue_resource(name: &str) -> Option<Resource> {
 
 fn kueue_amount(r: Resource, v: &Value) -> Option<f64> {
     match r {
-        Resource::Gpu => number(v),
+        Resource::Gpu => gpu_quantity(v),
         Resource::Cpu => parse_cpu_millis(v).map(|m| m as f64),
         Resource::Memory => parse_memory_mib(v).map(|m| m as f64),
     }
@@ -542,10 +583,19 @@ fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> Queue
     }
     .filter(|p| !p.is_empty())
     .map(str::to_owned);
-    let weight = d
-        .pointer("/spec/fairSharing/weight")
-        .and_then(|w| kueue_amount(Resource::Cpu, w).map(|m| m / 1000.0))
-        .unwrap_or(1.0);
+    let weight = match d.pointer("/spec/fairSharing/weight") {
+        None | Some(Value::Null) => 1.0,
+        Some(w) => match kueue_amount(Resource::Cpu, w) {
+            Some(m) => m / 1000.0,
+            None => {
+                problems.push(problem(
+                    "spec.fairSharing.weight",
+                    format!("expected a non-negative quantity, got {w}"),
+                ));
+                1.0
+            }
+        },
+    };
     let groups = d.pointer("/spec/resourceGroups").and_then(Value::as_array);
     let Some(groups) = groups.filter(|g| !g.is_empty()) else {
         let mut spec = pass_through(&name);
@@ -574,6 +624,13 @@ fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> Queue
                 };
                 let read = |k: &str| r.get(k).map(|v| (kueue_amount(kind, v), v));
                 let quota = match read("nominalQuota") {
+                    Some((Some(q), v)) if q < 0.0 => {
+                        problems.push(problem(
+                            &format!("{at}.nominalQuota"),
+                            format!("{v} is negative; expected a quantity ≥ 0 (Kueue has no -1 for unlimited: leave borrowingLimit out instead)"),
+                        ));
+                        continue;
+                    }
                     Some((Some(q), _)) => q,
                     Some((None, v)) => {
                         problems.push(problem(
@@ -588,6 +645,13 @@ fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> Queue
                     }
                 };
                 let borrow = match read("borrowingLimit") {
+                    Some((Some(b), v)) if b < 0.0 => {
+                        problems.push(problem(
+                            &format!("{at}.borrowingLimit"),
+                            format!("{v} is negative; expected a quantity ≥ 0"),
+                        ));
+                        None
+                    }
                     Some((Some(b), _)) => Some(b),
                     Some((None, v)) => {
                         problems.push(problem(
@@ -599,6 +663,10 @@ fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> Queue
                     None => None,
                 };
                 match read("lendingLimit") {
+                    Some((Some(l), v)) if l < 0.0 => problems.push(problem(
+                        &format!("{at}.lendingLimit"),
+                        format!("{v} is negative; expected a quantity ≥ 0"),
+                    )),
                     Some((Some(l), _)) if l > quota => problems.push(problem(
                         &format!("{at}.lendingLimit"),
                         format!("{l} is above nominalQuota {quota}"),

@@ -5,11 +5,49 @@ use std::path::Path;
 
 use sim::{CommProfile, TopologyAsk, TraceJob};
 
-use crate::error::FormatError;
+use crate::error::{excerpt, FormatError};
 
 /// Longest trace railyard reads, rows. A row is a non-blank line after the header; longer
 /// traces are refused by counting lines, before any row is parsed.
 pub const MAX_ROWS: usize = 10_000_000;
+
+/// Latest submission time a trace may give, seconds since 1970 (2100-01-01 00:00:00 UTC):
+/// epoch seconds beyond it are a unit mistake (milliseconds, microseconds), and would overflow
+/// the simulator's millisecond clock.
+pub const MAX_EPOCH_S: f64 = 4_102_444_800.0;
+
+/// Longest job a trace may give, seconds (ten years).
+pub const MAX_DURATION_S: f64 = 315_360_000.0;
+
+/// The columns each format reads; a header column that is none of these but close to one
+/// (a misspelling) is refused.
+const PHILLY_COLUMNS: &[&str] = &["timestamp", "duration", "num_gpus", "gpu_time", "cluster"];
+const HELIOS_COLUMNS: &[&str] = &[
+    "job_id",
+    "user",
+    "vc",
+    "gpu_num",
+    "cpu_num",
+    "node_num",
+    "state",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "duration",
+    "queue",
+];
+const NATIVE_COLUMNS: &[&str] = &[
+    "name",
+    "submit_s",
+    "duration_s",
+    "gpus",
+    "queue",
+    "priority",
+    "preemptible",
+    "topology",
+    "comm_share",
+    "bytes_per_step",
+];
 
 /// Trace formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +118,7 @@ pub fn parse_trace(
                 file,
                 format!(
                     "line 1: unknown trace header `{}`; expected Philly (timestamp,duration,num_gpus,gpu_time,cluster), Helios (job_id,…,gpu_num,…,submit_time,…,duration,…) or native (name,submit_s,duration_s,gpus,…)",
-                    header.join(",")
+                    excerpt(&header.join(","))
                 ),
             )
         })?,
@@ -95,24 +133,51 @@ pub fn parse_trace(
     };
     for c in required {
         if columns.get(c).is_none() {
+            let near = header
+                .iter()
+                .find(|h| edit_distance(h, c) <= 2)
+                .map(|h| format!(" (`{}` is close: misspelt?)", excerpt(h)))
+                .unwrap_or_default();
             return Err(FormatError::input(
                 file,
-                format!("line 1: missing column `{c}`"),
+                format!("line 1: missing column `{c}`{near}"),
             ));
         }
     }
+    check_columns(file, format, &header)?;
     let mut trace = Trace {
+        jobs: Vec::with_capacity(rows),
         format: Some(format),
         ..Trace::default()
     };
-    // Job names (native `name`, Helios `job_id`) → first line, for look-ups only.
+    // Job names (native `name`, Helios `job_id`) → first line, for look-ups only. Philly names
+    // are made from line numbers, unique by construction: no map.
     let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    // Line numbers from the records' byte offsets (the csv crate's own line count drifts after
+    // blank lines and in CRLF files): newlines counted once, from the last record on.
+    let bytes = text.as_bytes();
+    let (mut counted_to, mut line_at) = (0usize, 1u64);
     for (i, record) in reader.records().enumerate() {
-        let line = record
-            .as_ref()
-            .ok()
-            .and_then(|r| r.position())
-            .map_or(i as u64 + 2, csv::Position::line);
+        let line = match record.as_ref().ok().and_then(|r| r.position()) {
+            Some(p) => {
+                let mut at = usize::try_from(p.byte())
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len());
+                // The position may be that of blank lines before the record.
+                while at < bytes.len() && matches!(bytes[at], b'\n' | b'\r') {
+                    at += 1;
+                }
+                if at >= counted_to {
+                    line_at += bytes[counted_to..at]
+                        .iter()
+                        .filter(|&&b| b == b'\n')
+                        .count() as u64;
+                    counted_to = at;
+                }
+                line_at
+            }
+            None => i as u64 + 2,
+        };
         if trace.jobs.len() + trace.skipped.len() >= MAX_ROWS {
             return Err(FormatError::input(
                 file,
@@ -123,9 +188,10 @@ pub fn parse_trace(
             .map_err(|e| format!("unreadable row: {e}"))
             .and_then(|r| parse_row(format, &columns, &r, line))
             .and_then(|job| match seen.get(&job.name) {
+                _ if format == TraceFormat::Philly => Ok(job),
                 Some(first) => Err(format!(
                     "job name `{}` is already used on line {first}; names must be unique",
-                    job.name
+                    excerpt(&job.name)
                 )),
                 None => {
                     seen.insert(job.name.clone(), line);
@@ -153,6 +219,75 @@ pub fn parse_trace(
 
 fn unreachable_auto() -> &'static [&'static str] {
     &[]
+}
+
+/// Refuse header columns the format does not read: any unknown column of the native format
+/// (railyard's own), and for Philly and Helios a column one or two edits away from a column
+/// the format reads (a misspelling that would silently drop the data).
+fn check_columns(file: &str, format: TraceFormat, header: &[String]) -> Result<(), FormatError> {
+    let known = match format {
+        TraceFormat::Philly => PHILLY_COLUMNS,
+        TraceFormat::Helios => HELIOS_COLUMNS,
+        TraceFormat::Native => NATIVE_COLUMNS,
+        TraceFormat::Auto => return Ok(()),
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for h in header {
+        if !seen.insert(h.as_str()) {
+            return Err(FormatError::input(
+                file,
+                format!("line 1: column `{}` given twice", excerpt(h)),
+            ));
+        }
+        if known.contains(&h.as_str()) {
+            continue;
+        }
+        let near = known
+            .iter()
+            .find(|k| !header.iter().any(|x| x == *k) && edit_distance(h, k) <= 2);
+        match (format, near) {
+            (_, Some(k)) => {
+                return Err(FormatError::input(
+                    file,
+                    format!(
+                        "line 1: unknown column `{}`; did you mean `{k}`?",
+                        excerpt(h)
+                    ),
+                ))
+            }
+            (TraceFormat::Native, None) => {
+                return Err(FormatError::input(
+                    file,
+                    format!(
+                        "line 1: unknown column `{}`; the native format has {}",
+                        excerpt(h),
+                        NATIVE_COLUMNS.join(", ")
+                    ),
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Levenshtein distance of two short names (capped work: names over 64 bytes are "far").
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() > 64 || b.len() > 64 {
+        return usize::MAX;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, &x) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &y) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(x != y))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 fn detect(header: &[String]) -> Option<TraceFormat> {
@@ -202,9 +337,31 @@ fn number(name: &str, v: &str) -> Result<f64, String> {
     match v.parse::<f64>() {
         Ok(x) if (0.0..1.0e12).contains(&x) => Ok(x),
         _ => Err(format!(
-            "{name}: expected a non-negative number, got \"{v}\""
+            "{name}: expected a non-negative number, got \"{}\"",
+            excerpt(v)
         )),
     }
+}
+
+/// A submission time in seconds, at most [`MAX_EPOCH_S`].
+fn submit_time(name: &str, x: f64) -> Result<f64, String> {
+    if x > MAX_EPOCH_S {
+        return Err(format!(
+            "{name}: {x} s is after 2100-01-01 (epoch seconds up to {MAX_EPOCH_S}); milliseconds given as seconds?"
+        ));
+    }
+    Ok(x)
+}
+
+/// A duration in seconds, at most [`MAX_DURATION_S`].
+fn duration(name: &str, v: &str) -> Result<f64, String> {
+    let x = number(name, v)?;
+    if x > MAX_DURATION_S {
+        return Err(format!(
+            "{name}: {x} s is more than ten years ({MAX_DURATION_S} s); milliseconds given as seconds?"
+        ));
+    }
+    Ok(x)
 }
 
 fn count(name: &str, v: &str) -> Result<u32, String> {
@@ -212,7 +369,8 @@ fn count(name: &str, v: &str) -> Result<u32, String> {
     let x = number(name, v)?;
     if x.fract() != 0.0 || !(1.0..=1.0e6).contains(&x) {
         return Err(format!(
-            "{name}: expected a whole number of GPUs ≥ 1, got \"{v}\""
+            "{name}: expected a whole number of GPUs ≥ 1, got \"{}\"",
+            excerpt(v)
         ));
     }
     Ok(x as u32)
@@ -240,7 +398,7 @@ fn parse_row(
         TraceFormat::Philly => {
             let submit = parse_datetime(field(cols, r, "timestamp")?)
                 .map_err(|e| format!("timestamp: {e}"))?;
-            let duration = number("duration", field(cols, r, "duration")?)?;
+            let duration = duration("duration", field(cols, r, "duration")?)?;
             let gpus = count("num_gpus", field(cols, r, "num_gpus")?)?;
             let vc = field(cols, r, "cluster")?;
             Ok(base(
@@ -259,8 +417,9 @@ fn parse_row(
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
                 .map_or_else(|| parse_datetime(submit_raw), Ok)
-                .map_err(|e| format!("submit_time: {e}"))?;
-            let duration = number("duration", field(cols, r, "duration")?)?;
+                .map_err(|e| format!("submit_time: {e}"))
+                .and_then(|x| submit_time("submit_time", x))?;
+            let duration = duration("duration", field(cols, r, "duration")?)?;
             let gpus = count("gpu_num", field(cols, r, "gpu_num")?)?;
             let vc = field(cols, r, "vc")?;
             Ok(base(
@@ -274,21 +433,26 @@ fn parse_row(
         TraceFormat::Native => {
             let mut job = base(
                 field(cols, r, "name")?.to_owned(),
-                number("submit_s", field(cols, r, "submit_s")?)?,
-                number("duration_s", field(cols, r, "duration_s")?)?,
+                submit_time("submit_s", number("submit_s", field(cols, r, "submit_s")?)?)?,
+                duration("duration_s", field(cols, r, "duration_s")?)?,
                 count("gpus", field(cols, r, "gpus")?)?,
                 optional(cols, r, "queue").unwrap_or("default").to_owned(),
             );
             if let Some(p) = optional(cols, r, "priority") {
-                job.priority = p
-                    .parse()
-                    .map_err(|_| format!("priority: expected an integer, got \"{p}\""))?;
+                job.priority = p.parse().map_err(|_| {
+                    format!("priority: expected an integer, got \"{}\"", excerpt(p))
+                })?;
             }
             if let Some(p) = optional(cols, r, "preemptible") {
                 job.preemptible = match p {
                     "true" | "yes" | "1" => true,
                     "false" | "no" | "0" => false,
-                    _ => return Err(format!("preemptible: expected true or false, got \"{p}\"")),
+                    _ => {
+                        return Err(format!(
+                            "preemptible: expected true or false, got \"{}\"",
+                            excerpt(p)
+                        ))
+                    }
                 };
             }
             if let Some(t) = optional(cols, r, "topology") {
@@ -298,7 +462,8 @@ fn parse_row(
                     _ if t == "none" => TopologyAsk::None,
                     _ => {
                         return Err(format!(
-                        "topology: expected none, required:LABEL or preferred:LABEL, got \"{t}\""
+                        "topology: expected none, required:LABEL or preferred:LABEL, got \"{}\"",
+                        excerpt(t)
                     ))
                     }
                 };
@@ -328,7 +493,7 @@ fn parse_row(
 
 /// Seconds since 1970-01-01 of `YYYY-MM-DD HH:MM:SS` (UTC; a `T` separator is accepted).
 pub fn parse_datetime(s: &str) -> Result<f64, String> {
-    let bad = || format!("expected YYYY-MM-DD HH:MM:SS, got \"{s}\"");
+    let bad = || format!("expected YYYY-MM-DD HH:MM:SS, got \"{}\"", excerpt(s));
     let (date, time) = s.split_once([' ', 'T']).ok_or_else(bad)?;
     let d: Vec<&str> = date.split('-').collect();
     let t: Vec<&str> = time.trim_end_matches('Z').split(':').collect();
@@ -339,9 +504,19 @@ pub fn parse_datetime(s: &str) -> Result<f64, String> {
     let (y, m, day) = (num(d[0])?, num(d[1])?, num(d[2])?);
     let (hh, mm) = (num(t[0])?, num(t[1])?);
     let ss: f64 = t[2].parse().map_err(|_| bad())?;
-    if !(1970..=9999).contains(&y)
-        || !(1..=12).contains(&m)
-        || !(1..=31).contains(&day)
+    if !(1970..=2099).contains(&y) {
+        return Err(format!(
+            "year {y} is outside 1970–2099 (the simulator's time window)"
+        ));
+    }
+    if (1..=12).contains(&m) && (29..=31).contains(&day) && day > days_in_month(y, m) {
+        return Err(format!(
+            "{y:04}-{m:02}-{day:02} is not a date: that month has {} days",
+            days_in_month(y, m)
+        ));
+    }
+    if !(1..=12).contains(&m)
+        || !(1..=days_in_month(y, m)).contains(&day)
         || !(0..24).contains(&hh)
         || !(0..60).contains(&mm)
         || !(0.0..61.0).contains(&ss)
@@ -349,6 +524,16 @@ pub fn parse_datetime(s: &str) -> Result<f64, String> {
         return Err(bad());
     }
     Ok((days_from_civil(y, m, day) * 86_400 + hh * 3600 + mm * 60) as f64 + ss)
+}
+
+/// Days in month `m` of year `y` (Gregorian leap years).
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -378,6 +563,13 @@ mod tests {
             951_868_800.0
         );
         assert!(parse_datetime("2017-13-01 00:00:00").is_err());
+        assert!(parse_datetime("2017-02-30 00:00:00").is_err());
+        assert!(parse_datetime("2017-02-29 00:00:00").is_err());
+        assert!(parse_datetime("2016-02-29 00:00:00").is_ok());
+        assert!(parse_datetime("2000-02-29 00:00:00").is_ok());
+        assert!(parse_datetime("1900-02-29 00:00:00").is_err());
+        assert!(parse_datetime("2017-04-31 00:00:00").is_err());
+        assert!(parse_datetime("2100-01-01 00:00:00").is_err());
         assert!(parse_datetime("yesterday").is_err());
     }
 
@@ -396,6 +588,66 @@ mod tests {
         assert_eq!(t.skipped.len(), 1);
         assert_eq!(t.jobs[0].queue, "vc-11cb48");
         assert_eq!(t.jobs[0].gpus, 1);
+    }
+
+    #[test]
+    fn line_numbers_count_blank_lines_and_crlf() {
+        for (text, line) in [
+            ("timestamp,duration,num_gpus,gpu_time,cluster\n\n\n2017-10-07 01:11:39,1,8,1,a\n\n2017-10-07 01:11:39,1,x,1,a\n", 6),
+            ("timestamp,duration,num_gpus,gpu_time,cluster\r\n2017-10-07 01:11:39,1,8,1,a\r\n2017-10-07 01:11:39,1,8,1,a\r\n2017-10-07 01:11:39,1,x,1,a\r\n", 4),
+            ("timestamp,duration,num_gpus,gpu_time,cluster\r\n\r\n2017-10-07 01:11:39,1,x,1,a\r\n", 3),
+        ] {
+            let e = parse_trace("t.csv", text, TraceFormat::Auto, false).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("t.csv: line {line}: num_gpus")), "{e}");
+        }
+    }
+
+    #[test]
+    fn times_outside_the_epoch_window_and_misspelt_columns_are_refused() {
+        let helios = "job_id,vc,gpu_num,submit_time,duration\na,v,1,1e17,10\n";
+        let e = parse_trace("h.csv", helios, TraceFormat::Auto, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("after 2100-01-01"), "{e}");
+        let native = "name,submit_s,duration_s,gpus,priorty\na,0,10,1,5\n";
+        let e = parse_trace("n.csv", native, TraceFormat::Auto, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown column `priorty`; did you mean `priority`?"),
+            "{e}"
+        );
+        let philly = "timestamp,durattion,num_gpus,gpu_time,cluster\n2017-10-07 01:11:39,1,8,1,a\n";
+        let e = parse_trace("p.csv", philly, TraceFormat::Auto, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("missing column `duration` (`durattion` is close"),
+            "{e}"
+        );
+        let helios = "job_id,vc,gpu_num,submit_time,duration,gpu_nums\na,v,1,0,10,2\n";
+        let e = parse_trace("h.csv", helios, TraceFormat::Auto, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown column `gpu_nums`; did you mean `cpu_num`?"),
+            "{e}"
+        );
+        let extra =
+            "timestamp,duration,num_gpus,gpu_time,cluster,status\n2017-10-07 01:11:39,1,8,1,a,ok\n";
+        assert!(parse_trace("p.csv", extra, TraceFormat::Auto, false).is_ok());
+    }
+
+    #[test]
+    fn a_huge_field_is_cut_in_the_message() {
+        let text = format!(
+            "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-07 01:11:39,1,{}x,1,a\n",
+            "9".repeat(1_000_000)
+        );
+        let e = parse_trace("t.csv", &text, TraceFormat::Auto, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 300, "{}", e.len());
     }
 
     #[test]

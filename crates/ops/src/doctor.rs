@@ -69,6 +69,10 @@ pub struct NodeFacts {
     pub pci: Vec<PciDevice>,
     /// Files that exist but could not be read or parsed: (path under the root, what was wrong).
     pub unreadable: Vec<(String, String)>,
+    /// Files doctor refused to open or follow: not regular files (FIFOs, devices), larger than
+    /// the bound, or a name read from a file that would lead outside the tree. A fail: the tree
+    /// is not what the kernel shows.
+    pub refused: Vec<(String, String)>,
 }
 
 /// An RDMA device (`mlx5_0`) and its ports.
@@ -141,44 +145,101 @@ pub fn diagnose(root: &Path, hostname: Option<&str>) -> Result<Vec<Finding>, For
 // ---------------------------------------------------------------------------------------------
 // Reading the tree
 
-/// Files under the root; records what it could not read instead of failing.
+/// Most bytes `doctor` reads of a sysfs or procfs file: attributes are at most a page.
+pub const MAX_SYSFS_BYTES: u64 = 64 * 1024;
+
+/// Most bytes `doctor` reads of `/etc/hosts` or `/etc/hostname`.
+pub const MAX_ETC_BYTES: u64 = 1 << 20;
+
+/// Files under the root; records what it could not read instead of failing. Every file is
+/// checked with `metadata` before it is opened (FIFOs, sockets and devices are never opened, so
+/// nothing blocks) and read through a bound, so nothing grows without end.
 struct Tree<'a> {
     root: &'a Path,
     unreadable: Vec<(String, String)>,
+    refused: Vec<(String, String)>,
+}
+
+/// How reading one file went.
+enum Outcome {
+    Text(String),
+    Missing,
+    /// Recorded as unreadable (`bool`: refused outright, a fail).
+    Problem(String, bool),
 }
 
 impl Tree<'_> {
+    /// Read `rel` with the bound for its place, without recording anything.
+    fn read_raw(&self, rel: &str) -> Outcome {
+        let path = self.root.join(rel);
+        let limit = if rel.starts_with("etc/") {
+            MAX_ETC_BYTES
+        } else {
+            MAX_SYSFS_BYTES
+        };
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Outcome::Missing,
+            Err(e) => return Outcome::Problem(e.to_string(), false),
+        };
+        if !meta.is_file() {
+            let what = file_type_word(&meta);
+            return Outcome::Problem(format!("{what}, not a regular file; not opened"), true);
+        }
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) => return Outcome::Problem(e.to_string(), false),
+        };
+        let mut bytes = Vec::new();
+        if let Err(e) =
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)
+        {
+            return Outcome::Problem(e.to_string(), false);
+        }
+        if bytes.len() as u64 > limit {
+            return Outcome::Problem(
+                format!("larger than {} KiB; not read further", limit / 1024),
+                true,
+            );
+        }
+        match String::from_utf8(bytes) {
+            Ok(s) => Outcome::Text(s.trim().to_owned()),
+            Err(_) => Outcome::Problem("not UTF-8 text".to_owned(), false),
+        }
+    }
+
     /// A file's trimmed text; `None` when it does not exist. Unreadable files are recorded.
     fn read(&mut self, rel: &str) -> Option<String> {
-        let path = self.root.join(rel);
-        match std::fs::read(&path) {
-            Ok(bytes) if bytes.len() > 1 << 20 => {
-                self.unreadable
-                    .push((rel.to_owned(), "larger than 1 MiB".to_owned()));
-                None
-            }
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(s) => Some(s.trim().to_owned()),
-                Err(_) => {
-                    self.unreadable
-                        .push((rel.to_owned(), "not UTF-8 text".to_owned()));
-                    None
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                self.unreadable.push((rel.to_owned(), e.to_string()));
+        match self.read_raw(rel) {
+            Outcome::Text(s) => Some(s),
+            Outcome::Missing => None,
+            Outcome::Problem(what, refused) => {
+                self.record(rel, what, refused);
                 None
             }
         }
     }
 
+    fn record(&mut self, rel: &str, what: String, refused: bool) {
+        if refused {
+            self.refused.push((rel.to_owned(), what));
+        } else {
+            self.unreadable.push((rel.to_owned(), what));
+        }
+    }
+
     /// A file's trimmed text, or `None` when missing or unreadable, without recording anything:
     /// for files the kernel refuses to read in normal operation (an unused GID table entry
-    /// answers EINVAL).
-    fn read_quiet(&self, rel: &str) -> Option<String> {
-        let bytes = std::fs::read(self.root.join(rel)).ok()?;
-        String::from_utf8(bytes).ok().map(|s| s.trim().to_owned())
+    /// answers EINVAL). Files that are not regular or are too large are still recorded.
+    fn read_quiet(&mut self, rel: &str) -> Option<String> {
+        match self.read_raw(rel) {
+            Outcome::Text(s) => Some(s),
+            Outcome::Problem(what, true) => {
+                self.record(rel, what, true);
+                None
+            }
+            _ => None,
+        }
     }
 
     /// A file parsed with `parse`; a parse failure is recorded with `expected`.
@@ -224,6 +285,37 @@ impl Tree<'_> {
     }
 }
 
+fn file_type_word(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
+/// Whether `name` (read from a file) is a Linux network interface name, and so safe to put in a
+/// path: 1–15 bytes, not `.` or `..`, no `/`, `:`, whitespace or control characters (the
+/// kernel's `dev_valid_name`).
+pub fn is_netdev_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() < 16
+        && name != "."
+        && name != ".."
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
+}
+
 /// Read everything `doctor` looks at under `root`. Errors only when `root` itself is not a
 /// directory tree with a `sys/` directory; anything odd inside is recorded in the facts.
 pub fn collect(root: &Path, hostname: Option<&str>) -> Result<NodeFacts, FormatError> {
@@ -240,6 +332,7 @@ pub fn collect(root: &Path, hostname: Option<&str>) -> Result<NodeFacts, FormatE
     let mut tree = Tree {
         root,
         unreadable: Vec::new(),
+        refused: Vec::new(),
     };
     let rdma = collect_rdma(&mut tree);
     let hostname = match hostname {
@@ -260,6 +353,7 @@ pub fn collect(root: &Path, hostname: Option<&str>) -> Result<NodeFacts, FormatE
         hosts,
         pci,
         unreadable: tree.unreadable,
+        refused: tree.refused,
     })
 }
 
@@ -280,7 +374,19 @@ fn collect_rdma(tree: &mut Tree<'_>) -> Option<Vec<RdmaDevice>> {
                 .list(&format!("{p}/gid_attrs/ndevs"))
                 .unwrap_or_default()
             {
-                if let Some(n) = tree.read_quiet(&format!("{p}/gid_attrs/ndevs/{idx}")) {
+                let rel = format!("{p}/gid_attrs/ndevs/{idx}");
+                if let Some(n) = tree.read_quiet(&rel) {
+                    if !n.is_empty() && !is_netdev_name(&n) {
+                        tree.record(
+                            &rel,
+                            format!(
+                                "\"{}\" is not a network interface name; not followed",
+                                shorten(&n)
+                            ),
+                            true,
+                        );
+                        continue;
+                    }
                     if !n.is_empty() && !netdev_names.contains(&n) {
                         netdev_names.push(n);
                     }
@@ -463,12 +569,7 @@ pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn shorten(s: &str) -> String {
-    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() > 40 {
-        format!("{}…", one.chars().take(40).collect::<String>())
-    } else {
-        one
-    }
+    formats::excerpt(&formats::one_line(s))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -487,6 +588,17 @@ pub fn check(facts: &NodeFacts) -> Vec<Finding> {
             why: "doctor could not judge what this file describes".to_owned(),
             action: "check the file by hand; on a live node a driver may be in a bad state"
                 .to_owned(),
+        });
+    }
+    for (path, what) in &facts.refused {
+        out.push(Finding {
+            level: Level::Fail,
+            check: "sysfs.read",
+            subject: format!("/{path}"),
+            seen: what.clone(),
+            why: "a sysfs file that is a FIFO, a device, oversized or names a path outside the tree is not what the kernel shows; doctor cannot vouch for this node"
+                .to_owned(),
+            action: "check --root: it should be a real root or a copy of one".to_owned(),
         });
     }
     check_rdma_devices(facts, &mut out);

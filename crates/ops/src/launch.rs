@@ -17,6 +17,8 @@ use std::net::IpAddr;
 use topology::{Cluster, HOSTNAME_LABEL};
 
 use formats::k8s::INSTANCE_TYPE_LABEL;
+use formats::names::comment_text;
+pub use formats::names::shell_quote;
 use formats::placement::ResolvedPod;
 use formats::FormatError;
 
@@ -116,6 +118,21 @@ pub fn parse_addresses(file: &str, text: &str) -> Result<BTreeMap<String, IpAddr
 
 /// Values that end up unquoted in env files and command lines must be plain words.
 fn check_options(options: &LaunchOptions) -> Result<(), FormatError> {
+    if options.port == 0 {
+        return Err(FormatError::input(
+            "--port",
+            "expected a TCP port in 1..=65535, got 0 (port 0 asks the kernel for any port: the other nodes could not find the rendezvous)",
+        ));
+    }
+    if options.script.is_empty() || options.script.chars().any(char::is_control) {
+        return Err(FormatError::input(
+            "--script",
+            format!(
+                "expected a script name without control characters, got \"{}\"",
+                formats::excerpt(&options.script)
+            ),
+        ));
+    }
     let plain = |s: &str| {
         !s.is_empty()
             && s.chars()
@@ -155,9 +172,10 @@ fn check_options(options: &LaunchOptions) -> Result<(), FormatError> {
 }
 
 fn check_usable(ip: IpAddr) -> Result<(), String> {
-    if ip.is_loopback() || ip.is_unspecified() {
+    let broadcast = matches!(ip, IpAddr::V4(v4) if v4.is_broadcast());
+    if ip.is_loopback() || ip.is_unspecified() || ip.is_multicast() || broadcast {
         Err(format!(
-            "{ip} is not reachable from other nodes; give the node's own address"
+            "{ip} is not reachable from other nodes as one host (loopback, unspecified, broadcast or multicast); give the node's own address"
         ))
     } else {
         Ok(())
@@ -228,6 +246,24 @@ pub fn plan(
                 shown.join(", ")
             ),
         ));
+    }
+    // Two placed nodes with one address: one of them would get the other's ranks.
+    let mut owner: BTreeMap<IpAddr, &str> = BTreeMap::new();
+    for (pod, ip) in pods.iter().zip(&resolved) {
+        let node = cluster.node(pod.node);
+        if let Some(ip) = ip {
+            if let Some(other) = owner.insert(*ip, &node.name) {
+                if other != node.name {
+                    return Err(FormatError::input(
+                        address_source,
+                        format!(
+                            "nodes \"{other}\" and \"{}\" share the address {ip}; every node needs its own",
+                            node.name
+                        ),
+                    ));
+                }
+            }
+        }
     }
     let rank0 = resolved[0].expect("every address resolved above");
     let endpoint = match rank0 {
@@ -366,21 +402,9 @@ fn header(plan: &LaunchPlan) -> String {
         plan.rdzv_id,
         plan.nccl_sources
             .iter()
-            .map(|s| format!("# NCCL settings: {s}\n"))
+            .map(|s| format!("# NCCL settings: {}\n", comment_text(s)))
             .collect::<String>()
     )
-}
-
-/// A word for `sh`: bare when safe, else single-quoted.
-pub fn shell_quote(s: &str) -> String {
-    let safe = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_-./:,=@%+[]".contains(c));
-    if safe && !s.starts_with('=') {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 /// One line per pod: `VAR=… torchrun …`, to run on that pod's node.
@@ -390,7 +414,9 @@ pub fn render_shell(plan: &LaunchPlan) -> String {
     for a in &plan.agents {
         out.push_str(&format!(
             "\n# rank {}: run on {} ({})\n",
-            a.rank, a.node, a.address
+            a.rank,
+            comment_text(&a.node),
+            a.address
         ));
         let env: Vec<String> = a
             .env
@@ -427,12 +453,14 @@ pub fn render_env(plan: &LaunchPlan) -> String {
     let mut out = header(plan);
     out.push_str(&format!(
         "# One section per pod: give each node its own section, then run `torchrun {}`.\n",
-        plan.script
+        comment_text(&shell_quote(&plan.script))
     ));
     for a in &plan.agents {
         out.push_str(&format!(
             "\n# rank {}: {} ({})\n",
-            a.rank, a.node, a.address
+            a.rank,
+            comment_text(&a.node),
+            a.address
         ));
         for (k, v) in env_vars(a) {
             out.push_str(&format!("{k}={v}\n"));
@@ -472,7 +500,9 @@ pub fn render_k8s_patch(plan: &LaunchPlan, container: &str) -> String {
         });
         out.push_str(&format!(
             "---\n# rank {}: {} ({})\n",
-            a.rank, a.node, a.address
+            a.rank,
+            comment_text(&a.node),
+            a.address
         ));
         out.push_str(&serde_norway::to_string(&patch).expect("plain data serializes"));
     }
@@ -494,7 +524,7 @@ pub fn render_hostfile(plan: &LaunchPlan) -> String {
          # own to 127.0.1.1.\n",
     );
     for (name, ip, slots) in nodes {
-        out.push_str(&format!("# {name}\n{ip} slots={slots}\n"));
+        out.push_str(&format!("# {}\n{ip} slots={slots}\n", comment_text(name)));
     }
     out
 }

@@ -70,6 +70,23 @@ pub fn load_cluster_quiet(args: &ClusterArgs) -> Result<LoadedCluster, CliError>
         reject_import_flags(args, &args.cluster)?;
         return Ok(loaded);
     }
+    if args.cluster.trim().is_empty() {
+        return Err(CliError::input(
+            "--cluster",
+            "expected preset:NAME or a file name, got an empty string",
+        ));
+    }
+    for l in &args.levels {
+        formats::k8s::check_label_key(l).map_err(|m| {
+            CliError::input(
+                "--levels",
+                format!(
+                    "`{}` is not a Kubernetes label key: {m}",
+                    formats::excerpt(l)
+                ),
+            )
+        })?;
+    }
     let path = Path::new(&args.cluster);
     let file = path.display().to_string();
     let text = read_text(path)?;

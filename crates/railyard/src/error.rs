@@ -34,7 +34,9 @@ pub enum CliError {
 impl CliError {
     /// An input error about `file`: `file: message`.
     pub fn input(file: impl std::fmt::Display, message: impl std::fmt::Display) -> Self {
-        Self::Input(one_line(&format!("{file}: {message}")))
+        Self::Input(formats::cut_echoes(&one_line(&format!(
+            "{file}: {message}"
+        ))))
     }
 }
 

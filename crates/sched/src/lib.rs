@@ -38,6 +38,6 @@ pub use preempt::{
 };
 pub use queue::{
     validate, JobTarget, QueueId, QueueProblem, QueueProblemKind, QueueSpec, QueueTree,
-    ResourceQuota, UNLIMITED,
+    ResourceQuota, MAX_AMOUNT, UNLIMITED,
 };
-pub use share::{admit, fair_share, subtree_usage, AdmissionError};
+pub use share::{admit, fair_share, subtree_usage, subtree_usages, AdmissionError};

@@ -1,13 +1,20 @@
 //! The queue tree (KAI semantics: per resource `{quota, limit, over_quota_weight}`, `-1` =
 //! unlimited, a priority, a parent) and its validation, which reports every problem at once.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::job::Resource;
 
 /// `-1`: no bound.
 pub const UNLIMITED: f64 = -1.0;
+
+/// Largest quota, limit, weight or demand railyard takes (10¹⁵: a million times the largest
+/// cluster's memory in MiB). Larger values are refused, so sums over 10,000 queues stay finite.
+pub const MAX_AMOUNT: f64 = 1e15;
+
+/// How many queue names a cycle message lists before it says how long the cycle is.
+const CYCLE_NAMES_SHOWN: usize = 6;
 
 /// One resource of a queue.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -88,6 +95,8 @@ pub struct QueueTree {
     pub children: Vec<Vec<QueueId>>,
     /// Top-level queues, in input order.
     pub roots: Vec<QueueId>,
+    /// Queues by name.
+    index: BTreeMap<String, QueueId>,
 }
 
 /// One problem with a queue tree; always names a queue.
@@ -130,6 +139,15 @@ pub enum QueueProblemKind {
         /// Quota (infinite for `-1`).
         quota: f64,
     },
+    /// A value above [`MAX_AMOUNT`].
+    TooLarge {
+        /// Resource.
+        resource: Resource,
+        /// `quota`, `limit` or `overQuotaWeight`.
+        field: &'static str,
+        /// The value.
+        value: f64,
+    },
     /// A negative value other than `-1`.
     Negative {
         /// Resource.
@@ -151,6 +169,13 @@ impl fmt::Display for QueueProblem {
             QueueProblemKind::MissingParent(p) => {
                 write!(f, "parent queue `{p}` does not exist")
             }
+            QueueProblemKind::Cycle(path) if path.len() > CYCLE_NAMES_SHOWN => write!(
+                f,
+                "parent chain forms a cycle of {} queues: {} → … → {}",
+                path.len(),
+                path[..CYCLE_NAMES_SHOWN - 1].join(" → "),
+                self.queue
+            ),
             QueueProblemKind::Cycle(path) => {
                 write!(f, "parent chain forms a cycle: {} → {}", path.join(" → "), self.queue)
             }
@@ -193,6 +218,15 @@ impl fmt::Display for QueueProblem {
                 resource.name(),
                 fmt_amount(*value)
             ),
+            QueueProblemKind::TooLarge {
+                resource,
+                field,
+                value,
+            } => write!(
+                f,
+                "{}.{field}: {value:e} is above the largest amount railyard takes, 1e15",
+                resource.name()
+            ),
             QueueProblemKind::ParentWithoutResources => write!(
                 f,
                 "has child queues but declares no resources; a parent queue needs quotas to divide"
@@ -219,7 +253,9 @@ fn bound(v: f64) -> f64 {
     }
 }
 
-/// Check a queue tree and the jobs submitted to it; every problem, in input order.
+/// Check a queue tree and the jobs submitted to it; every problem, in input order. Linear in
+/// the queues and jobs (up to a logarithmic factor for name look-ups): every parent chain is
+/// walked once, each cycle found once.
 pub fn validate(specs: &[QueueSpec], jobs: &[JobTarget]) -> Vec<QueueProblem> {
     let mut problems = Vec::new();
     let mut push = |queue: &str, kind| {
@@ -230,9 +266,11 @@ pub fn validate(specs: &[QueueSpec], jobs: &[JobTarget]) -> Vec<QueueProblem> {
     };
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, q) in specs.iter().enumerate() {
-        if index.insert(q.name.as_str(), i).is_some() {
+        // The first definition is the one the tree keeps.
+        if index.contains_key(q.name.as_str()) {
             push(&q.name, QueueProblemKind::Duplicate);
-            index.insert(q.name.as_str(), index_first(specs, &q.name));
+        } else {
+            index.insert(q.name.as_str(), i);
         }
     }
     let parent: Vec<Option<usize>> = specs
@@ -243,30 +281,27 @@ pub fn validate(specs: &[QueueSpec], jobs: &[JobTarget]) -> Vec<QueueProblem> {
     for p in parent.iter().flatten() {
         has_children[*p] = true;
     }
-    // Cycles: report each cycle once, at its first queue in input order.
-    let mut in_reported_cycle: BTreeSet<usize> = BTreeSet::new();
+    let cycles = find_cycles(&parent);
     for (i, q) in specs.iter().enumerate() {
         if let Some(p) = &q.parent {
             if !index.contains_key(p.as_str()) {
                 push(&q.name, QueueProblemKind::MissingParent(p.clone()));
             }
         }
-        let mut seen = vec![i];
-        let mut cur = parent[i];
-        while let Some(c) = cur {
-            if c == i {
-                if !in_reported_cycle.contains(&i) {
-                    in_reported_cycle.extend(seen.iter().copied());
-                    let path = seen.iter().map(|&s| specs[s].name.clone()).collect();
-                    push(&q.name, QueueProblemKind::Cycle(path));
+        if let Some(members) = cycles.get(&i) {
+            let path = members.iter().map(|&s| specs[s].name.clone()).collect();
+            push(&q.name, QueueProblemKind::Cycle(path));
+        }
+    }
+    // Children's quotas per parent and resource, summed in input order.
+    let mut children_quota = vec![[0.0f64; 3]; specs.len()];
+    for (c, p) in parent.iter().enumerate() {
+        if let Some(p) = *p {
+            if p != c {
+                for r in Resource::ALL {
+                    children_quota[p][r as usize] += bound(specs[c].quota(r).quota).max(0.0);
                 }
-                break;
             }
-            if seen.contains(&c) {
-                break;
-            }
-            seen.push(c);
-            cur = parent[c];
         }
     }
     for (i, q) in specs.iter().enumerate() {
@@ -288,6 +323,15 @@ pub fn validate(specs: &[QueueSpec], jobs: &[JobTarget]) -> Vec<QueueProblem> {
                             value: v,
                         },
                     );
+                } else if v > MAX_AMOUNT {
+                    push(
+                        &q.name,
+                        QueueProblemKind::TooLarge {
+                            resource: r,
+                            field,
+                            value: v,
+                        },
+                    );
                 }
             }
             if rq.limit >= 0.0 && bound(rq.limit) < bound(rq.quota) {
@@ -301,10 +345,7 @@ pub fn validate(specs: &[QueueSpec], jobs: &[JobTarget]) -> Vec<QueueProblem> {
                 );
             }
             if has_children[i] && rq.quota >= 0.0 {
-                let children: f64 = (0..specs.len())
-                    .filter(|&c| parent[c] == Some(i) && c != i)
-                    .map(|c| bound(specs[c].quota(r).quota).max(0.0))
-                    .sum();
+                let children = children_quota[i][r as usize];
                 if children > rq.quota {
                     push(
                         &q.name,
@@ -333,11 +374,53 @@ pub fn validate(specs: &[QueueSpec], jobs: &[JobTarget]) -> Vec<QueueProblem> {
     problems
 }
 
-fn index_first(specs: &[QueueSpec], name: &str) -> usize {
-    specs
-        .iter()
-        .position(|q| q.name == name)
-        .expect("the name is in the list")
+/// Every cycle of the parent pointers, once each: keyed by its member first in input order,
+/// the members listed from it along the parent chain. Each queue is visited once.
+fn find_cycles(parent: &[Option<usize>]) -> BTreeMap<usize, Vec<usize>> {
+    const UNSEEN: usize = usize::MAX;
+    const DONE: usize = usize::MAX - 1;
+    // Per queue: UNSEEN, DONE, or the walk (its starting queue) that is visiting it.
+    let mut mark = vec![UNSEEN; parent.len()];
+    let mut position = vec![0usize; parent.len()];
+    let mut cycles = BTreeMap::new();
+    let mut walk = Vec::new();
+    for start in 0..parent.len() {
+        if mark[start] != UNSEEN {
+            continue;
+        }
+        walk.clear();
+        let mut cur = Some(start);
+        while let Some(c) = cur {
+            if mark[c] != UNSEEN {
+                break;
+            }
+            mark[c] = start;
+            position[c] = walk.len();
+            walk.push(c);
+            cur = parent[c];
+        }
+        if let Some(c) = cur {
+            if mark[c] == start {
+                // A new cycle: walk[position[c]..]. Report it at its first queue in input order.
+                let members = &walk[position[c]..];
+                let first = members
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|&(_, &m)| m)
+                    .map_or(0, |(k, _)| k);
+                let listed: Vec<usize> = members[first..]
+                    .iter()
+                    .chain(&members[..first])
+                    .copied()
+                    .collect();
+                cycles.insert(listed[0], listed);
+            }
+        }
+        for &w in &walk {
+            mark[w] = DONE;
+        }
+    }
+    cycles
 }
 
 impl QueueTree {
@@ -364,20 +447,23 @@ impl QueueTree {
                 None => roots.push(QueueId(i as u32)),
             }
         }
+        let index = specs
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.name.clone(), QueueId(i as u32)))
+            .collect();
         Ok(QueueTree {
             queues: specs,
             parent,
             children,
             roots,
+            index,
         })
     }
 
     /// The queue called `name`.
     pub fn find(&self, name: &str) -> Option<QueueId> {
-        self.queues
-            .iter()
-            .position(|q| q.name == name)
-            .map(|i| QueueId(i as u32))
+        self.index.get(name).copied()
     }
 
     /// Whether the queue has no children.

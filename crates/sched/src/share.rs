@@ -82,18 +82,22 @@ fn divide(
 ) {
     let mut given: Vec<f64> = vec![0.0; siblings.len()];
     let mut left = amount.max(0.0);
-    // Priorities, highest first.
-    let mut prios: Vec<i32> = siblings
-        .iter()
-        .map(|q| tree.queues[q.index()].priority)
+    // Siblings grouped by priority, highest first, input order within a priority (one sort,
+    // not one scan per priority).
+    let mut order: Vec<usize> = (0..siblings.len()).collect();
+    order.sort_by_key(|&i| {
+        (
+            std::cmp::Reverse(tree.queues[siblings[i].index()].priority),
+            i,
+        )
+    });
+    let groups: Vec<&[usize]> = order
+        .chunk_by(|&a, &b| {
+            tree.queues[siblings[a].index()].priority == tree.queues[siblings[b].index()].priority
+        })
         .collect();
-    prios.sort_unstable_by(|a, b| b.cmp(a));
-    prios.dedup();
     // Phase 1: in-quota.
-    for &p in &prios {
-        let members: Vec<usize> = (0..siblings.len())
-            .filter(|&i| tree.queues[siblings[i].index()].priority == p)
-            .collect();
+    for &members in &groups {
         let caps: Vec<f64> = members
             .iter()
             .map(|&i| quota_of(tree, siblings[i], r).min(eff[siblings[i].index()]))
@@ -106,10 +110,7 @@ fn divide(
         }
     }
     // Phase 2: over quota, by priority then weight.
-    for &p in &prios {
-        let members: Vec<usize> = (0..siblings.len())
-            .filter(|&i| tree.queues[siblings[i].index()].priority == p)
-            .collect();
+    for &members in &groups {
         let caps: Vec<f64> = members
             .iter()
             .map(|&i| (eff[siblings[i].index()] - given[i]).max(0.0))
@@ -144,6 +145,24 @@ fn water_fill(weights: &[f64], caps: &[f64], amount: f64) -> Vec<f64> {
     let mut active: Vec<usize> = (0..weights.len())
         .filter(|&i| weights[i] > 0.0 && caps[i] > EPS)
         .collect();
+    // Only proportions matter: weights whose sum would overflow are scaled down first, so the
+    // arithmetic stays finite (validation bounds them; this keeps `fair_share` total).
+    let max_w = weights.iter().copied().fold(0.0, f64::max);
+    let scaled: Vec<f64>;
+    let weights = if weights.iter().sum::<f64>().is_finite() {
+        weights
+    } else {
+        scaled = weights.iter().map(|w| w / max_w).collect();
+        &scaled
+    };
+    if !amount.is_finite() && !caps.iter().all(|c| c.is_finite()) {
+        // Unbounded capacity and an unbounded cap: each gets its cap (infinite ones included).
+        return caps
+            .iter()
+            .zip(weights)
+            .map(|(&c, &w)| if w > 0.0 { c } else { 0.0 })
+            .collect();
+    }
     while left > EPS && !active.is_empty() {
         let total_w: f64 = active.iter().map(|&i| weights[i]).sum();
         // The level at which the first member saturates.
@@ -219,6 +238,27 @@ pub fn admit(
         }
     }
     Ok(())
+}
+
+/// Use of every queue and everything below it, by [`QueueId`] order: one pass from the leaves
+/// up (the same sums as [`subtree_usage`] on each queue, in linear instead of quadratic time).
+pub fn subtree_usages(tree: &QueueTree, usage: &[Resources]) -> Vec<Resources> {
+    // Breadth-first from the roots: every queue comes after its parent.
+    let mut order: Vec<QueueId> = tree.roots.clone();
+    let mut k = 0;
+    while k < order.len() {
+        let q = order[k];
+        order.extend_from_slice(&tree.children[q.index()]);
+        k += 1;
+    }
+    let mut out = vec![Resources::default(); tree.queues.len()];
+    for &q in order.iter().rev() {
+        let own = usage.get(q.index()).copied().unwrap_or_default();
+        out[q.index()] = tree.children[q.index()]
+            .iter()
+            .fold(own, |acc, &c| acc.add(&out[c.index()]));
+    }
+    out
 }
 
 /// Use of a queue and everything below it.

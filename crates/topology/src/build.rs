@@ -14,6 +14,10 @@ use crate::{
     MAX_PORTS_PER_RAIL, MAX_RAILS, MAX_SWITCHES,
 };
 
+/// Why `nvlink_gbps: 0` is refused on a node with several GPUs: railyard models traffic
+/// between the GPUs of a node over NVLink only, and 0 would read as "no limit".
+const NO_NVLINK: &str = "nvlink_gbps 0 on a node with several GPUs: railyard carries traffic between a node's GPUs over NVLink and does not model hosts without it; give the GPU-to-GPU bandwidth inside the host (e.g. 256 Gb/s for PCIe 4.0 x16)";
+
 /// Most switch tiers a fabric may have.
 const MAX_TIERS: usize = 8;
 
@@ -147,6 +151,8 @@ fn check_node_spec(n: &NodeSpec) -> Vec<Problem> {
                 n.nvlink_gbps
             ),
         ));
+    } else if n.nvlink_gbps == 0.0 && n.gpus > 1 {
+        p.push(problem("node.nvlink_gbps", NO_NVLINK));
     }
     if n.nvlink_domain_nodes == 0 {
         p.push(problem("node.nvlink_domain_nodes", "expected at least 1"));
@@ -975,6 +981,8 @@ fn check_records(records: &[NodeRecord], params: &FabricParams) -> Vec<Problem> 
                     r.nvlink_gbps
                 ),
             ));
+        } else if r.nvlink_gbps == 0.0 && r.gpus > 1 {
+            p.push(problem(at(), NO_NVLINK));
         }
         for l in &params.levels {
             if !r.labels.contains_key(l) {

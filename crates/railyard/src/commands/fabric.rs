@@ -223,16 +223,26 @@ pub fn collective(args: &CollectiveArgs) -> Result<String, CliError> {
     })
 }
 
+/// Most QPs per connection `fabric collective` takes (as `simulate --qps`).
+pub const MAX_QPS: u32 = 64;
+
+/// Most flows `fabric collective` routes (about 200 bytes each, and seconds per million to
+/// solve): estimated from the ranks, nodes and `--qps` before any flow is made.
+pub const MAX_FLOWS: u64 = 4_000_000;
+
 /// The report of `fabric collective`, for callers that want the figures.
 pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliError> {
     let coll = parse_collective(&args.collective)?;
     let mode = parse_routing(&args.routing)?;
     let hash = parse_hash(&args.hash)?;
     let size = parse_size(&args.size)?;
-    if args.qps == 0 {
+    if args.qps == 0 || args.qps > MAX_QPS {
         return Err(CliError::input(
             "--qps",
-            "expected at least 1 QP per connection, got 0",
+            format!(
+                "expected 1..={MAX_QPS} QPs per connection, got {}",
+                args.qps
+            ),
         ));
     }
     let cluster = load_cluster(&args.cluster)?;
@@ -253,6 +263,33 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
     let mut nodes: Vec<u32> = pods.iter().map(|p| p.node.0).collect();
     nodes.sort_unstable();
     nodes.dedup();
+    // Flows before they are made: AllToAll connects every ordered pair of nodes (PXN), a ring
+    // each node to the next once per rail; each network connection has `qps` flows, and every
+    // rank adds its NVLink traffic.
+    let n_nodes = nodes.len() as u64;
+    let rails = nodes
+        .iter()
+        .map(|&n| u64::from(cluster.node(topology::NodeId(n)).nics.rails))
+        .max()
+        .unwrap_or(1);
+    let connections = match coll {
+        Collective::AllToAll => n_nodes * n_nodes.saturating_sub(1),
+        _ => n_nodes * rails,
+    };
+    let flows = connections
+        .saturating_mul(u64::from(args.qps))
+        .saturating_add(ranks.len() as u64);
+    if flows > MAX_FLOWS {
+        return Err(CliError::input(
+            "--qps",
+            format!(
+                "{} over {} ranks on {n_nodes} nodes with {} QPs per connection makes about {flows} flows, more than the limit of {MAX_FLOWS}; use fewer QPs",
+                coll.name(),
+                ranks.len(),
+                args.qps
+            ),
+        ));
+    }
     let cfg = RoutingConfig {
         mode,
         nccl: fabric::NcclConfig {

@@ -71,22 +71,25 @@ struct DemandFile {
     demand: BTreeMap<String, BTreeMap<String, Value>>,
 }
 
-fn amounts(at: &str, map: &BTreeMap<String, Value>) -> Result<Resources, CliError> {
-    given_amounts(at, map).map(|(r, _)| r)
+fn amounts(at: &str, map: &BTreeMap<String, Value>, inline: bool) -> Result<Resources, CliError> {
+    given_amounts(at, map, inline).map(|(r, _)| r)
 }
 
 /// Amounts and which resources were given.
 fn given_amounts(
     at: &str,
     map: &BTreeMap<String, Value>,
+    inline: bool,
 ) -> Result<(Resources, [bool; 3]), CliError> {
     let mut r = Resources::default();
     let mut given = [false; 3];
     for (k, v) in map {
         let (res, val) = match k.as_str() {
+            // A file gives GPUs as a number (`"8"` is refused); inline amounts are all text.
             "gpu" => (
                 Resource::Gpu,
-                v.as_f64().or_else(|| v.as_str()?.parse().ok()),
+                v.as_f64()
+                    .or_else(|| inline.then(|| v.as_str()?.parse().ok()).flatten()),
             ),
             "cpu" => (Resource::Cpu, parse_cpu_millis(v).map(|m| m as f64)),
             "memory" => (Resource::Memory, parse_memory_mib(v).map(|m| m as f64)),
@@ -97,13 +100,61 @@ fn given_amounts(
                 ))
             }
         };
-        let val = val.filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| {
-            CliError::input(at, format!("{k}: expected a non-negative amount, got {v}"))
-        })?;
+        let val = val
+            .filter(|x| x.is_finite() && (0.0..=sched::MAX_AMOUNT).contains(x))
+            .ok_or_else(|| {
+                CliError::input(
+                    at,
+                    format!("{k}: expected a non-negative amount up to 1e15, got {v}"),
+                )
+            })?;
         r.set(res, val);
         given[res as usize] = true;
     }
     Ok((r, given))
+}
+
+/// What a `--demand` file says: the capacity (with which resources it gives) and each queue's
+/// demand, in file order.
+#[derive(Debug, Default)]
+pub struct DemandRead {
+    /// `capacity`, and which of gpu, cpu, memory it gives.
+    pub capacity: Option<(Resources, [bool; 3])>,
+    /// (queue, demand) in file order.
+    pub demand: Vec<(String, Resources)>,
+}
+
+/// Read a `--demand` file (`file` names it in errors): a demand file (`demand:`, optional
+/// `capacity:`) or job files, whose jobs' full requests count for their queues. Every amount
+/// is finite, non-negative and at most [`sched::MAX_AMOUNT`].
+pub fn read_demand(file: &str, text: &str) -> Result<DemandRead, CliError> {
+    let docs = formats::input::parse_documents(file, text)?;
+    let is_demand = docs.len() == 1 && docs[0].get("demand").is_some();
+    let mut out = DemandRead::default();
+    if is_demand {
+        let f: DemandFile = parse_typed(file, text)?;
+        if let Some(c) = &f.capacity {
+            out.capacity = Some(given_amounts(&format!("{file}: capacity"), c, false)?);
+        }
+        for (queue, m) in &f.demand {
+            let r = amounts(&format!("{file}: demand.{queue}"), m, false)?;
+            out.demand.push((queue.clone(), r));
+        }
+    } else {
+        for j in jobs::read_jobs(file, text)? {
+            out.demand.push((j.queue.clone(), j.request()));
+        }
+    }
+    Ok(out)
+}
+
+/// An inline `--demand QUEUE=gpu:N,cpu:N,memory:64Gi`; `None` when `spec` has no `=`.
+pub fn inline_demand(spec: &str) -> Result<Option<(String, Resources)>, CliError> {
+    let Some((queue, amounts_text)) = spec.split_once('=') else {
+        return Ok(None);
+    };
+    let r = amounts("--demand", &inline_map("--demand", amounts_text)?, true)?;
+    Ok(Some((queue.to_owned(), r)))
 }
 
 /// `gpu:8,cpu:4,memory:64Gi` as a map.
@@ -164,28 +215,18 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
     for d in &args.demand {
         let path = std::path::Path::new(d);
         if !path.exists() {
-            if let Some((queue, spec)) = d.split_once('=') {
-                let r = amounts("--demand", &inline_map("--demand", spec)?)?;
-                add("--demand", queue, r)?;
+            if let Some((queue, r)) = inline_demand(d)? {
+                add("--demand", &queue, r)?;
                 continue;
             }
         }
         let text = read_text(path)?;
-        let docs = formats::input::parse_documents(d, &text)?;
-        let is_demand = docs.len() == 1 && docs[0].get("demand").is_some();
-        if is_demand {
-            let f: DemandFile = parse_typed(d, &text)?;
-            if let Some(c) = &f.capacity {
-                capacity = Some(given_amounts(&format!("{d}: capacity"), c)?);
-            }
-            for (queue, m) in &f.demand {
-                let r = amounts(&format!("{d}: demand.{queue}"), m)?;
-                add(d, queue, r)?;
-            }
-        } else {
-            for j in jobs::read_jobs(d, &text)? {
-                add(d, &j.queue, j.request())?;
-            }
+        let read = read_demand(d, &text)?;
+        if read.capacity.is_some() {
+            capacity = read.capacity;
+        }
+        for (queue, r) in read.demand {
+            add(d, &queue, r)?;
         }
     }
     let mut cap = Resources {
@@ -203,7 +244,11 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         known[0] = true;
     }
     let explicit = match &args.capacity {
-        Some(s) => Some(given_amounts("--capacity", &inline_map("--capacity", s)?)?),
+        Some(s) => Some(given_amounts(
+            "--capacity",
+            &inline_map("--capacity", s)?,
+            true,
+        )?),
         None => capacity,
     };
     if let Some((c, given)) = explicit {
@@ -215,12 +260,13 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         }
     }
     let shares = fair_share(&tree, &demand, &cap);
+    let subtree = sched::subtree_usages(&tree, &demand);
     let row = |i: usize, r: Resource| {
         let q = tree.queues[i].quota(r);
         let own = if tree.is_leaf(sched::QueueId(i as u32)) {
             demand[i].get(r)
         } else {
-            sched::subtree_usage(&tree, &demand, sched::QueueId(i as u32)).get(r)
+            subtree[i].get(r)
         };
         ResourceRow {
             quota: q.quota,

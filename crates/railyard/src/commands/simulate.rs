@@ -107,9 +107,17 @@ pub enum SimRouting {
     Adaptive,
 }
 
-/// Parse a policy spec (`fair-share+required:tier0`).
-pub fn parse_policy(spec: &str, cluster: &Cluster) -> Result<Policy, CliError> {
-    let bad = |m: String| CliError::input("--policy", m);
+/// Parse a policy spec (`fair-share+required:tier0`); `flag` (`--policy` or `--compare`) is
+/// the flag errors name.
+pub fn parse_policy(spec: &str, cluster: &Cluster, flag: &str) -> Result<Policy, CliError> {
+    let bad = |m: String| CliError::input(flag, m);
+    let spec = spec.trim();
+    if spec.is_empty() {
+        return Err(bad(
+            "empty policy; expected ORDER[+TOPOLOGY], e.g. fifo or best-effort+required:tier0"
+                .to_owned(),
+        ));
+    }
     let (order_s, topo_s) = spec.split_once('+').unwrap_or((spec, "none"));
     let order = match order_s {
         "fifo" => Order::Fifo,
@@ -239,10 +247,21 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     } else {
         args.compare.clone()
     };
+    let flag = if args.compare.is_empty() {
+        "--policy"
+    } else {
+        "--compare"
+    };
     let policies = specs
         .iter()
-        .map(|s| parse_policy(s, &cluster))
+        .map(|s| parse_policy(s, &cluster, flag))
         .collect::<Result<Vec<_>, _>>()?;
+    if cluster.gpu_count() == 0 {
+        return Err(CliError::input(
+            &args.cluster.cluster,
+            "the cluster has no GPUs (no node allocates nvidia.com/gpu); there is nothing to simulate",
+        ));
+    }
     if !(args.cycle_s.is_finite() && (0.0..=86_400.0).contains(&args.cycle_s)) {
         return Err(CliError::input(
             "--cycle-s",

@@ -142,6 +142,12 @@ pub fn export(args: &ExportArgs) -> Result<String, CliError> {
             "json is available only with --format node-labels; the other formats are files for their tools",
         ));
     }
+    let destination = match args.format {
+        ExportFormat::Kueue | ExportFormat::Kai => k8s::Destination::Topology,
+        ExportFormat::Slurm | ExportFormat::SlurmBlock => k8s::Destination::Slurm,
+        ExportFormat::NodeLabels | ExportFormat::Nodelist => k8s::Destination::NodeLabels,
+    };
+    k8s::check_exportable(&cluster, &args.cluster.cluster, destination)?;
     let text = match args.format {
         ExportFormat::Kueue => k8s::export_topology(&cluster, TopologyFlavor::Kueue),
         ExportFormat::Kai => k8s::export_topology(&cluster, TopologyFlavor::Kai),

@@ -7,6 +7,7 @@ mod crds;
 mod doctor;
 mod fabric;
 mod fuzz_regressions;
+mod hardening;
 mod launch;
 mod limits;
 mod lint;

@@ -132,3 +132,108 @@ fn admission_checks_limits_up_the_tree() {
     );
     assert!(admit(&t, &usage, "root", &gpus(1.0)).is_err());
 }
+
+#[test]
+fn a_cycle_through_ten_thousand_queues_is_found_once_and_named_briefly() {
+    let n = 10_000;
+    let specs: Vec<QueueSpec> = (0..n)
+        .map(|i| {
+            let parent = format!("q{}", (i + n - 1) % n);
+            q(&format!("q{i}"), Some(&parent), None)
+        })
+        .collect();
+    let m = messages(&specs, &[]);
+    let cycles: Vec<&String> = m.iter().filter(|x| x.contains("cycle")).collect();
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    assert_eq!(
+        cycles[0],
+        "queue `q0`: parent chain forms a cycle of 10000 queues: q0 → q9999 → q9998 → q9997 → q9996 → … → q0"
+    );
+}
+
+#[test]
+fn amounts_beyond_1e15_are_refused_and_share_stays_finite() {
+    let specs = vec![
+        q("a", None, Some((0.0, UNLIMITED, 1e308))),
+        q("b", None, Some((0.0, UNLIMITED, 1e308))),
+    ];
+    let m = messages(&specs, &[]);
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert!(m[0].contains("overQuotaWeight: 1e308 is above"), "{m:?}");
+    // fair_share itself keeps finite arithmetic even on values validation would refuse.
+    let mut big = QueueTree::new(vec![
+        q("a", None, Some((0.0, UNLIMITED, 1.0))),
+        q("b", None, Some((0.0, UNLIMITED, 1.0))),
+    ])
+    .unwrap();
+    for s in &mut big.queues {
+        s.resources[0].as_mut().unwrap().over_quota_weight = 1e308;
+    }
+    let d = Resources {
+        gpu: 8.0,
+        ..Resources::default()
+    };
+    let cap = Resources {
+        gpu: 10.0,
+        cpu: f64::INFINITY,
+        memory: f64::INFINITY,
+    };
+    let share = fair_share(&big, &[d, d], &cap);
+    assert!(share.iter().all(|s| s.gpu.is_finite()), "{share:?}");
+    assert_eq!(share[0].gpu, 5.0);
+}
+
+mod cycles_against_a_reference {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The reference: from each queue, walk up to n steps; a queue is on a cycle when it comes
+    /// back to itself. Cycles are reported at their smallest member.
+    fn reference(parents: &[Option<usize>]) -> Vec<usize> {
+        let n = parents.len();
+        let mut out = Vec::new();
+        for i in 0..n {
+            let mut cur = parents[i];
+            let mut members = vec![i];
+            let mut on_cycle = false;
+            for _ in 0..n {
+                match cur {
+                    Some(c) if c == i => {
+                        on_cycle = true;
+                        break;
+                    }
+                    Some(c) => {
+                        members.push(c);
+                        cur = parents[c];
+                    }
+                    None => break,
+                }
+            }
+            if on_cycle && members.iter().all(|&m| m >= i) {
+                out.push(i);
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn every_cycle_is_reported_once_at_its_first_queue(
+            raw in proptest::collection::vec(proptest::option::of(0usize..12), 1..12)
+        ) {
+            let n = raw.len();
+            let parents: Vec<Option<usize>> = raw.iter().map(|p| p.map(|p| p % n)).collect();
+            let specs: Vec<QueueSpec> = parents
+                .iter()
+                .enumerate()
+                .map(|(i, p)| q(&format!("q{i}"), p.map(|p| format!("q{p}")).as_deref(), None))
+                .collect();
+            let reported: Vec<usize> = validate(&specs, &[])
+                .iter()
+                .filter(|p| matches!(p.kind, sched::QueueProblemKind::Cycle(_)))
+                .map(|p| p.queue[1..].parse().unwrap())
+                .collect();
+            prop_assert_eq!(reported, reference(&parents));
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Identifiers on their way out: the rules of each destination (RFC 1123 names, Kubernetes label
+//! values, Slurm host names) and shell quoting. Every generator that writes a name into a
+//! script, a label or a manifest checks it here first or quotes it.
+
+/// Check an RFC 1123 DNS subdomain (a Kubernetes object or Node name): at most 253 characters,
+/// dot-separated labels of lowercase letters, digits and `-`, each 1..=63 characters, starting
+/// and ending with a letter or digit. Returns why not.
+pub fn check_dns_subdomain(name: &str) -> Result<(), String> {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
+        return Err(
+            "not an RFC 1123 name (lowercase letters, digits, `-` and `.`, at most 253 characters)"
+                .to_owned(),
+        );
+    }
+    Ok(())
+}
+
+/// Check a Kubernetes label value: empty, or at most 63 characters of letters, digits, `-`,
+/// `_` and `.`, starting and ending with a letter or digit. Returns why not.
+pub fn check_label_value(value: &str) -> Result<(), String> {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if value.is_empty() {
+        return Ok(());
+    }
+    if value.len() > 63
+        || !value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        || !alnum(value.chars().next())
+        || !alnum(value.chars().last())
+    {
+        return Err(format!(
+            "label value `{}` must be at most 63 characters, letters, digits, `-`, `_` or `.`, starting and ending with a letter or digit",
+            crate::excerpt(value)
+        ));
+    }
+    Ok(())
+}
+
+/// Check a host name for files other tools parse by words (Slurm `topology.conf`, hostfiles):
+/// 1..=253 characters of ASCII letters, digits, `-`, `_` and `.`. Returns why not.
+pub fn check_host_name(name: &str) -> Result<(), String> {
+    if name.is_empty()
+        || name.len() > 253
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(format!(
+            "node name `{}` is not a host name (letters, digits, `-`, `_`, `.`)",
+            crate::excerpt(name)
+        ));
+    }
+    Ok(())
+}
+
+/// A word for `sh`: bare when it holds only characters the shell takes literally, else
+/// single-quoted (a `'` inside becomes `'\''`). Newlines, `$(…)`, backquotes and quotes are then
+/// data, never syntax.
+pub fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:,=@%+[]".contains(c));
+    if safe && !s.starts_with('=') {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Text for a `#` comment line of a generated file: control characters (a newline would end
+/// the comment and start a command) shown as escapes.
+pub fn comment_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_names_are_refused_or_quoted() {
+        for bad in ["a\nrm -rf /", "$(id)", "a b", "A", "-a", "a..b", "a\0b", ""] {
+            assert!(check_dns_subdomain(bad).is_err(), "{bad:?}");
+        }
+        for good in ["gpu-0001", "node-1.rack-2", "a"] {
+            assert!(check_dns_subdomain(good).is_ok(), "{good:?}");
+        }
+        for bad in ["has space", "x\0", "`id`", "'q'", "-lead", &"v".repeat(64)] {
+            assert!(check_label_value(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_label_value("lb-3").is_ok());
+        assert!(check_host_name("a;b").is_err());
+        assert_eq!(shell_quote("$(id)"), "'$(id)'");
+        assert_eq!(shell_quote("a\nb"), "'a\nb'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote("gpu-1"), "gpu-1");
+        assert_eq!(comment_text("a\nkill"), "a\\nkill");
+    }
+}
