@@ -176,6 +176,31 @@ pub fn jobs_in_documents(
     for (i, d) in docs.iter().enumerate() {
         let at = format!("document {}", i + 1);
         if kind(d) == "PodGroup" {
+            // Every Pod of a PodGroup file must have the first one's shape: the group is
+            // `minMember` pods like it.
+            let pods: Vec<(usize, &Value)> = docs
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| kind(p) == "Pod")
+                .collect();
+            if let Some((k, _)) = pods
+                .iter()
+                .skip(1)
+                .find(|(_, p)| p.get("spec") != pods[0].1.get("spec"))
+            {
+                jobs.push((
+                    i + 1,
+                    Err(FormatError::input(
+                        file,
+                        format!(
+                            "document {} (Pod): its spec differs from the first Pod's (document {}); a PodGroup file gives one Pod shape for all its members",
+                            k + 1,
+                            pods[0].0 + 1
+                        ),
+                    )),
+                ));
+                continue;
+            }
             let job = docs
                 .iter()
                 .find(|p| kind(p) == "Pod")
@@ -819,62 +844,64 @@ fn template_extras(
             node_selector.insert(k.clone(), v.to_owned());
         }
     }
-    let requirements =
-        |v: &Value, field: &str| -> Result<Vec<sched::SelectorRequirement>, FormatError> {
-            if v.get("matchFields").is_some_and(|m| !m.is_null()) {
-                return Err(err(
-                    format!("{field}.matchFields"),
-                    "node fields are not modelled; use matchExpressions on labels".into(),
-                ));
-            }
-            let exprs = v
-                .get("matchExpressions")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            exprs
-                .iter()
-                .enumerate()
-                .map(|(k, e)| {
-                    let f = format!("{field}.matchExpressions[{k}]");
-                    let key = e
-                        .get("key")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| err(format!("{f}.key"), "missing".into()))?;
-                    let op = match e.get("operator").and_then(Value::as_str) {
-                        Some("In") => sched::SelectorOp::In,
-                        Some("NotIn") => sched::SelectorOp::NotIn,
-                        Some("Exists") => sched::SelectorOp::Exists,
-                        Some("DoesNotExist") => sched::SelectorOp::DoesNotExist,
-                        Some("Gt") => sched::SelectorOp::Gt,
-                        Some("Lt") => sched::SelectorOp::Lt,
-                        other => {
-                            return Err(err(
-                                format!("{f}.operator"),
-                                format!(
-                                "expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got {other:?}"
+    let requirements = |v: &Value,
+                        field: &str|
+     -> Result<Vec<sched::SelectorRequirement>, FormatError> {
+        if v.get("matchFields").is_some_and(|m| !m.is_null()) {
+            return Err(err(
+                format!("{field}.matchFields"),
+                "node fields are not modelled; use matchExpressions on labels".into(),
+            ));
+        }
+        let exprs = v
+            .get("matchExpressions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        exprs
+            .iter()
+            .enumerate()
+            .map(|(k, e)| {
+                let f = format!("{field}.matchExpressions[{k}]");
+                let key = e
+                    .get("key")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| err(format!("{f}.key"), "missing".into()))?;
+                let op = match e.get("operator").and_then(Value::as_str) {
+                    Some("In") => sched::SelectorOp::In,
+                    Some("NotIn") => sched::SelectorOp::NotIn,
+                    Some("Exists") => sched::SelectorOp::Exists,
+                    Some("DoesNotExist") => sched::SelectorOp::DoesNotExist,
+                    Some("Gt") => sched::SelectorOp::Gt,
+                    Some("Lt") => sched::SelectorOp::Lt,
+                    other => {
+                        return Err(err(
+                            format!("{f}.operator"),
+                            format!(
+                                "expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got {}",
+                                other.map_or_else(|| "nothing".to_owned(), |o| format!("\"{o}\""))
                             ),
-                            ))
-                        }
-                    };
-                    let values = e
-                        .get("values")
-                        .and_then(Value::as_array)
-                        .map(|vs| {
-                            vs.iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_owned)
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    Ok(sched::SelectorRequirement {
-                        key: key.to_owned(),
-                        op,
-                        values,
+                        ))
+                    }
+                };
+                let values = e
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .map(|vs| {
+                        vs.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
                     })
+                    .unwrap_or_default();
+                Ok(sched::SelectorRequirement {
+                    key: key.to_owned(),
+                    op,
+                    values,
                 })
-                .collect()
-        };
+            })
+            .collect()
+    };
     let na = "spec.affinity.nodeAffinity";
     let mut affinity = Vec::new();
     if let Some(terms) = spec

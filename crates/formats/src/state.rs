@@ -157,9 +157,14 @@ fn allocate_live(
                 FormatError::input(
                     file,
                     format!(
-                        "pod {} (job {}): node \"{}\" has no room left for it ({} GPUs of {} MiB; the pods listed before it hold {})",
+                        "pod {} (job {}) asks for {}: node \"{}\" has no room left for it ({} GPUs of {} MiB; the pods listed before it hold {})",
                         pod.name,
                         job.name,
+                        match gpu {
+                            live::GpuUse::Whole(k) => format!("{k} whole GPUs"),
+                            live::GpuUse::Fraction(m) => format!("{} of a GPU", f64::from(m) / 1000.0),
+                            live::GpuUse::MemoryMib(m) => format!("{m} MiB of a GPU"),
+                        },
                         n.name,
                         n.gpus,
                         mem_total,

@@ -15,7 +15,6 @@
 use serde_json::{json, Value};
 
 use crate::error::FieldProblem;
-use crate::k8s::parse_count;
 
 /// Most pods one job may ask for, over all its pod sets: one per node of the largest cluster
 /// railyard accepts. Larger counts are refused while the file is read.
@@ -140,7 +139,10 @@ fn count(v: &Value, keys: &[&str], default: u32, min: u32) -> Result<u32, FieldP
     let field = keys.join(".");
     match at(v, keys) {
         None | Some(Value::Null) => Ok(default),
-        Some(x) => parse_count(x)
+        // The API's integer fields: a number, not a numeric string (the API server refuses
+        // `parallelism: "2"`).
+        Some(x) => x
+            .as_u64()
             .filter(|&n| (u64::from(min)..=u64::from(MAX_PODS_PER_JOB)).contains(&n))
             .map(|n| n as u32)
             .ok_or_else(|| {

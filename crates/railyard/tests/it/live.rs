@@ -124,7 +124,7 @@ fn impossible_live_state_is_one_line_naming_the_pod() {
         (
             "overfull.json",
             list(&[pod("a", "kind-worker", 6), pod("b", "kind-worker", 4)]),
-            "pod ns/b (job ns/b): node \"kind-worker\" has no room left for it",
+            "pod ns/b (job ns/b) asks for 4 whole GPUs: node \"kind-worker\" has no room left for it",
         ),
         (
             "bad-fraction.json",
