@@ -384,6 +384,8 @@ fn pass_through(name: &str) -> QueueSpec {
         parent: None,
         priority: 0,
         resources: [Some(open), Some(open), Some(open)],
+        creation_time: None,
+        uid: None,
     }
 }
 
@@ -507,6 +509,8 @@ fn kai_queue(d: &Value) -> Result<QueueSpec, FieldProblem> {
         parent,
         priority,
         resources,
+        creation_time: None,
+        uid: None,
     })
 }
 
@@ -631,5 +635,7 @@ fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> Queue
         parent,
         priority: 0,
         resources,
+        creation_time: None,
+        uid: None,
     }
 }

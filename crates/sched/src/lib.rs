@@ -7,6 +7,7 @@
 //! discrete-event simulator calls [`place`] and [`Occupancy::allocate`]/[`Occupancy::release`]
 //! in a loop: placement costs O(nodes + domains) per pod set, state updates O(pods).
 
+mod dialect;
 mod error;
 mod invariants;
 mod job;
@@ -16,6 +17,7 @@ mod preempt;
 mod queue;
 mod share;
 
+pub use dialect::Dialect;
 pub use error::{JobError, StateError};
 pub use invariants::{check_gang, check_invariants, check_occupancy, Violation};
 pub use job::{
@@ -31,4 +33,7 @@ pub use queue::{
     validate, JobTarget, QueueId, QueueProblem, QueueProblemKind, QueueSpec, QueueTree,
     ResourceQuota, UNLIMITED,
 };
-pub use share::{admit, fair_share, subtree_usage, AdmissionError};
+pub use share::{
+    admit, admit_in, divide, divide_over_quota, fair_share, fair_share_in, subtree_usage,
+    AdmissionError, Division, QuotaRequest, ShareInput,
+};

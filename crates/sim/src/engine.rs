@@ -422,6 +422,8 @@ pub fn simulate(
                 parent: None,
                 priority: 0,
                 resources: [None, None, None],
+                creation_time: None,
+                uid: None,
             });
         }
     }
