@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sched::{fair_share, Resource, Resources};
+use sched::{fair_share_in, Dialect, Resource, Resources};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use ops::queues::{problems, read_files, tree};
+use ops::queues::{dialect, problems, read_files, tree_in};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
@@ -139,13 +139,20 @@ struct ResourceRow {
 
 #[derive(Debug, Serialize)]
 struct ShareReport {
+    /// Whose rules decided: `kai` (every queue a KAI Queue) or `kueue` (railyard's own).
+    rules: &'static str,
     capacity: BTreeMap<&'static str, Option<f64>>,
     queues: Vec<ShareRow>,
+    /// Problems the scheduler accepts (KAI: child quotas above the parent's, limits below
+    /// quotas), one line each naming file and queue.
+    warnings: Vec<String>,
 }
 
 /// `queues share`.
 pub fn share(args: &ShareArgs) -> Result<String, CliError> {
-    let tree = tree(&read_files(&args.queues)?)?;
+    let read = read_files(&args.queues)?;
+    let rules = dialect(&read);
+    let (tree, warnings) = tree_in(&read, rules)?;
     let mut demand = vec![Resources::default(); tree.queues.len()];
     let mut capacity: Option<(Resources, [bool; 3])> = None;
     let mut add = |at: &str, queue: &str, r: Resources| -> Result<(), CliError> {
@@ -214,7 +221,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
             }
         }
     }
-    let shares = fair_share(&tree, &demand, &cap);
+    let shares = fair_share_in(&tree, &demand, &cap, rules);
     let row = |i: usize, r: Resource| {
         let q = tree.queues[i].quota(r);
         let own = if tree.is_leaf(sched::QueueId(i as u32)) {
@@ -231,6 +238,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         }
     };
     let report = ShareReport {
+        rules: rules.name(),
         capacity: Resource::ALL
             .iter()
             .map(|&r| {
@@ -252,6 +260,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
                 memory_mib: row(i, Resource::Memory),
             })
             .collect(),
+        warnings: warnings.iter().map(ToString::to_string).collect(),
     };
     Ok(match args.output {
         OutputFormat::Json => to_json(&report),
@@ -275,8 +284,13 @@ fn share_text(r: &ShareReport) -> String {
             .flatten()
             .map_or("unbounded".to_owned(), amount)
     };
+    let rules = if r.rules == Dialect::Kai.name() {
+        "KAI (min(quota, demand) each, then whole units over quota by priority and weight)"
+    } else {
+        "railyard (quotas scaled to capacity, then water-filled over quota)"
+    };
     let mut out = format!(
-        "capacity: gpu {}, cpu {} millicores, memory {} MiB\n\n",
+        "rules: {rules}\ncapacity: gpu {}, cpu {} millicores, memory {} MiB\n\n",
         cap("gpu"),
         cap("cpu"),
         cap("memory_mib")
@@ -308,5 +322,8 @@ fn share_text(r: &ShareReport) -> String {
         ]);
     }
     out.push_str(&t.render());
+    for w in &r.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
     out
 }

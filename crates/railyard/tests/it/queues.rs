@@ -112,7 +112,8 @@ fn share_gives_quota_then_the_rest_within_limits() {
         "--cluster",
         "preset:fat-tree-k8",
     ]);
-    assert!(out.starts_with("capacity: gpu 1024,"), "{out}");
+    assert!(out.starts_with("rules: KAI "), "{out}");
+    assert!(out.contains("\ncapacity: gpu 1024,"), "{out}");
     // Demand from job files: the Kueue job's 16 GPUs count for team-a via its LocalQueue.
     let out = ok(&[
         "queues",
