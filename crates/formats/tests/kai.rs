@@ -225,3 +225,39 @@ fn omitted_fields_read_as_kai_reads_them() {
     assert!((memory.quota - 1000.0).abs() < 1e-9, "{memory:?}");
     assert_eq!(memory.limit, -1.0);
 }
+
+/// A KAI job's priority comes from its priority class (KAI's predefined classes; `train` when
+/// none is named) and its preemptibility from the label, else from priority < 100.
+#[test]
+fn kai_priority_classes_give_priority_and_preemptibility() {
+    let pod = |extra_labels: &str, spec_extra: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    kai.scheduler/queue: q\n{extra_labels}spec:\n  schedulerName: kai-scheduler\n{spec_extra}  containers:\n    - name: main\n      image: x\n      resources:\n        limits:\n          nvidia.com/gpu: 1\n"
+        )
+    };
+    let read_one = |text: String| {
+        let jobs = formats::jobs::read_jobs("p.yaml", &text).expect("a job");
+        (jobs[0].priority, jobs[0].preemptible)
+    };
+    assert_eq!(read_one(pod("", "")), (50, true));
+    assert_eq!(
+        read_one(pod("", "  priorityClassName: build\n")),
+        (100, false)
+    );
+    assert_eq!(
+        read_one(pod("", "  priorityClassName: build-preemptible\n")),
+        (75, true)
+    );
+    assert_eq!(
+        read_one(pod("    priorityClassName: inference\n", "")),
+        (125, false)
+    );
+    assert_eq!(
+        read_one(pod(
+            "    kai.scheduler/preemptibility: preemptible\n",
+            "  priorityClassName: inference\n"
+        )),
+        (125, true)
+    );
+    assert_eq!(read_one(pod("", "  priority: 7\n")), (7, true));
+}
