@@ -279,17 +279,21 @@ fn requestable(s: &ShareInput) -> f64 {
 
 /// Sibling indices grouped by priority, highest first, input order within a group.
 fn by_priority(siblings: &[ShareInput]) -> Vec<Vec<usize>> {
-    let mut prios: Vec<i32> = siblings.iter().map(|s| s.priority).collect();
-    prios.sort_unstable_by(|a, b| b.cmp(a));
-    prios.dedup();
-    prios
-        .iter()
-        .map(|&p| {
-            (0..siblings.len())
-                .filter(|&i| siblings[i].priority == p)
-                .collect()
-        })
-        .collect()
+    let mut order: Vec<usize> = (0..siblings.len()).collect();
+    order.sort_by(|&a, &b| {
+        siblings[b]
+            .priority
+            .cmp(&siblings[a].priority)
+            .then(a.cmp(&b))
+    });
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in order {
+        match groups.last_mut() {
+            Some(g) if siblings[g[0]].priority == siblings[i].priority => g.push(i),
+            _ => groups.push(vec![i]),
+        }
+    }
+    groups
 }
 
 /// KAI: a queue is satisfied once its share covers its request or reaches its limit.
@@ -302,14 +306,16 @@ fn kai_still_requested(s: &ShareInput, share: f64) -> f64 {
     (requestable(s) - share).max(0.0)
 }
 
-/// KAI's rounds for one priority: returns the remembered fractions as (sibling, fraction).
+/// KAI's rounds for one priority: returns the remembered fractions as (sibling, fraction), in
+/// no particular order ([`kai_leftover`] sorts them).
 fn kai_rounds(
     left: &mut f64,
     siblings: &[ShareInput],
     members: &[usize],
     shares: &mut [f64],
 ) -> Vec<(usize, f64)> {
-    let mut fractions: Vec<(usize, f64)> = Vec::new();
+    // The fraction each member last had left over, by position in `members`.
+    let mut fraction: Vec<Option<f64>> = vec![None; members.len()];
     // Every round that asks for another satisfies a queue; the bound only guards against
     // floating-point slack keeping a queue a hair short of its request.
     for _ in 0..(4 * members.len() + 8) {
@@ -324,15 +330,17 @@ fn kai_rounds(
         }
         let weights: Vec<(usize, f64)> = members
             .iter()
-            .filter(|&&i| !kai_satisfied(&siblings[i], shares[i]))
-            .map(|&i| (i, (siblings[i].over_quota_weight / total_weight).max(0.0)))
+            .enumerate()
+            .filter(|&(_, &i)| !kai_satisfied(&siblings[i], shares[i]))
+            .map(|(k, &i)| (k, (siblings[i].over_quota_weight / total_weight).max(0.0)))
             .collect();
         let weight_sum: f64 = weights.iter().map(|w| w.1).sum();
         if weight_sum <= 0.0 {
             break;
         }
         let mut another = false;
-        for &(i, w) in &weights {
+        for &(k, w) in &weights {
+            let i = members[k];
             if *left == 0.0 {
                 break;
             }
@@ -342,15 +350,12 @@ fn kai_rounds(
             let requested = kai_still_requested(&siblings[i], shares[i]);
             let part = round_amount * w / weight_sum;
             let give = if requested <= part {
-                fractions.retain(|f| f.0 != i);
+                fraction[k] = None;
                 requested
             } else {
                 let whole = part.floor().max(0.0);
                 if part - whole > 0.0 {
-                    match fractions.iter_mut().find(|f| f.0 == i) {
-                        Some(f) => f.1 = part - whole,
-                        None => fractions.push((i, part - whole)),
-                    }
+                    fraction[k] = Some(part - whole);
                 }
                 whole
             };
@@ -365,7 +370,11 @@ fn kai_rounds(
             break;
         }
     }
-    fractions
+    members
+        .iter()
+        .zip(fraction)
+        .filter_map(|(&i, f)| f.map(|f| (i, f)))
+        .collect()
 }
 
 /// KAI's leftover units: one each (or the last fraction), largest remembered fraction first,
