@@ -386,3 +386,56 @@ fn kai_cases_pass_or_differ_as_documented() {
     assert!(n_cases >= 100, "only {n_cases} KAI cases");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+mod props {
+    //! KAI iterates its queues in Go's random map order, so its division may not depend on the
+    //! order siblings are listed in; railyard's KAI dialect neither.
+
+    use proptest::prelude::*;
+    use sched::{divide, Dialect, ShareInput};
+
+    fn input(
+        i: usize,
+        (quota, limit, weight, request, priority): (i32, i32, u8, u8, i32),
+    ) -> ShareInput {
+        ShareInput {
+            quota: f64::from(quota),
+            limit: f64::from(limit),
+            over_quota_weight: f64::from(weight),
+            request: f64::from(request),
+            priority,
+            creation_time: Some(i as i64 % 2),
+            uid: format!("q{i}"),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn kai_division_does_not_depend_on_sibling_order(
+            queues in prop::collection::vec((-1i32..6, -1i32..14, 0u8..4, 0u8..14, 0i32..3), 1..7),
+            amount in 0u32..40,
+            rotate in 0usize..7,
+        ) {
+            let inputs: Vec<ShareInput> = queues.iter().enumerate().map(|(i, &q)| input(i, q)).collect();
+            let mut moved = inputs.clone();
+            moved.reverse();
+            let n = moved.len();
+            moved.rotate_left(rotate % n);
+            let a = divide(Dialect::Kai, f64::from(amount), &inputs);
+            let b = divide(Dialect::Kai, f64::from(amount), &moved);
+            for (i, q) in inputs.iter().enumerate() {
+                let j = moved.iter().position(|m| m.uid == q.uid).expect("same queues");
+                prop_assert!((a.shares[i] - b.shares[j]).abs() < 1e-9, "{}: {} vs {}", q.uid, a.shares[i], b.shares[j]);
+            }
+            prop_assert!((a.remaining - b.remaining).abs() < 1e-9);
+            // Over quota, nothing is handed out beyond the amount.
+            let deserved: f64 = inputs.iter().map(|q| {
+                let quota = if q.quota < 0.0 { f64::from(amount) } else { q.quota };
+                let requestable = if q.limit < 0.0 { q.request } else { q.request.min(q.limit) };
+                quota.min(requestable)
+            }).sum();
+            let given: f64 = a.shares.iter().sum();
+            prop_assert!(given <= deserved.max(f64::from(amount)) + 1e-9, "given {given}, deserved {deserved}, amount {amount}");
+        }
+    }
+}
