@@ -1,5 +1,7 @@
 //! `railyard queues validate` (every problem of a queue tree at once, one line each, naming
-//! the file and the queue) and `railyard queues share` (each queue's fair share).
+//! the file and the queue; strict) and `railyard queues share` (each queue's fair share by the
+//! rules of the scheduler the files are written for — KAI's for KAI Queues — with the problems
+//! that scheduler accepts printed as warnings).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,7 +32,7 @@ pub struct ValidateArgs {
 /// Arguments of `queues share`.
 #[derive(Debug, clap::Args)]
 pub struct ShareArgs {
-    /// Queue files.
+    /// Queue files (all KAI Queues: KAI's fair-share rules; otherwise railyard's).
     #[arg(long, required = true, num_args = 1.., value_name = "FILE")]
     pub queues: Vec<PathBuf>,
     /// Demand: a demand file (`demand: {queue: {gpu, cpu, memory}}`, optional `capacity`), job
