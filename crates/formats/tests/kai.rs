@@ -261,3 +261,48 @@ fn kai_priority_classes_give_priority_and_preemptibility() {
     );
     assert_eq!(read_one(pod("", "  priority: 7\n")), (7, true));
 }
+
+/// A running pod of a KAI queue is non-preemptible from priority 100 on (the priority KAI's
+/// admission filled in from its class), unless its preemptibility label says otherwise.
+#[test]
+fn running_kai_pods_follow_kais_preemptibility_rule() {
+    let cluster = formats::cluster::preset("--cluster", "fat-tree-k8")
+        .expect("preset")
+        .cluster;
+    let node = cluster.nodes[0].name.clone();
+    let pod = |name: &str, priority: i64, labels: &str| {
+        format!(
+            r#"{{"metadata": {{"name": "{name}", "namespace": "ns", "labels": {{{labels}}}}}, "spec": {{"nodeName": "{node}", "priority": {priority}, "containers": [{{"name": "c", "resources": {{"limits": {{"nvidia.com/gpu": "1"}}}}}}]}}, "status": {{"phase": "Running"}}}}"#
+        )
+    };
+    let kai = r#""kai.scheduler/queue": "q""#;
+    let items = [
+        pod("build", 100, kai),
+        pod("train", 50, kai),
+        pod(
+            "labelled",
+            125,
+            &format!(r#"{kai}, "kai.scheduler/preemptibility": "preemptible""#),
+        ),
+        pod("kueue", 1000, r#""kueue.x-k8s.io/queue-name": "lq""#),
+    ];
+    let list: serde_json::Value = serde_json::from_str(&format!(
+        r#"{{"apiVersion": "v1", "kind": "PodList", "items": [{}]}}"#,
+        items.join(", ")
+    ))
+    .expect("json");
+    let jobs = formats::live::read_pods("pods.json", &list, &cluster).expect("pods");
+    let preemptible: BTreeMap<String, bool> = jobs
+        .iter()
+        .map(|j| (j.name.clone(), j.preemptible))
+        .collect();
+    assert_eq!(
+        preemptible,
+        BTreeMap::from([
+            ("ns/build".to_owned(), false),
+            ("ns/kueue".to_owned(), true),
+            ("ns/labelled".to_owned(), true),
+            ("ns/train".to_owned(), true),
+        ])
+    );
+}
