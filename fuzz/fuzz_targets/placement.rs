@@ -45,10 +45,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let options = ops::launch::LaunchOptions {
         port: 29500,
-        qps: 4,
-        hca_prefix: "mlx5_".into(),
+        qps: Some(4),
+        hca_prefix: Some("mlx5_".into()),
         hca: Vec::new(),
-        socket_ifname: "^lo,docker".into(),
+        socket_ifname: Some("^lo,docker".into()),
         script: "train.py".into(),
         rdzv_id: "job".into(),
     };

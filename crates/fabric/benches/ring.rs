@@ -1,5 +1,6 @@
-//! Ring AllReduce over all 131,072 GPUs of `oci-h100-131k` under ECMP: flows, routing and exact
-//! max-min fair rates (DESIGN.md target: < 10 s on 2 cores).
+//! Ring AllReduce over all 131,072 GPUs of `oci-h100-131k` with NCCL's default channels (32:
+//! two per NIC port) and QPs (1), under ECMP and adaptive routing: flows, routing and exact
+//! job-level max-min rates (DESIGN.md target: < 10 s on 2 cores).
 
 use fabric::{evaluate, Collective, Fabric, JobTraffic, Rank, RoutingConfig, RoutingMode};
 use topology::{build_from_spec, Cluster, NodeId};
@@ -34,6 +35,19 @@ fn evaluate_ring_allreduce_131k_ecmp(bencher: divan::Bencher) {
     let c = oci_131k();
     let job = all_gpus(&c);
     let cfg = RoutingConfig::default();
+    bencher
+        .bench(|| evaluate(divan::black_box(&c), std::slice::from_ref(&job), &cfg).expect("valid"));
+}
+
+/// The whole API call under adaptive routing (the ideal reference is the same routing).
+#[divan::bench(sample_count = 3)]
+fn evaluate_ring_allreduce_131k_adaptive(bencher: divan::Bencher) {
+    let c = oci_131k();
+    let job = all_gpus(&c);
+    let cfg = RoutingConfig {
+        mode: RoutingMode::Adaptive,
+        ..RoutingConfig::default()
+    };
     bencher
         .bench(|| evaluate(divan::black_box(&c), std::slice::from_ref(&job), &cfg).expect("valid"));
 }

@@ -1,25 +1,38 @@
-//! Collectives as connections between GPUs and NICs.
+//! Collectives as connections between GPUs and NICs, built the way NCCL builds them.
 //!
-//! Ranks are GPUs, in rank order. A *segment* is a maximal run of consecutive ranks in one NVLink
-//! domain (one host, or a multi-node NVLink rack); the ring closes, so the last and the first
-//! segment merge when they share a domain.
+//! Ranks are GPUs, in rank order. NCCL groups ranks into *nodes* — here NVLink domains (one
+//! host, or a multi-node NVLink rack) — numbered in order of their first rank, each node's
+//! ranks in rank order (NCCL's `rankToNode`/`nodeRanks`).
 //!
-//! Ring collectives (AllReduce, AllGather, ReduceScatter) follow NCCL's ring on rail-optimized
-//! hosts: `C = min(rails, longest segment)` channels (one ring per rail). Channel `c` enters a
-//! segment at its GPU at position `c mod len`, visits the segment's GPUs in order over NVLink
-//! (`len − 1` NVLink hops) and leaves through the NIC of rail `g mod rails`, `g` being the
-//! entry GPU's index ("GPU i's traffic leaves on rail i"); it arrives at the next segment on the
-//! same rail, so rail traffic stays on its rail plane. Each channel carries `1/C` of the data.
-//! With a single segment the ring is all NVLink: one flow per rank to the next.
+//! Ring collectives (AllReduce, AllGather, ReduceScatter), as NCCL's ring search and
+//! `connectRings` (src/graph/search.cc, src/graph/connect.cc) build them: every channel is one
+//! ring that enters every node exactly once, through one NIC port, visits all of the node's
+//! ranks over NVLink and leaves through the *same* NIC port (`NET n -> GPU a -> … -> GPU x ->
+//! NET n`, the search's ring pattern without cross-NIC) towards the next node, in node order;
+//! the last node closes the ring to the first. A node's NIC ports are its ranks' rails (GPU `g`
+//! uses rail `g mod rails`, every port of that rail), ordered rail by rail; search channel `s`
+//! uses port `s mod ports` on every node, so rail traffic stays on its rail plane. The number
+//! of channels is [`crate::nccl::channel_plan`]; channel `c` runs search channel
+//! `c mod search_channels`' ring and carries `1/channels` of the data. The NVLink hops of all
+//! channels between the same two GPUs are one flow (weight = channels using it). With a single
+//! node the ring is all NVLink: one flow per rank to the next.
+//!
+//! Tree AllReduce: NCCL's double binary tree over nodes (`ncclGetDtree`, src/graph/trees.cc):
+//! the first tree is a binary tree over node indices (a node's parent clears its lowest set
+//! bit and sets the next one up, or only clears it when that would be out of range), the second
+//! the mirror image (even node count) or the first shifted by one (odd); channel `c` uses the
+//! first tree, channel `c + channels/2` the second. Inside a node the tree is a chain over
+//! NVLink. Every tree edge carries the channel's data up (reduce) and down (broadcast).
 //!
 //! AllToAll: every pair of ranks in one NVLink domain talks over NVLink; between domains, a rank
 //! reaches a peer through the NIC on the *peer's* rail (NCCL's PXN), and the connections from one
-//! host to one peer host on one rail are merged into one flow whose fairness weight is the number
-//! of rank pairs it stands for.
+//! host to one peer host on one rail are merged into one flow per port of the rail whose
+//! fairness weight is the number of rank pairs it stands for.
 
 use topology::{Cluster, NodeId};
 
 use crate::error::{FabricError, MAX_FLOWS};
+use crate::nccl::{channel_plan, Algorithm, ChannelPlan, GpuArch, NcclConfig};
 
 /// A collective operation, as nccl-tests names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -94,18 +107,24 @@ pub struct Rank {
     pub gpu: u32,
 }
 
+/// A NIC port: one RDMA device as NCCL sees it (`rail`, `port` of a host).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NicPort {
+    /// The host.
+    pub node: NodeId,
+    /// The rail.
+    pub rail: u32,
+    /// The port of the rail.
+    pub port: u32,
+}
+
 /// Where a connection runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Hop {
     /// GPU to GPU over NVLink.
     Nvlink { src: Rank, dst: Rank },
-    /// NIC to NIC over the switch fabric.
-    Network {
-        src: NodeId,
-        src_rail: u32,
-        dst: NodeId,
-        dst_rail: u32,
-    },
+    /// NIC port to NIC port over the switch fabric.
+    Network { src: NicPort, dst: NicPort },
 }
 
 /// One connection of a collective.
@@ -114,7 +133,7 @@ pub(crate) struct Connection {
     pub hop: Hop,
     /// Fraction of the collective's bus bytes this connection carries.
     pub share: f64,
-    /// Fairness weight (rank pairs merged into this connection).
+    /// Fairness weight (rank pairs or channels merged into this connection).
     pub fairness: f64,
 }
 
@@ -152,22 +171,106 @@ pub fn validate_ranks(cluster: &Cluster, ranks: &[Rank]) -> Result<(), FabricErr
     Ok(())
 }
 
-/// Ranks grouped into segments (runs in one NVLink domain), with the ring wrap merged.
-pub(crate) fn segments(cluster: &Cluster, ranks: &[Rank]) -> Vec<Vec<Rank>> {
-    let domain = |r: &Rank| cluster.node(r.node).nvlink_domain;
-    let mut segs: Vec<Vec<Rank>> = Vec::new();
+/// NCCL's nodes for a set of ranks: NVLink domains in order of their first rank, each with
+/// its ranks in rank order and its NIC ports (rail by rail, then port, then host order).
+pub(crate) struct NcclNodes {
+    pub ranks: Vec<Vec<Rank>>,
+    pub ports: Vec<Vec<NicPort>>,
+}
+
+pub(crate) fn nccl_nodes(cluster: &Cluster, ranks: &[Rank]) -> NcclNodes {
+    let mut index: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    let mut groups: Vec<Vec<Rank>> = Vec::new();
     for r in ranks {
-        match segs.last_mut() {
-            Some(s) if domain(&s[0]) == domain(r) => s.push(*r),
-            _ => segs.push(vec![*r]),
-        }
+        let d = cluster.node(r.node).nvlink_domain.0;
+        let i = *index.entry(d).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[i].push(*r);
     }
-    if segs.len() > 1 && domain(&segs[0][0]) == domain(&segs[segs.len() - 1][0]) {
-        let mut last = segs.pop().expect("more than one segment");
-        last.append(&mut segs[0]);
-        segs[0] = last;
+    let ports = groups
+        .iter()
+        .map(|g| {
+            // Hosts in order of first rank; ports sorted rail, port, host position.
+            let mut hosts: Vec<NodeId> = Vec::new();
+            for r in g {
+                if !hosts.contains(&r.node) {
+                    hosts.push(r.node);
+                }
+            }
+            let mut ps: Vec<(u32, u32, usize, NicPort)> = Vec::new();
+            for r in g {
+                let nics = cluster.node(r.node).nics;
+                let rail = r.gpu % nics.rails.max(1);
+                let h = hosts.iter().position(|&x| x == r.node).unwrap_or(0);
+                for port in 0..nics.ports_per_rail {
+                    ps.push((
+                        rail,
+                        port,
+                        h,
+                        NicPort {
+                            node: r.node,
+                            rail,
+                            port,
+                        },
+                    ));
+                }
+            }
+            ps.sort_by_key(|&(rail, port, h, _)| (rail, port, h));
+            ps.dedup_by_key(|x| (x.0, x.1, x.2));
+            ps.into_iter().map(|x| x.3).collect()
+        })
+        .collect();
+    NcclNodes {
+        ranks: groups,
+        ports,
     }
-    segs
+}
+
+/// NCCL's channel plan for ranks already grouped into nodes.
+pub(crate) fn plan_channels(
+    cluster: &Cluster,
+    nodes: &NcclNodes,
+    cfg: &NcclConfig,
+) -> (GpuArch, ChannelPlan) {
+    let all = nodes.ranks.iter().flatten();
+    let arch = all
+        .clone()
+        .map(|r| GpuArch::from_nvlink_gbps(cluster.node(r.node).nvlink_gbps))
+        .min()
+        .unwrap_or(GpuArch::Volta);
+    let nvlink_gb_s = all
+        .clone()
+        .map(|r| cluster.node(r.node).nvlink_gbps / 8.0 * arch.nvlink_efficiency())
+        .fold(f64::INFINITY, f64::min);
+    let nvlink_gb_s = if nvlink_gb_s.is_finite() {
+        nvlink_gb_s
+    } else {
+        0.0
+    };
+    let port_gb_s = nodes
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| cluster.node(p.node).nics.port_gbps / 8.0)
+        .fold(f64::INFINITY, f64::min);
+    let nics = nodes.ports.iter().map(Vec::len).min().unwrap_or(0) as u32;
+    let gpus = nodes.ranks.iter().map(Vec::len).min().unwrap_or(0) as u32;
+    let plan = channel_plan(
+        arch,
+        nodes.ranks.len(),
+        nics,
+        if port_gb_s.is_finite() {
+            port_gb_s
+        } else {
+            0.0
+        },
+        gpus,
+        nvlink_gb_s,
+        cfg,
+    );
+    (arch, plan)
 }
 
 /// The connections of a collective over validated ranks.
@@ -175,21 +278,23 @@ pub(crate) fn connections(
     cluster: &Cluster,
     ranks: &[Rank],
     collective: Collective,
-    qps: u32,
+    algorithm: Algorithm,
+    cfg: &NcclConfig,
 ) -> Result<Vec<Connection>, FabricError> {
     match collective {
+        Collective::AllReduce if algorithm == Algorithm::Tree => Ok(tree(cluster, ranks, cfg)),
         Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter => {
-            Ok(ring(cluster, ranks))
+            Ok(ring(cluster, ranks, cfg))
         }
-        Collective::AllToAll => all_to_all(cluster, ranks, qps),
+        Collective::AllToAll => all_to_all(cluster, ranks, cfg.qps_per_connection),
     }
 }
 
-fn ring(cluster: &Cluster, ranks: &[Rank]) -> Vec<Connection> {
-    let segs = segments(cluster, ranks);
+fn ring(cluster: &Cluster, ranks: &[Rank], cfg: &NcclConfig) -> Vec<Connection> {
+    let nodes = nccl_nodes(cluster, ranks);
     let mut out = Vec::new();
-    if segs.len() == 1 {
-        let s = &segs[0];
+    if nodes.ranks.len() == 1 {
+        let s = &nodes.ranks[0];
         for i in 0..s.len() {
             out.push(Connection {
                 hop: Hop::Nvlink {
@@ -202,39 +307,157 @@ fn ring(cluster: &Cluster, ranks: &[Rank]) -> Vec<Connection> {
         }
         return out;
     }
-    let rails = |r: &Rank| cluster.node(r.node).nics.rails;
-    let max_rails = ranks.iter().map(rails).max().unwrap_or(1) as usize;
-    let longest = segs.iter().map(Vec::len).max().unwrap_or(1);
-    let channels = max_rails.min(longest).max(1);
+    let (_, plan) = plan_channels(cluster, &nodes, cfg);
+    let channels = plan.channels as usize;
+    let search = plan.search_channels.max(1) as usize;
     let share = 1.0 / channels as f64;
-    for c in 0..channels {
-        for (si, s) in segs.iter().enumerate() {
-            let len = s.len();
-            let entry = c % len;
-            for k in 0..len - 1 {
-                out.push(Connection {
-                    hop: Hop::Nvlink {
-                        src: s[(entry + k) % len],
-                        dst: s[(entry + k + 1) % len],
-                    },
-                    share,
-                    fairness: 1.0,
-                });
+    let n_nodes = nodes.ranks.len();
+    for (ni, node_ranks) in nodes.ranks.iter().enumerate() {
+        let len = node_ranks.len();
+        // Channels entering at each rank position: their NVLink chains skip the hop into it.
+        let mut entering = vec![0u32; len];
+        for c in 0..channels {
+            let (_, entry) = entry_of(cluster, node_ranks, &nodes.ports[ni], c % search);
+            entering[entry] += 1;
+        }
+        if len > 1 {
+            for j in 0..len {
+                let next = (j + 1) % len;
+                let count = channels as u32 - entering[next];
+                if count > 0 {
+                    out.push(Connection {
+                        hop: Hop::Nvlink {
+                            src: node_ranks[j],
+                            dst: node_ranks[next],
+                        },
+                        share: f64::from(count) * share,
+                        fairness: f64::from(count),
+                    });
+                }
             }
-            let exit = s[entry];
-            let rail = exit.gpu % rails(&exit);
-            let next = &segs[(si + 1) % segs.len()];
-            let next_entry = next[c % next.len()];
+        }
+        let nj = (ni + 1) % n_nodes;
+        for c in 0..channels {
+            let (src, _) = entry_of(cluster, node_ranks, &nodes.ports[ni], c % search);
+            let (dst, _) = entry_of(cluster, &nodes.ranks[nj], &nodes.ports[nj], c % search);
             out.push(Connection {
-                hop: Hop::Network {
-                    src: exit.node,
-                    src_rail: rail,
-                    dst: next_entry.node,
-                    dst_rail: rail % rails(&next_entry),
-                },
+                hop: Hop::Network { src, dst },
                 share,
                 fairness: 1.0,
             });
+        }
+    }
+    out
+}
+
+/// The port search channel `s` uses on a node and the position of the rank it enters at (the
+/// first rank on that port's rail and host; else position `s mod ranks`).
+fn entry_of(
+    cluster: &Cluster,
+    node_ranks: &[Rank],
+    ports: &[NicPort],
+    s: usize,
+) -> (NicPort, usize) {
+    let port = ports[s % ports.len()];
+    let rails = cluster.node(port.node).nics.rails.max(1);
+    let entry = node_ranks
+        .iter()
+        .position(|r| r.node == port.node && r.gpu % rails == port.rail)
+        .unwrap_or(s % node_ranks.len());
+    (port, entry)
+}
+
+/// Parent of `i` in NCCL's first binary tree over `n` nodes (None for the root, node 0).
+pub(crate) fn btree_parent(i: usize, n: usize) -> Option<usize> {
+    if i == 0 {
+        return None;
+    }
+    let low = i & i.wrapping_neg();
+    let up = (i ^ low) | (low << 1);
+    Some(if up >= n { i ^ low } else { up })
+}
+
+/// Parent of `i` in NCCL's second tree: the mirror image for an even `n`, the first tree
+/// shifted by one for an odd `n`.
+pub(crate) fn dtree_second_parent(i: usize, n: usize) -> Option<usize> {
+    if n % 2 == 0 {
+        btree_parent(n - 1 - i, n).map(|p| n - 1 - p)
+    } else {
+        btree_parent((i + n - 1) % n, n).map(|p| (p + 1) % n)
+    }
+}
+
+fn tree(cluster: &Cluster, ranks: &[Rank], cfg: &NcclConfig) -> Vec<Connection> {
+    let nodes = nccl_nodes(cluster, ranks);
+    let n_nodes = nodes.ranks.len();
+    if n_nodes == 1 {
+        return ring(cluster, ranks, cfg);
+    }
+    let (_, plan) = plan_channels(cluster, &nodes, cfg);
+    let channels = plan.channels as usize;
+    let search = plan.search_channels.max(1) as usize;
+    // Bus bytes of an AllReduce: 2(n−1)/n of the buffer. A tree channel moves its 1/channels
+    // of the buffer up and down every edge.
+    let n = ranks.len() as f64;
+    let per_channel = (1.0 / channels as f64) / (2.0 * (n - 1.0) / n);
+    let mut out = Vec::new();
+    // Chains inside nodes: the head (entry rank) to the others in order, both directions.
+    for (ni, node_ranks) in nodes.ranks.iter().enumerate() {
+        let len = node_ranks.len();
+        if len < 2 {
+            continue;
+        }
+        let mut entering = vec![0u32; len];
+        for c in 0..channels {
+            let (_, e) = entry_of(cluster, node_ranks, &nodes.ports[ni], c % search);
+            entering[e] += 1;
+        }
+        for j in 0..len {
+            let next = (j + 1) % len;
+            let count = channels as u32 - entering[next];
+            if count == 0 {
+                continue;
+            }
+            for (src, dst) in [
+                (node_ranks[j], node_ranks[next]),
+                (node_ranks[next], node_ranks[j]),
+            ] {
+                out.push(Connection {
+                    hop: Hop::Nvlink { src, dst },
+                    share: f64::from(count) * per_channel,
+                    fairness: f64::from(count),
+                });
+            }
+        }
+    }
+    for c in 0..channels {
+        let second = c >= channels.div_ceil(2);
+        for child in 0..n_nodes {
+            let parent = if second {
+                dtree_second_parent(child, n_nodes)
+            } else {
+                btree_parent(child, n_nodes)
+            };
+            let Some(parent) = parent else { continue };
+            let (a, _) = entry_of(
+                cluster,
+                &nodes.ranks[child],
+                &nodes.ports[child],
+                c % search,
+            );
+            let (b, _) = entry_of(
+                cluster,
+                &nodes.ranks[parent],
+                &nodes.ports[parent],
+                c % search,
+            );
+            for (src, dst) in [(a, b), (b, a)] {
+                out.push(Connection {
+                    hop: Hop::Network { src, dst },
+                    share: per_channel,
+                    fairness: 1.0,
+                });
+            }
         }
     }
     out
@@ -272,7 +495,9 @@ fn all_to_all(cluster: &Cluster, ranks: &[Rank], qps: u32) -> Result<Vec<Connect
                 .keys()
                 .filter(|b| cluster.node(**b).nvlink_domain != dom)
                 .count() as u64;
-            peers * rails.iter().filter(|&&x| x > 0).count() as u64
+            peers
+                * rails.iter().filter(|&&x| x > 0).count() as u64
+                * u64::from(cluster.node(*a).nics.ports_per_rail)
         })
         .sum();
     let total = nvlink_pairs + network * u64::from(qps);
@@ -304,17 +529,29 @@ fn all_to_all(cluster: &Cluster, ranks: &[Rank], qps: u32) -> Result<Vec<Connect
                 if dst_ranks == 0 {
                     continue;
                 }
+                // One flow per port of the rail, each with its part of the rank pairs.
                 let pairs = (*count_a * dst_ranks) as f64;
-                out.push(Connection {
-                    hop: Hop::Network {
-                        src: a,
-                        src_rail: rail as u32 % rails_a,
-                        dst: b,
-                        dst_rail: rail as u32,
-                    },
-                    share: pairs * pair_share,
-                    fairness: pairs,
-                });
+                let ports_b = cluster.node(b).nics.ports_per_rail.max(1);
+                let ports_a = cluster.node(a).nics.ports_per_rail.max(1);
+                let per_port = pairs / f64::from(ports_b);
+                for port in 0..ports_b {
+                    out.push(Connection {
+                        hop: Hop::Network {
+                            src: NicPort {
+                                node: a,
+                                rail: rail as u32 % rails_a,
+                                port: port % ports_a,
+                            },
+                            dst: NicPort {
+                                node: b,
+                                rail: rail as u32,
+                                port,
+                            },
+                        },
+                        share: per_port * pair_share,
+                        fairness: per_port,
+                    });
+                }
             }
         }
     }

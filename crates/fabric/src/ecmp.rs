@@ -22,6 +22,9 @@ pub struct MaxLoadStats {
     pub p99: f64,
     /// Largest seen.
     pub max: f64,
+    /// Mean over trials of ideal ÷ most loaded path (ideal = flows / paths, perfect spreading):
+    /// the fraction of ideal bandwidth the most loaded path leaves, averaged. Not 1 / mean.
+    pub efficiency: f64,
 }
 
 /// Hash `flows` connections of `qps` QPs each onto `paths` next hops, `trials` times. Each
@@ -40,6 +43,8 @@ pub fn simulate_max_load(
     let mut rng = SplitMix64::new(seed);
     let mut counts = vec![0u32; paths as usize];
     let mut samples: Vec<f64> = Vec::with_capacity(trials as usize);
+    let ideal = f64::from(flows) / f64::from(paths);
+    let mut efficiency_sum = 0.0;
     for _ in 0..trials {
         counts.iter_mut().for_each(|c| *c = 0);
         let trial_seed = rng.next_u64();
@@ -62,7 +67,13 @@ pub fn simulate_max_load(
             }
         }
         let most = counts.iter().copied().max().unwrap_or(0);
-        samples.push(f64::from(most) / f64::from(qps));
+        let most = f64::from(most) / f64::from(qps);
+        efficiency_sum += if most > 0.0 {
+            (ideal / most).min(1.0)
+        } else {
+            1.0
+        };
+        samples.push(most);
     }
     let mean = samples.iter().sum::<f64>() / samples.len() as f64;
     samples.sort_by(f64::total_cmp);
@@ -76,6 +87,7 @@ pub fn simulate_max_load(
         p50: rank(0.50),
         p99: rank(0.99),
         max: samples[samples.len() - 1],
+        efficiency: efficiency_sum / f64::from(trials),
     }
 }
 
@@ -173,5 +185,18 @@ mod tests {
         let b = simulate_max_load(8, 8, 1, 200, 3, HashFn::Crc32);
         assert_eq!(a, b);
         assert!(a.p50 <= a.p99 && a.p99 <= a.max);
+    }
+
+    #[test]
+    fn efficiency_is_the_mean_of_ideal_over_max_not_one_over_the_mean() {
+        let s = simulate_max_load(8, 8, 1, 2000, 11, HashFn::Mix);
+        // Jensen: mean(1/max) ≥ 1/mean(max), strictly when max varies.
+        assert!(s.efficiency > 1.0 / s.mean + 1e-6, "{s:?}");
+        assert!(s.efficiency <= 1.0);
+        // One path: every trial is ideal.
+        assert_eq!(
+            simulate_max_load(1, 5, 2, 10, 1, HashFn::Crc32).efficiency,
+            1.0
+        );
     }
 }

@@ -38,14 +38,16 @@ impl FiveTuple {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HashFn {
     /// CRC-32 (IEEE) with the switch seed as initial value, then a seed-chosen bit offset
-    /// (switch ASICs' "hash offset"). CRC is linear, so a seed alone only XORs a constant into
-    /// the result and successive tiers would pick correlated next hops; the offset makes each
-    /// switch use different bits, as operators configure to avoid polarisation.
-    #[default]
+    /// (switch ASICs' "hash offset"). Kept as the *correlated* option: CRC is linear, so a
+    /// seed only XORs a constant into the result and the offset only picks other bits of the
+    /// same linear function; successive tiers' choices stay correlated (hash polarisation),
+    /// which lowers ECMP efficiency against independent per-switch hashing.
     Crc32,
     /// XOR of the tuple's 16-bit words and the seed: cheap and weak, shows bad spreading.
     Xor,
-    /// A strong 64-bit mixer (SplitMix64 finaliser) of the tuple and the seed.
+    /// A strong 64-bit mixer (SplitMix64 finaliser) of the tuple keyed by the switch's seed:
+    /// every switch hashes independently. The default.
+    #[default]
     Mix,
 }
 

@@ -1,12 +1,14 @@
 //! The fabric model: what a placement gets from the network.
 //!
-//! Collectives become flows ([`Collective`], NCCL-style rings with one ring per rail, AllToAll
-//! with PXN), flows are routed over the up/down switch fabric ([`RoutingMode::Ecmp`] hashing the
-//! RoCEv2 5-tuple at every switch, or [`RoutingMode::Adaptive`] spraying evenly over all shortest
-//! paths), and rates are the exact max-min fair allocation over every flow of every running job
-//! ([`max_min_fair`]), honouring NIC, switch-link and NVLink capacities. From the rates come each
-//! job's algorithm and bus bandwidth (nccl-tests conventions), the ideal bus bandwidth with
-//! perfect load balance, the hottest links, and latency.
+//! Collectives become flows the way NCCL builds them ([`Collective`]: one ring per channel that
+//! enters every node once, NCCL's channel count and QPs per connection ([`nccl`]), the double
+//! binary tree, AllToAll with PXN), flows are routed over the up/down switch fabric port by port
+//! ([`RoutingMode::Ecmp`] hashing the RoCEv2 5-tuple at every switch with its own seed, or
+//! [`RoutingMode::Adaptive`] spraying evenly over all shortest paths), and jobs share the fabric
+//! max-min fairly as jobs ([`job_max_min`]), honouring NIC, switch-port and NVLink capacities at
+//! what NCCL can use of them. From the rates come each job's algorithm and bus bandwidth
+//! (nccl-tests conventions), the ideal bus bandwidth with perfect load balance, the hottest
+//! links ([`hot_link_groups`]), latency, and NCCL's tuner choice per message size ([`sweep`]).
 //!
 //! This crate is pure: no I/O, no clock, no unseeded randomness; output never depends on hash
 //! iteration order. It knows nothing about queues or file formats.
@@ -22,20 +24,30 @@ mod collective;
 pub mod ecmp;
 mod error;
 pub mod hash;
+mod hot;
 mod maxmin;
 mod model;
+pub mod nccl;
+mod nccl_tests;
+mod predict;
 mod routing;
 pub mod sport;
 
-pub use collective::{busbw_from_algbw, validate_ranks, Collective, Rank};
+pub use collective::{busbw_from_algbw, validate_ranks, Collective, NicPort, Rank};
 pub use error::{FabricError, MAX_FLOWS};
 pub use hash::{HashFn, SwitchSeeds};
-pub use maxmin::{max_min_fair, FlowPaths};
+pub use hot::{hot_link_groups, HotLinkGroup};
+pub use maxmin::{aggregate_jobs, job_max_min, max_min_fair, FlowPaths};
 pub use model::{
     evaluate, nic_ip, pair_latency_ns, Allocation, Fabric, JobResult, JobTraffic, LinkLoad,
     Resource, RoutedJob,
 };
-pub use routing::{link_resource, RoutingConfig, RoutingMode};
+pub use nccl::{parse_nccl_env, Algorithm, GpuArch, NcclConfig, NcclEnvError, Protocol};
+pub use nccl_tests::{parse_nccl_tests, Measured, ParseError, ParseErrorKind, Timing};
+pub use predict::{
+    compare, doubling_sizes, input_for, parse_bytes, sweep, tuner_input, Comparison, SweepRow,
+};
+pub use routing::{PortIndex, RoutingConfig, RoutingMode};
 pub use sport::udp_source_port;
 
 /// Ranks for whole GPUs of a list of `(node, gpu indices)` in rank order: each GPU is one rank.

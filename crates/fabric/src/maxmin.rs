@@ -208,6 +208,48 @@ pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
     rate
 }
 
+/// Job-level max-min fair paces. Each job is a set of flows that move together: flow `f` of
+/// a job carries `shares[f]` of the job's pace, so the job's pace `b` puts
+/// `Σ_f shares[f] · fraction(f, e) · b` on resource `e`. Paces are max-min fair over the
+/// jobs (every job's pace rises together; a job stops when a resource it uses fills), so a
+/// job paced by one slow resource uses no more of the others than that pace needs and the
+/// rest goes to the other jobs. Exact progressive filling; no iteration. Returns each job's
+/// pace (infinite when the job crosses no resource).
+pub fn job_max_min(capacity: &[f64], jobs: &[(&FlowPaths, &[f64])]) -> Vec<f64> {
+    max_min_fair(capacity, &aggregate_jobs(capacity.len(), jobs))
+}
+
+/// One flow per job whose fraction on each resource is the job's load there per unit pace.
+pub fn aggregate_jobs(n_resources: usize, jobs: &[(&FlowPaths, &[f64])]) -> FlowPaths {
+    let mut scratch = vec![0.0f64; n_resources];
+    let mut touched: Vec<u32> = Vec::new();
+    let mut out = FlowPaths::new();
+    let mut entry: Vec<(u32, f64)> = Vec::new();
+    for (flows, shares) in jobs {
+        touched.clear();
+        for (f, &s) in shares.iter().enumerate() {
+            for (e, w) in flows.path(f) {
+                let a = w * s;
+                if a <= 0.0 {
+                    continue;
+                }
+                if scratch[e as usize] == 0.0 {
+                    touched.push(e);
+                }
+                scratch[e as usize] += a;
+            }
+        }
+        touched.sort_unstable();
+        entry.clear();
+        for &e in &touched {
+            entry.push((e, scratch[e as usize]));
+            scratch[e as usize] = 0.0;
+        }
+        out.push(&entry, 1.0);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,6 +445,138 @@ mod tests {
                         })
                 });
                 prop_assert!(has_bottleneck, "flow {f} has no bottleneck");
+            }
+        }
+    }
+
+    #[test]
+    fn a_paced_job_hands_its_unused_share_back() {
+        // Job A: half its bytes on R0, half on R1 (capacity 0.2). Job B: all on R0 (cap 1).
+        // Flow-level max-min gives A's R0 flow and B 0.5 each; A can only use 0.2 of R0 (its
+        // R1 flow paces it at 0.4), so B gets the remaining 0.8 of R0.
+        let mut a = FlowPaths::new();
+        a.push(&[(0, 1.0)], 1.0);
+        a.push(&[(1, 1.0)], 1.0);
+        let mut b = FlowPaths::new();
+        b.push(&[(0, 1.0)], 1.0);
+        let paces = job_max_min(&[1.0, 0.2], &[(&a, &[0.5, 0.5]), (&b, &[1.0])]);
+        assert!((paces[0] - 0.4).abs() < 1e-12, "{paces:?}");
+        assert!((paces[1] - 0.8).abs() < 1e-12, "{paces:?}");
+        // The per-flow solver alone would leave B at 0.5.
+        let mut all = a.clone();
+        all.extend(&b);
+        assert!((max_min_fair(&[1.0, 0.2], &all)[2] - 0.5).abs() < 1e-12);
+    }
+
+    /// Jobs of up to 3 flows each: resource, 1/k fraction, share numerator (shares are n/6).
+    type JobInstance = (Vec<i64>, Vec<Vec<(Vec<(usize, i128)>, i128)>>);
+
+    fn job_instance() -> impl Strategy<Value = JobInstance> {
+        (1usize..5).prop_flat_map(|n_res| {
+            let flow = (
+                prop::collection::btree_map(0..n_res, 1i128..3, 1..=n_res.min(3))
+                    .prop_map(|m| m.into_iter().collect::<Vec<_>>()),
+                1i128..6,
+            );
+            (
+                prop::collection::vec(1i64..12, n_res),
+                prop::collection::vec(prop::collection::vec(flow, 1..4), 1..5),
+            )
+        })
+    }
+
+    /// Brute force for two jobs: the smaller pace of the max-min fair pair is the largest
+    /// `min(b0, b1)` of any feasible pair; searched on a grid of 400 steps per job.
+    fn brute_force_min(cap: &[f64], coef: &[Vec<f64>]) -> (f64, f64) {
+        let alone: Vec<f64> = coef
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .zip(cap)
+                    .filter(|(a, _)| **a > 0.0)
+                    .map(|(a, k)| k / a)
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect();
+        let (s0, s1) = (alone[0] / 400.0, alone[1] / 400.0);
+        let mut best = 0.0f64;
+        for i in 0..=400 {
+            let b0 = i as f64 * s0;
+            // The largest b1 feasible with b0.
+            let b1 = (0..cap.len())
+                .filter(|&e| coef[1][e] > 0.0)
+                .map(|e| (cap[e] - coef[0][e] * b0) / coef[1][e])
+                .fold(alone[1], f64::min);
+            if b1 < 0.0 || (0..cap.len()).any(|e| coef[0][e] * b0 > cap[e] + 1e-9) {
+                continue;
+            }
+            best = best.max(b0.min(b1));
+        }
+        (best, s0.max(s1))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn job_paces_match_exact_reference_and_brute_force((cap, jobs) in job_instance()) {
+            // Exact: each job as one rational flow with its summed coefficients.
+            let mut exact_flows: Vec<(Vec<(usize, Q)>, Q)> = Vec::new();
+            let mut coef_f: Vec<Vec<f64>> = Vec::new();
+            let mut paths: Vec<FlowPaths> = Vec::new();
+            let mut shares: Vec<Vec<f64>> = Vec::new();
+            for job in &jobs {
+                let mut coef: Vec<Q> = vec![Q(0, 1); cap.len()];
+                let mut p = FlowPaths::new();
+                let mut sh = Vec::new();
+                for (path, num) in job {
+                    let share = Q::new(*num, 6);
+                    for &(r, k) in path {
+                        coef[r] = coef[r].add(share.mul(Q::new(1, k)));
+                    }
+                    let v: Vec<(u32, f64)> =
+                        path.iter().map(|&(r, k)| (r as u32, 1.0 / k as f64)).collect();
+                    p.push(&v, 1.0);
+                    sh.push(share.f());
+                }
+                coef_f.push(coef.iter().map(|q| q.f()).collect());
+                exact_flows.push((
+                    coef.iter().enumerate().filter(|(_, q)| q.0 > 0).map(|(r, q)| (r, *q)).collect(),
+                    Q(1, 1),
+                ));
+                paths.push(p);
+                shares.push(sh);
+            }
+            let expected = reference(&cap, &exact_flows);
+            let capf: Vec<f64> = cap.iter().map(|&c| c as f64).collect();
+            let refs: Vec<(&FlowPaths, &[f64])> =
+                paths.iter().zip(&shares).map(|(p, s)| (p, s.as_slice())).collect();
+            let got = job_max_min(&capf, &refs);
+            for (g, e) in got.iter().zip(&expected) {
+                let e = e.f();
+                prop_assert!((g - e).abs() <= 1e-9 * e.abs().max(1e-12), "got {g}, expected {e}");
+            }
+            if jobs.len() == 2 {
+                // The smaller pace is the best worst case any feasible pair achieves.
+                let (brute, step) = brute_force_min(&capf, &coef_f);
+                let min = got[0].min(got[1]);
+                prop_assert!(min >= brute - 1e-9 && min <= brute + step + 1e-9,
+                    "got {got:?}, brute-force min {brute}");
+            }
+            // Defining property: feasible, and every job has a saturated resource on which no
+            // other job runs faster.
+            let load: Vec<f64> = (0..capf.len())
+                .map(|e| coef_f.iter().zip(&got).map(|(c, b)| c[e] * b).sum())
+                .collect();
+            for (e, l) in load.iter().enumerate() {
+                prop_assert!(*l <= capf[e] * (1.0 + 1e-9));
+            }
+            for j in 0..got.len() {
+                let ok = (0..capf.len()).any(|e| {
+                    coef_f[j][e] > 0.0
+                        && load[e] >= capf[e] * (1.0 - 1e-9)
+                        && (0..got.len()).all(|k| coef_f[k][e] == 0.0 || got[k] <= got[j] * (1.0 + 1e-9))
+                });
+                prop_assert!(ok, "job {j} has no bottleneck");
             }
         }
     }

@@ -1,19 +1,36 @@
 //! The fabric model: resources (link directions and NVLink ports) with capacities, jobs routed
 //! into flows, max-min fair rates over all running jobs, and what a job gets out of them.
 //!
-//! Design note (2026-11-29). [`Fabric`] owns the capacities and the routing caches and is the
+//! Design note (2026-11-30). [`Fabric`] owns the capacities and the routing caches and is the
 //! single place where flows are made ([`Fabric::route`]) and rates decided ([`Fabric::solve`]).
 //! A [`RoutedJob`] is immutable once made and carries its *ideal* bus bandwidth (the same ranks
 //! alone on the fabric with perfect load balance, i.e. adaptive routing), so a simulator routes a
 //! job once when it starts and only re-solves rates when the set of running jobs changes.
+//!
+//! Capacities are what NCCL can use of each resource: a switch-to-switch port its line rate; a
+//! NIC port NCCL's per-channel speed for it (the ring search's speed array, 48 GB/s for a
+//! 400 Gb/s port, [`crate::nccl::channel_speed_gb_s`]); a GPU's NVLink its line rate times
+//! NCCL's NVLink efficiency ([`crate::nccl::GpuArch::nvlink_efficiency`]).
+//!
+//! Rates: a job moves at one pace, its bus bandwidth `b`, and each of its flows at its share of
+//! it (`share × b`). Jobs share the fabric max-min fairly *as jobs*: every job's pace rises
+//! together and a job stops rising when a resource it uses fills; so a job held back by one
+//! slow flow takes from every other resource only what that pace needs and leaves the rest to
+//! the others (where per-flow max-min followed by "each job at its slowest flow" stranded it).
+//! Computed exactly, without iterating, by progressive filling over jobs whose path on each
+//! resource is the sum of its flows' shares there ([`crate::job_max_min`]).
 
 use topology::{Cluster, Endpoint, NodeId};
 
-use crate::collective::{connections, validate_ranks, Collective, Connection, Hop, Rank};
+use crate::collective::{
+    connections, nccl_nodes, plan_channels, validate_ranks, Collective, Connection, Hop, NicPort,
+    Rank,
+};
 use crate::error::{FabricError, MAX_FLOWS};
 use crate::hash::{FiveTuple, IPPROTO_UDP};
-use crate::maxmin::{max_min_fair, FlowPaths};
-use crate::routing::{endpoint_name, plan_for, Router, RoutingConfig, RoutingMode};
+use crate::maxmin::{aggregate_jobs, max_min_fair, FlowPaths};
+use crate::nccl::{channel_speed_gb_s, Algorithm, GpuArch};
+use crate::routing::{endpoint_name, plan_for, PortIndex, Router, RoutingConfig, RoutingMode};
 use crate::sport::{mix64, qp_number, udp_source_port};
 
 /// One job's traffic: its ranks (GPUs, in rank order) and the collective they run.
@@ -28,10 +45,13 @@ pub struct JobTraffic {
 /// What a resource is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resource {
-    /// A cable in one direction: `up` from its lower end to its upper switch, else down.
+    /// One port (cable) of a link in one direction: `up` from its lower end to its upper
+    /// switch, else down.
     Link {
-        /// The cable.
+        /// The link.
         link: topology::LinkId,
+        /// The port of the link (0-based, below [`topology::Link::ports`]).
+        port: u32,
         /// Direction.
         up: bool,
     },
@@ -59,6 +79,14 @@ pub struct RoutedJob {
     pub shares: Vec<f64>,
     /// Flows that cross the switch fabric.
     pub network_flows: usize,
+    /// The algorithm the flows follow.
+    pub algorithm: Algorithm,
+    /// NCCL channels ([`crate::nccl::channel_plan`]; 1 for AllToAll).
+    pub channels: u32,
+    /// NCCL nodes (NVLink domains) of the job.
+    pub n_nodes: usize,
+    /// The job's GPU generation (its oldest GPU).
+    pub arch: GpuArch,
     /// Bus bandwidth the job gets alone with perfect load balance, Gb/s.
     pub ideal_busbw_gbps: f64,
     /// Worst one-way latency between two ranks that exchange data, ns.
@@ -68,9 +96,10 @@ pub struct RoutedJob {
 /// Rates of all flows of several jobs.
 #[derive(Clone, Debug)]
 pub struct Allocation {
-    /// Max-min fair rate of each flow, per job, Gb/s.
+    /// Rate of each flow, per job, Gb/s: its share of the job's pace.
     pub rates: Vec<Vec<f64>>,
-    /// Bus bandwidth each job achieves, Gb/s: its slowest flow paces it.
+    /// Bus bandwidth each job achieves, Gb/s: job-level max-min fair pace (0 when nothing
+    /// the job uses has a known capacity).
     pub busbw_gbps: Vec<f64>,
     /// Load on each resource when every job runs at its achieved pace, Gb/s.
     pub load_gbps: Vec<f64>,
@@ -109,10 +138,11 @@ impl JobResult {
     }
 }
 
-/// A link direction's utilisation.
+/// A link port direction's utilisation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkLoad {
-    /// The lower end's name for up, the upper switch's for down.
+    /// The lower end's name for up, the upper switch's for down (with `:pN` for port N of a
+    /// link of several ports).
     pub from: String,
     /// The other end.
     pub to: String,
@@ -124,12 +154,13 @@ pub struct LinkLoad {
 
 /// The fabric of one cluster: capacities and routing caches.
 ///
-/// Resources are every link in each direction (`2·link` up, `2·link + 1` down; see
-/// [`crate::link_resource`]) followed by every GPU's NVLink port out and in. A node whose
-/// `nvlink_gbps` is 0 (unknown) puts no limit on its GPUs' NVLink traffic.
+/// Resources are every port of every link in each direction (numbered by [`PortIndex`])
+/// followed by every GPU's NVLink port out and in. A node whose `nvlink_gbps` is 0 (unknown)
+/// puts no limit on its GPUs' NVLink traffic.
 #[derive(Debug)]
 pub struct Fabric<'c> {
     cluster: &'c Cluster,
+    ports: PortIndex,
     gpu_offset: Vec<u32>,
     capacity: Vec<f64>,
     router: Router,
@@ -138,6 +169,7 @@ pub struct Fabric<'c> {
 impl<'c> Fabric<'c> {
     /// The model of a cluster's fabric.
     pub fn new(cluster: &'c Cluster) -> Self {
+        let ports = PortIndex::new(cluster);
         let mut gpu_offset = Vec::with_capacity(cluster.nodes.len() + 1);
         let mut total = 0u32;
         for n in &cluster.nodes {
@@ -145,18 +177,26 @@ impl<'c> Fabric<'c> {
             total += n.gpus;
         }
         gpu_offset.push(total);
-        let mut capacity = Vec::with_capacity(cluster.links.len() * 2 + total as usize * 2);
+        let mut capacity = Vec::with_capacity(ports.n_ports() as usize * 2 + total as usize * 2);
         for l in &cluster.links {
-            capacity.push(l.gbps);
-            capacity.push(l.gbps);
+            let line = l.port_gbps();
+            let usable = match l.lower {
+                Endpoint::Nic { node, .. } => nic_port_usable_gbps(cluster.node(node), line),
+                Endpoint::Switch(_) => line,
+            };
+            for _ in 0..l.ports.max(1) * 2 {
+                capacity.push(usable);
+            }
         }
         for n in &cluster.nodes {
+            let nvl = n.nvlink_gbps * GpuArch::from_nvlink_gbps(n.nvlink_gbps).nvlink_efficiency();
             for _ in 0..n.gpus * 2 {
-                capacity.push(n.nvlink_gbps);
+                capacity.push(nvl);
             }
         }
         Self {
             cluster,
+            ports,
             gpu_offset,
             capacity,
             router: Router::new(cluster),
@@ -168,7 +208,7 @@ impl<'c> Fabric<'c> {
         self.cluster
     }
 
-    /// Capacity of every resource, Gb/s, indexed by resource.
+    /// Capacity of every resource, Gb/s, indexed by resource: what NCCL can use of it.
     pub fn capacity(&self) -> &[f64] {
         &self.capacity
     }
@@ -178,14 +218,17 @@ impl<'c> Fabric<'c> {
         self.capacity.len()
     }
 
+    /// The numbering of link ports.
+    pub fn ports(&self) -> &PortIndex {
+        &self.ports
+    }
+
     /// What resource `r` is.
     pub fn resource(&self, r: u32) -> Resource {
-        let n_link_res = self.cluster.links.len() as u32 * 2;
+        let n_link_res = self.ports.n_ports() * 2;
         if r < n_link_res {
-            Resource::Link {
-                link: topology::LinkId(r / 2),
-                up: r % 2 == 0,
-            }
+            let (link, port, up) = self.ports.locate(r);
+            Resource::Link { link, port, up }
         } else {
             let g = (r - n_link_res) / 2;
             let node = self.gpu_offset.partition_point(|&o| o <= g) - 1;
@@ -198,29 +241,45 @@ impl<'c> Fabric<'c> {
     }
 
     fn nvlink_resource(&self, rank: Rank, out: bool) -> u32 {
-        self.cluster.links.len() as u32 * 2
+        self.ports.n_ports() * 2
             + (self.gpu_offset[rank.node.index()] + rank.gpu) * 2
             + u32::from(!out)
     }
 
-    /// Route a job's collective into flows under `cfg`. `job_id` makes QP numbers differ between
-    /// jobs. Also computes the job's ideal bus bandwidth (alone, adaptive routing).
+    /// Route a job's collective into flows under `cfg` with NCCL's Ring (AllToAll: direct
+    /// connections). `job_id` makes QP numbers differ between jobs. Also computes the job's
+    /// ideal bus bandwidth (alone, adaptive routing).
     pub fn route(
         &mut self,
         job: &JobTraffic,
         cfg: &RoutingConfig,
         job_id: u64,
     ) -> Result<RoutedJob, FabricError> {
-        let routed = self.route_flows(job, cfg, job_id)?;
+        self.route_algorithm(job, Algorithm::Ring, cfg, job_id)
+    }
+
+    /// Like [`Fabric::route`] with the given algorithm (Tree applies to AllReduce only; other
+    /// collectives use Ring).
+    pub fn route_algorithm(
+        &mut self,
+        job: &JobTraffic,
+        algorithm: Algorithm,
+        cfg: &RoutingConfig,
+        job_id: u64,
+    ) -> Result<RoutedJob, FabricError> {
+        let routed = self.route_flows_algorithm(job, algorithm, cfg, job_id)?;
         let ideal_cfg = RoutingConfig {
             mode: RoutingMode::Adaptive,
-            qps: 1,
+            nccl: crate::nccl::NcclConfig {
+                qps_per_connection: 1,
+                ..cfg.nccl
+            },
             ..*cfg
         };
-        let ideal = if cfg.mode == RoutingMode::Adaptive && cfg.qps == 1 {
+        let ideal = if cfg.mode == RoutingMode::Adaptive && cfg.qps() == 1 {
             self.solve(&[&routed]).busbw_gbps[0]
         } else {
-            let alone = self.route_flows(job, &ideal_cfg, job_id)?;
+            let alone = self.route_flows_algorithm(job, algorithm, &ideal_cfg, job_id)?;
             self.solve(&[&alone]).busbw_gbps[0]
         };
         Ok(RoutedJob {
@@ -237,16 +296,43 @@ impl<'c> Fabric<'c> {
         cfg: &RoutingConfig,
         job_id: u64,
     ) -> Result<RoutedJob, FabricError> {
-        if cfg.qps == 0 {
+        self.route_flows_algorithm(job, Algorithm::Ring, cfg, job_id)
+    }
+
+    /// [`Fabric::route_flows`] with the given algorithm.
+    pub fn route_flows_algorithm(
+        &mut self,
+        job: &JobTraffic,
+        algorithm: Algorithm,
+        cfg: &RoutingConfig,
+        job_id: u64,
+    ) -> Result<RoutedJob, FabricError> {
+        let qps = cfg.qps();
+        if qps == 0 {
             return Err(FabricError::ZeroQps);
         }
         validate_ranks(self.cluster, &job.ranks)?;
-        let conns = connections(self.cluster, &job.ranks, job.collective, cfg.qps)?;
+        let algorithm = if job.collective == Collective::AllReduce {
+            algorithm
+        } else {
+            Algorithm::Ring
+        };
+        let nodes = nccl_nodes(self.cluster, &job.ranks);
+        let (arch, plan) = plan_channels(self.cluster, &nodes, &cfg.nccl);
+        let n_nodes = nodes.ranks.len();
+        drop(nodes);
+        let conns = connections(
+            self.cluster,
+            &job.ranks,
+            job.collective,
+            algorithm,
+            &cfg.nccl,
+        )?;
         let n_flows: u64 = conns
             .iter()
             .map(|c| match c.hop {
                 Hop::Nvlink { .. } => 1,
-                Hop::Network { .. } => u64::from(cfg.qps),
+                Hop::Network { .. } => u64::from(qps),
             })
             .sum();
         if n_flows > MAX_FLOWS {
@@ -273,24 +359,19 @@ impl<'c> Fabric<'c> {
                     flows.push(&path, c.fairness);
                     shares.push(c.share);
                 }
-                Hop::Network {
-                    src,
-                    src_rail,
-                    dst,
-                    dst_rail,
-                } => {
-                    latency_ns = latency_ns.max(self.cluster.latency_ns(src, dst) as f64);
+                Hop::Network { src, dst } => {
+                    latency_ns = latency_ns.max(self.cluster.latency_ns(src.node, dst.node) as f64);
                     self.push_network(
                         c,
                         ci as u64,
-                        (src, src_rail),
-                        (dst, dst_rail),
+                        src,
+                        dst,
                         cfg,
                         qp_seed,
                         &mut flows,
                         &mut shares,
                     )?;
-                    network_flows += cfg.qps as usize;
+                    network_flows += qps as usize;
                 }
             }
         }
@@ -303,6 +384,14 @@ impl<'c> Fabric<'c> {
             flows,
             shares,
             network_flows,
+            algorithm,
+            channels: if job.collective == Collective::AllToAll {
+                1
+            } else {
+                plan.channels
+            },
+            n_nodes,
+            arch,
             ideal_busbw_gbps: 0.0,
             latency_ns,
         })
@@ -313,42 +402,44 @@ impl<'c> Fabric<'c> {
         &mut self,
         c: &Connection,
         conn_index: u64,
-        (src, src_rail): (NodeId, u32),
-        (dst, dst_rail): (NodeId, u32),
+        src: NicPort,
+        dst: NicPort,
         cfg: &RoutingConfig,
         qp_seed: u64,
         flows: &mut FlowPaths,
         shares: &mut Vec<f64>,
     ) -> Result<(), FabricError> {
         let cluster = self.cluster;
-        let src_nic = cluster.node(src).nic_links[src_rail as usize];
-        let dst_nic = cluster.node(dst).nic_links[dst_rail as usize];
+        let src_nic = cluster.node(src.node).nic_links[src.rail as usize];
+        let dst_nic = cluster.node(dst.node).nic_links[dst.rail as usize];
         let plan = plan_for(&mut self.router, cluster, src_nic, dst_nic)?;
-        let share = c.share / f64::from(cfg.qps);
+        let qps = cfg.qps();
+        let share = c.share / f64::from(qps);
         let mut path: Vec<(u32, f64)> = Vec::with_capacity(16);
+        let (s, d) = ((src_nic, src.port), (dst_nic, dst.port));
         match cfg.mode {
             RoutingMode::Adaptive => {
                 self.router
-                    .spray(cluster, &plan, src_nic, dst_nic, &mut path);
-                for _ in 0..cfg.qps {
+                    .spray(cluster, &self.ports, &plan, s, d, &mut path);
+                for _ in 0..qps {
                     flows.push(&path, c.fairness);
                     shares.push(share);
                 }
             }
             RoutingMode::Ecmp => {
-                for q in 0..cfg.qps {
+                for q in 0..qps {
                     let lqpn = qp_number(qp_seed, conn_index, q, 0);
                     let rqpn = qp_number(qp_seed, conn_index, q, 1);
                     let tuple = FiveTuple {
-                        src_ip: nic_ip(src, src_rail),
-                        dst_ip: nic_ip(dst, dst_rail),
+                        src_ip: nic_ip(src.node, device_index(cluster, src)),
+                        dst_ip: nic_ip(dst.node, device_index(cluster, dst)),
                         src_port: udp_source_port(lqpn, rqpn),
                         dst_port: topology::roce::ROCE_V2_UDP_PORT,
                         protocol: IPPROTO_UDP,
                     };
                     path.clear();
                     self.router
-                        .ecmp(cluster, &plan, src_nic, dst_nic, &tuple, cfg, &mut path);
+                        .ecmp(cluster, &self.ports, &plan, s, d, &tuple, cfg, &mut path);
                     flows.push(&path, c.fairness);
                     shares.push(share);
                 }
@@ -357,36 +448,24 @@ impl<'c> Fabric<'c> {
         Ok(())
     }
 
-    /// Max-min fair rates over all flows of `jobs` together, each job's achieved bus bandwidth
-    /// (its slowest flow relative to its share paces it) and the resulting load per resource.
+    /// Job-level max-min fair paces over all flows of `jobs` together (see the design note),
+    /// each flow's rate at its job's pace and the resulting load per resource.
     pub fn solve(&self, jobs: &[&RoutedJob]) -> Allocation {
-        let mut all = FlowPaths::new();
-        for j in jobs {
-            all.extend(&j.flows);
-        }
-        let rates = max_min_fair(&self.capacity, &all);
+        let n_res = self.capacity.len();
+        let refs: Vec<(&FlowPaths, &[f64])> = jobs
+            .iter()
+            .map(|j| (&j.flows, j.shares.as_slice()))
+            .collect();
+        let aggregated = aggregate_jobs(n_res, &refs);
+        let paces = max_min_fair(&self.capacity, &aggregated);
         let mut per_job = Vec::with_capacity(jobs.len());
         let mut busbw = Vec::with_capacity(jobs.len());
-        let mut load = vec![0.0; self.capacity.len()];
-        let mut at = 0;
-        for j in jobs {
-            let r = rates[at..at + j.flows.len()].to_vec();
-            at += j.flows.len();
-            let worst = j
-                .shares
-                .iter()
-                .zip(&r)
-                .map(|(s, r)| s / r)
-                .fold(0.0f64, f64::max);
-            let b = if worst > 0.0 { 1.0 / worst } else { 0.0 };
-            for (f, s) in j.shares.iter().enumerate() {
-                for (e, w) in j.flows.path(f) {
-                    load[e as usize] += w * s * b;
-                }
-            }
+        for (j, &b) in jobs.iter().zip(&paces) {
+            let b = if b.is_finite() { b } else { 0.0 };
+            per_job.push(j.shares.iter().map(|s| s * b).collect::<Vec<f64>>());
             busbw.push(b);
-            per_job.push(r);
         }
+        let load = aggregated.loads(n_res, &busbw);
         Allocation {
             rates: per_job,
             busbw_gbps: busbw,
@@ -409,26 +488,27 @@ impl<'c> Fabric<'c> {
         }
     }
 
-    /// The `top` most utilised link directions of the switch fabric (NIC cables included,
-    /// NVLink excluded), highest first, ties in resource order.
+    /// The `top` most utilised link-port directions of the switch fabric (NIC ports included,
+    /// NVLink excluded), highest first, ties in resource order. See [`crate::hot_link_groups`]
+    /// for a summary by tier and direction.
     pub fn hot_links(&self, load_gbps: &[f64], top: usize) -> Vec<LinkLoad> {
-        let n_link_res = self.cluster.links.len() * 2;
+        let n_link_res = self.ports.n_ports() as usize * 2;
         let mut idx: Vec<(f64, usize)> = (0..n_link_res)
-            .filter(|&r| load_gbps[r] > 0.0)
+            .filter(|&r| load_gbps[r] > 0.0 && self.capacity[r] > 0.0)
             .map(|r| (load_gbps[r] / self.capacity[r], r))
             .collect();
         idx.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         idx.truncate(top);
         idx.into_iter()
             .map(|(u, r)| {
-                let link = self.cluster.link(topology::LinkId::from_index(r / 2));
-                let lower = endpoint_name(self.cluster, link.lower);
+                let (link_id, port, up) = self.ports.locate(r as u32);
+                let link = self.cluster.link(link_id);
+                let mut lower = endpoint_name(self.cluster, link.lower);
+                if link.ports > 1 {
+                    lower.push_str(&format!(":p{port}"));
+                }
                 let upper = endpoint_name(self.cluster, Endpoint::Switch(link.upper));
-                let (from, to) = if r % 2 == 0 {
-                    (lower, upper)
-                } else {
-                    (upper, lower)
-                };
+                let (from, to) = if up { (lower, upper) } else { (upper, lower) };
                 LinkLoad {
                     from,
                     to,
@@ -439,17 +519,38 @@ impl<'c> Fabric<'c> {
             .collect()
     }
 
-    /// Highest utilisation of any switch-fabric link direction.
+    /// Highest utilisation of any switch-fabric link-port direction.
     pub fn max_link_utilization(&self, load_gbps: &[f64]) -> f64 {
-        (0..self.cluster.links.len() * 2)
+        (0..self.ports.n_ports() as usize * 2)
+            .filter(|&r| self.capacity[r] > 0.0)
             .map(|r| load_gbps[r] / self.capacity[r])
             .fold(0.0, f64::max)
     }
 }
 
-/// A synthetic IPv4 address for a NIC (10.0.0.0/8 space), unique per (node, rail).
-pub fn nic_ip(node: NodeId, rail: u32) -> u32 {
-    0x0A00_0000u32.wrapping_add(node.0.wrapping_mul(64).wrapping_add(rail & 63))
+/// What NCCL can use of one NIC port of `line_gbps`: its ring search's per-channel speed for
+/// that port (a 400 Gb/s port gives 48 GB/s = 384 Gb/s; [`channel_speed_gb_s`]), times the
+/// channels the port can carry.
+fn nic_port_usable_gbps(node: &topology::Node, line_gbps: f64) -> f64 {
+    if line_gbps <= 0.0 {
+        return line_gbps;
+    }
+    let arch = GpuArch::from_nvlink_gbps(node.nvlink_gbps);
+    let gb_s = line_gbps / 8.0;
+    let speed = channel_speed_gb_s(arch, gb_s);
+    let per_port = ((gb_s + 1e-9) / speed).floor().max(1.0);
+    (speed * per_port * 8.0).min(line_gbps)
+}
+
+/// The RDMA device index of a NIC port on its host: rail-major, `rail × ports_per_rail + port`.
+fn device_index(cluster: &Cluster, p: NicPort) -> u32 {
+    p.rail * cluster.node(p.node).nics.ports_per_rail + p.port
+}
+
+/// A synthetic IPv4 address for an RDMA device (10.0.0.0/8 space), unique per (node, device)
+/// for up to 1,024 devices per node; `device` = rail × ports per rail + port.
+pub fn nic_ip(node: NodeId, device: u32) -> u32 {
+    0x0A00_0000u32.wrapping_add(node.0.wrapping_mul(1024).wrapping_add(device & 1023))
 }
 
 /// One-way latency between two ranks, ns: 0 inside one NVLink domain (NVLink latency is not

@@ -2,6 +2,10 @@
 //! switch with more than one shortest next hop) or adaptive routing / packet spraying (split the
 //! flow evenly over every shortest next hop at every switch).
 //!
+//! Next hops are physical ports: a link made of several ports (a 2 × 200G rail, a bundle of
+//! uplinks) is that many resources, and a switch hashes over all ports of all its candidate
+//! links, as a switch's ECMP group lists ports, not bundles.
+//!
 //! A shortest path climbs from the source leaf to the lowest tier `T` where an ancestor of the
 //! source leaf is also an ancestor of the destination leaf, then descends. Ancestors are found by
 //! walking up-links, so whatever the wiring (striped, rail planes), only switches that can still
@@ -12,6 +16,7 @@ use topology::{Cluster, Endpoint, LinkId, SwitchId};
 
 use crate::error::FabricError;
 use crate::hash::{choose, switch_seed, FiveTuple, HashFn, SwitchSeeds};
+use crate::nccl::NcclConfig;
 
 /// How flows are spread over equal-cost paths.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,31 +33,71 @@ pub enum RoutingMode {
 pub struct RoutingConfig {
     /// ECMP or adaptive.
     pub mode: RoutingMode,
-    /// QPs per connection (`NCCL_IB_QPS_PER_CONNECTION`); each QP is its own flow. At least 1.
-    pub qps: u32,
-    /// The switches' hash function.
+    /// The switches' hash function (default [`HashFn::Mix`]: independent per switch).
     pub hash: HashFn,
     /// How each switch's seed is chosen.
     pub seeds: SwitchSeeds,
     /// Seed for QP numbers and switch hash seeds.
     pub seed: u64,
+    /// NCCL's settings: QPs per connection (each QP is its own flow), channels, algorithms.
+    pub nccl: NcclConfig,
 }
 
 impl Default for RoutingConfig {
     fn default() -> Self {
         Self {
             mode: RoutingMode::Ecmp,
-            qps: 1,
-            hash: HashFn::Crc32,
+            hash: HashFn::Mix,
             seeds: SwitchSeeds::PerSwitch,
             seed: 0,
+            nccl: NcclConfig::default(),
         }
     }
 }
 
-/// Resource index of a link direction: up (towards the upper switch) or down.
-pub fn link_resource(link: LinkId, up: bool) -> u32 {
-    link.0 * 2 + u32::from(!up)
+impl RoutingConfig {
+    /// QPs per connection (`NCCL_IB_QPS_PER_CONNECTION`).
+    pub fn qps(&self) -> u32 {
+        self.nccl.qps_per_connection
+    }
+}
+
+/// Where each link's ports start in the resource numbering: link `l`'s port `p` in direction
+/// `up` is resource `2·(first[l] + p) + (0 if up else 1)`.
+#[derive(Clone, Debug)]
+pub struct PortIndex {
+    first: Vec<u32>,
+    total: u32,
+}
+
+impl PortIndex {
+    /// The numbering of a cluster's link ports.
+    pub fn new(cluster: &Cluster) -> Self {
+        let mut first = Vec::with_capacity(cluster.links.len());
+        let mut total = 0u32;
+        for l in &cluster.links {
+            first.push(total);
+            total += l.ports.max(1);
+        }
+        Self { first, total }
+    }
+
+    /// Number of link ports (resources are twice as many: both directions).
+    pub fn n_ports(&self) -> u32 {
+        self.total
+    }
+
+    /// Resource index of a link port in one direction.
+    pub fn resource(&self, link: LinkId, port: u32, up: bool) -> u32 {
+        (self.first[link.index()] + port) * 2 + u32::from(!up)
+    }
+
+    /// The link, port and direction of a link-port resource (`r < 2 · n_ports`).
+    pub fn locate(&self, r: u32) -> (LinkId, u32, bool) {
+        let slot = r / 2;
+        let l = self.first.partition_point(|&f| f <= slot) - 1;
+        (LinkId::from_index(l), slot - self.first[l], r % 2 == 0)
+    }
 }
 
 /// The valid switches at each tier of the shortest paths between two leaves.
@@ -144,27 +189,38 @@ impl Router {
         Some(Plan { top, up, down })
     }
 
-    /// Route one flow between two NIC links with ECMP, appending its resources to `out`.
+    /// Route one flow between two NIC ports with ECMP over every port of every shortest next
+    /// hop, appending its resources to `out`.
     #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename these
     pub fn ecmp(
         &self,
         cluster: &Cluster,
+        ports: &PortIndex,
         plan: &Plan,
-        src_nic: LinkId,
-        dst_nic: LinkId,
+        (src_nic, src_port): (LinkId, u32),
+        (dst_nic, dst_port): (LinkId, u32),
         tuple: &FiveTuple,
         cfg: &RoutingConfig,
         out: &mut Vec<(u32, f64)>,
     ) {
-        out.push((link_resource(src_nic, true), 1.0));
+        out.push((ports.resource(src_nic, src_port, true), 1.0));
         let mut x = cluster.link(src_nic).upper;
-        let pick = |s: SwitchId, cands: &[LinkId]| -> LinkId {
-            if cands.len() == 1 {
-                cands[0]
+        let pick = |s: SwitchId, cands: &[LinkId]| -> (LinkId, u32) {
+            let total: u32 = cands.iter().map(|&l| cluster.link(l).ports.max(1)).sum();
+            let mut k = if total <= 1 {
+                0
             } else {
                 let seed = switch_seed(cfg.seeds, cfg.seed, s.0);
-                cands[choose(cfg.hash, seed, tuple, cands.len())]
+                choose(cfg.hash, seed, tuple, total as usize) as u32
+            };
+            for &l in cands {
+                let p = cluster.link(l).ports.max(1);
+                if k < p {
+                    return (l, k);
+                }
+                k -= p;
             }
+            (cands[0], 0)
         };
         let mut cands: Vec<LinkId> = Vec::with_capacity(16);
         for t in 0..plan.top {
@@ -176,8 +232,8 @@ impl Router {
                     .copied()
                     .filter(|&l| contains(&plan.up[t + 1], cluster.link(l).upper.0)),
             );
-            let l = pick(x, &cands);
-            out.push((link_resource(l, true), 1.0));
+            let (l, p) = pick(x, &cands);
+            out.push((ports.resource(l, p, true), 1.0));
             x = cluster.link(l).upper;
         }
         for t in (1..=plan.top).rev() {
@@ -185,8 +241,8 @@ impl Router {
             cands.extend(cluster.down_links(x).iter().copied().filter(|&l| {
                 matches!(cluster.link(l).lower, Endpoint::Switch(s) if contains(&plan.down[t - 1], s.0))
             }));
-            let l = pick(x, &cands);
-            out.push((link_resource(l, false), 1.0));
+            let (l, p) = pick(x, &cands);
+            out.push((ports.resource(l, p, false), 1.0));
             match cluster.link(l).lower {
                 Endpoint::Switch(s) => x = s,
                 Endpoint::Nic { .. } => unreachable!("filtered to switch ends"),
@@ -197,19 +253,20 @@ impl Router {
             cluster.link(dst_nic).upper,
             "the descent ends at the leaf"
         );
-        out.push((link_resource(dst_nic, false), 1.0));
+        out.push((ports.resource(dst_nic, dst_port, false), 1.0));
     }
 
-    /// Route one flow split evenly over all shortest next hops at every switch.
+    /// Route one flow split evenly over all ports of all shortest next hops at every switch.
     pub fn spray(
         &mut self,
         cluster: &Cluster,
+        ports: &PortIndex,
         plan: &Plan,
-        src_nic: LinkId,
-        dst_nic: LinkId,
+        (src_nic, src_port): (LinkId, u32),
+        (dst_nic, dst_port): (LinkId, u32),
         out: &mut Vec<(u32, f64)>,
     ) {
-        out.push((link_resource(src_nic, true), 1.0));
+        out.push((ports.resource(src_nic, src_port, true), 1.0));
         let mut layer: Vec<(u32, f64)> = vec![(cluster.link(src_nic).upper.0, 1.0)];
         let next = &mut self.scratch;
         for t in 0..plan.top {
@@ -221,10 +278,14 @@ impl Router {
                     .copied()
                     .filter(|&l| contains(&plan.up[t + 1], cluster.link(l).upper.0))
                     .collect();
-                let share = p / cands.len() as f64;
+                let total: u32 = cands.iter().map(|&l| cluster.link(l).ports.max(1)).sum();
+                let per_port = p / f64::from(total.max(1));
                 for l in cands {
-                    out.push((link_resource(l, true), share));
-                    next.push((cluster.link(l).upper.0, share));
+                    let n = cluster.link(l).ports.max(1);
+                    for q in 0..n {
+                        out.push((ports.resource(l, q, true), per_port));
+                    }
+                    next.push((cluster.link(l).upper.0, per_port * f64::from(n)));
                 }
             }
             merge(next);
@@ -241,10 +302,17 @@ impl Router {
                         _ => None,
                     })
                     .collect();
-                let share = p / cands.len() as f64;
+                let total: u32 = cands
+                    .iter()
+                    .map(|&(l, _)| cluster.link(l).ports.max(1))
+                    .sum();
+                let per_port = p / f64::from(total.max(1));
                 for (l, s) in cands {
-                    out.push((link_resource(l, false), share));
-                    next.push((s, share));
+                    let n = cluster.link(l).ports.max(1);
+                    for q in 0..n {
+                        out.push((ports.resource(l, q, false), per_port));
+                    }
+                    next.push((s, per_port * f64::from(n)));
                 }
             }
             merge(next);
@@ -254,7 +322,7 @@ impl Router {
             layer.len() == 1 && layer[0].0 == cluster.link(dst_nic).upper.0,
             "the descent ends at the leaf"
         );
-        out.push((link_resource(dst_nic, false), 1.0));
+        out.push((ports.resource(dst_nic, dst_port, false), 1.0));
     }
 }
 

@@ -319,8 +319,13 @@ pub fn read_job(file: &str, text: &str) -> Result<JobDoc, FormatError> {
 
 // ---- native ----
 
+/// The JSON Schema of the native job spec, for editors.
+pub fn native_job_schema() -> schemars::Schema {
+    schemars::schema_for!(NativeJob)
+}
+
 /// The native job spec (documented in the README, "Scheduling").
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NativeJob {
     name: String,
@@ -345,7 +350,7 @@ pub(crate) fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NativeToleration {
     key: Option<String>,
@@ -355,7 +360,7 @@ struct NativeToleration {
     effect: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NativePodSet {
     #[serde(default)]
@@ -371,7 +376,7 @@ struct NativePodSet {
     topology: NativeTopology,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NativeTopology {
     required: Option<String>,
@@ -380,7 +385,7 @@ struct NativeTopology {
     slices: Vec<NativeSlice>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NativeSlice {
     level: String,

@@ -66,7 +66,7 @@ pub struct ImportOptions {
 }
 
 /// Hardware and fabric facts Node objects do not carry. Every field is optional.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Overlay {
     /// Shape for nodes without a known instance type.

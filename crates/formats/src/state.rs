@@ -20,13 +20,13 @@ use crate::jobs::{default_queue, yes};
 use crate::live;
 use crate::placement::{self, PlacementFile};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct NativeState {
     jobs: Vec<StateJob>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct StateJob {
     name: String,
@@ -39,7 +39,7 @@ struct StateJob {
     pods: Vec<StatePod>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct StatePod {
     node: String,
@@ -48,6 +48,11 @@ struct StatePod {
     gpu_ids: Vec<u32>,
     #[serde(default)]
     gpu_memory_mib: Option<u32>,
+}
+
+/// The JSON Schema of railyard's own state file, for editors.
+pub fn native_state_schema() -> schemars::Schema {
+    schemars::schema_for!(NativeState)
 }
 
 /// Read a state file into an occupancy of `cluster`.

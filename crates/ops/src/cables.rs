@@ -189,7 +189,7 @@ pub fn choose_cable(port_gbps: f64, length_m: f64, to_nic: bool) -> (CableKind, 
 
 /// A rack layout: where racks stand and what is in them. Runs between racks are the Manhattan
 /// distance of their positions plus `overhead_m`; runs inside one rack are `in_rack_m`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Layout {
     /// Racks by name: floor position in metres.
@@ -211,7 +211,7 @@ pub struct Layout {
 }
 
 /// A rack's position on the floor.
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RackPosition {
     /// Along the row, m.

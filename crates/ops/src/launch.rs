@@ -16,22 +16,26 @@ use std::net::IpAddr;
 
 use topology::{Cluster, HOSTNAME_LABEL};
 
+use formats::k8s::INSTANCE_TYPE_LABEL;
 use formats::placement::ResolvedPod;
 use formats::FormatError;
+
+use crate::nccl_shapes;
 
 /// Options of [`plan`] that do not come from the cluster or the placement.
 #[derive(Clone, Debug)]
 pub struct LaunchOptions {
     /// Rendezvous port.
     pub port: u16,
-    /// Queue pairs per connection.
-    pub qps: u32,
-    /// RDMA device name prefix.
-    pub hca_prefix: String,
-    /// Exact RDMA device names (overrides the prefix when not empty).
+    /// Queue pairs per connection; `None`: the shape's published value, else 4.
+    pub qps: Option<u32>,
+    /// RDMA device name prefix (devices PREFIX0..PREFIX(n−1)); `None`: the shape's published
+    /// device list, else `mlx5_`.
+    pub hca_prefix: Option<String>,
+    /// Exact RDMA device names (overrides the prefix and the shape's list when not empty).
     pub hca: Vec<String>,
-    /// NCCL_SOCKET_IFNAME value.
-    pub socket_ifname: String,
+    /// NCCL_SOCKET_IFNAME value; `None`: the shape's published value, else `^lo,docker`.
+    pub socket_ifname: Option<String>,
     /// Training script.
     pub script: String,
     /// Rendezvous ID.
@@ -53,6 +57,9 @@ pub struct LaunchPlan {
     pub rdzv_id: String,
     /// Training script.
     pub script: String,
+    /// Where the NCCL settings come from, one line per shape used: the published row of
+    /// [`crate::nccl_shapes`] with its source, or why generic settings were used.
+    pub nccl_sources: Vec<String>,
 }
 
 /// One torchrun agent: a placed pod.
@@ -122,22 +129,16 @@ fn check_options(options: &LaunchOptions) -> Result<(), FormatError> {
             ));
         }
     }
-    if !plain(&options.hca_prefix) {
+    if let Some(prefix) = options.hca_prefix.as_deref().filter(|p| !plain(p)) {
         return Err(FormatError::input(
             "--hca-prefix",
-            format!(
-                "expected a device name prefix like mlx5_, got \"{}\"",
-                options.hca_prefix
-            ),
+            format!("expected a device name prefix like mlx5_, got \"{prefix}\""),
         ));
     }
-    if !plain(&options.socket_ifname) {
+    if let Some(ifname) = options.socket_ifname.as_deref().filter(|p| !plain(p)) {
         return Err(FormatError::input(
             "--socket-ifname",
-            format!(
-                "expected interface names (NCCL_SOCKET_IFNAME syntax), got \"{}\"",
-                options.socket_ifname
-            ),
+            format!("expected interface names (NCCL_SOCKET_IFNAME syntax), got \"{ifname}\""),
         ));
     }
     if !plain(&options.rdzv_id) || options.rdzv_id.contains(['=', ',', '/', '^']) {
@@ -233,8 +234,24 @@ pub fn plan(
         IpAddr::V4(v4) => format!("{v4}:{}", options.port),
         IpAddr::V6(v6) => format!("[{v6}]:{}", options.port),
     };
+    let mut nccl_sources: Vec<String> = Vec::new();
     for (pod, ip) in pods.iter().zip(resolved) {
         let node = cluster.node(pod.node);
+        let shape = node.labels.get(INSTANCE_TYPE_LABEL).map(String::as_str);
+        let row = shape.and_then(nccl_shapes::for_shape);
+        let source = match (shape, row) {
+            (_, Some(r)) => format!("{}: published settings, {}", r.shape, r.source),
+            (Some(s), None) => format!(
+                "{s}: no published NCCL settings known; generic: devices PREFIX0..n-1, 4 QPs"
+            ),
+            (None, None) => format!(
+                "node \"{}\" has no {INSTANCE_TYPE_LABEL}; generic: devices PREFIX0..n-1, 4 QPs",
+                node.name
+            ),
+        };
+        if !nccl_sources.contains(&source) && nccl_sources.len() < 8 {
+            nccl_sources.push(source);
+        }
         if pod.gpus.fract() != 0.0 {
             return Err(FormatError::input(
                 placement_file,
@@ -247,25 +264,40 @@ pub fn plan(
         let nproc = pod.gpus as u32;
         let whole_node =
             pod.gpu_ids.len() == node.gpus as usize && pod.gpu_ids.iter().copied().eq(0..node.gpus);
-        let hcas = if options.hca.is_empty() {
-            let n = node.nics.rails * node.nics.ports_per_rail;
-            (0..n)
-                .map(|i| format!("{}{i}", options.hca_prefix))
-                .collect::<Vec<_>>()
-        } else {
-            options.hca.clone()
+        // Explicit flags first, then the shape's published row, then generic defaults.
+        let hcas = match (&options.hca_prefix, row) {
+            _ if !options.hca.is_empty() => options.hca.clone(),
+            (None, Some(r)) => r.hcas.iter().map(|h| (*h).to_owned()).collect(),
+            (prefix, _) => {
+                let prefix = prefix.as_deref().unwrap_or("mlx5_");
+                let n = node.nics.rails * node.nics.ports_per_rail;
+                (0..n).map(|i| format!("{prefix}{i}")).collect()
+            }
         };
+        let published = |name: &str| {
+            row.and_then(|r| r.env.iter().find(|(k, _)| *k == name))
+                .map(|(_, v)| (*v).to_owned())
+        };
+        let qps = options
+            .qps
+            .map(|q| q.to_string())
+            .or_else(|| published("NCCL_IB_QPS_PER_CONNECTION"))
+            .unwrap_or_else(|| "4".to_owned());
+        let ifname = options
+            .socket_ifname
+            .clone()
+            .or_else(|| published("NCCL_SOCKET_IFNAME"))
+            .unwrap_or_else(|| "^lo,docker".to_owned());
         let mut env = vec![
             ("NCCL_IB_HCA".to_owned(), format!("={}", hcas.join(","))),
-            (
-                "NCCL_IB_QPS_PER_CONNECTION".to_owned(),
-                options.qps.to_string(),
-            ),
-            (
-                "NCCL_SOCKET_IFNAME".to_owned(),
-                options.socket_ifname.clone(),
-            ),
+            ("NCCL_IB_QPS_PER_CONNECTION".to_owned(), qps),
+            ("NCCL_SOCKET_IFNAME".to_owned(), ifname),
         ];
+        for (k, v) in row.map(|r| r.env).unwrap_or_default() {
+            if !matches!(*k, "NCCL_IB_QPS_PER_CONNECTION" | "NCCL_SOCKET_IFNAME") {
+                env.push(((*k).to_owned(), (*v).to_owned()));
+            }
+        }
         if !whole_node {
             env.push((
                 "CUDA_VISIBLE_DEVICES".to_owned(),
@@ -313,6 +345,7 @@ pub fn plan(
         agents,
         rdzv_id: options.rdzv_id.clone(),
         script: options.script.clone(),
+        nccl_sources,
     })
 }
 
@@ -323,13 +356,18 @@ fn header(plan: &LaunchPlan) -> String {
          # The rendezvous endpoint is the rank-0 node's IP address, not its host name: with host\n\
          # networking a node resolves its own name to 127.0.1.1 (the Debian/Ubuntu /etc/hosts\n\
          # default) and other nodes cannot resolve it at all, so a name-based rendezvous hangs.\n\
-         # NCCL_IB_HCA assumes one RDMA device per NIC port, named PREFIX0..PREFIX(n-1) rail-major\n\
+         # NCCL settings per shape (the vendor's published device list, GID index, traffic class,\n\
+         # timeouts), else one RDMA device per NIC port named PREFIX0..PREFIX(n-1) rail-major\n\
          # (override with --hca); the leading `=` makes NCCL match names exactly (`mlx5_1` would\n\
-         # otherwise also select mlx5_10..mlx5_19). Check the names with `ibv_devices`.\n",
+         # otherwise also select mlx5_10..mlx5_19). Check the names with `ibv_devices`.\n{}",
         plan.n_pods,
         plan.n_gpus,
         plan.endpoint,
-        plan.rdzv_id
+        plan.rdzv_id,
+        plan.nccl_sources
+            .iter()
+            .map(|s| format!("# NCCL settings: {s}\n"))
+            .collect::<String>()
     )
 }
 

@@ -8,5 +8,6 @@ pub mod cables;
 pub mod doctor;
 pub mod launch;
 pub mod lint;
+pub mod nccl_shapes;
 pub mod place;
 pub mod queues;

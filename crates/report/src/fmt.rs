@@ -31,3 +31,17 @@ pub fn fmt_count(n: u64) -> String {
     }
     out
 }
+
+/// Three significant figures, no exponent (1.23, 12.3, 123, 1,234).
+pub fn sig3(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        fmt_count(v.round() as u64)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}

@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use sim::engine::SimResult;
 
-use crate::fmt::{fmt_count, trim_float};
-use crate::svg::{bar_chart, esc, line_chart, Series};
+use crate::fmt::{fmt_count, sig3};
+use crate::svg::{bar_chart, esc, line_chart, Marker, Series};
 
 /// What the page is about.
 #[derive(Debug)]
@@ -23,40 +23,52 @@ pub struct ReportContext<'a> {
     pub tier_names: Vec<String>,
     /// How the network was modelled, in a sentence.
     pub network: String,
+    /// Run metadata shown at the foot of the page: (what, value), e.g. ("railyard", "0.1.0"),
+    /// ("command", …), ("seed", "0").
+    pub meta: Vec<(String, String)>,
 }
 
+/// A duration with three significant figures and a unit people read (s, min, h).
 fn hours(s: f64) -> String {
     if s >= 3600.0 {
-        format!("{} h", trim_float(s / 3600.0))
+        format!("{} h", sig3(s / 3600.0))
     } else if s >= 60.0 {
-        format!("{} min", trim_float(s / 60.0))
+        format!("{} min", sig3(s / 60.0))
     } else {
-        format!("{} s", trim_float(s))
+        format!("{} s", sig3(s))
     }
 }
+
+const STYLE: &str = "<style>body{font-family:sans-serif;margin:24px auto;max-width:1600px;padding:0 16px;color:#222}\
+    h1{margin:0 0 8px}h2{font-size:18px;margin:24px 0 6px}\
+    .scroll{overflow-x:auto}table{border-collapse:collapse;margin:8px 0;font-size:14px}\
+    td,th{border:1px solid #ccc;padding:4px 7px;text-align:right}td{white-space:nowrap}\
+    th{background:#f0f0f0;font-weight:600;vertical-align:bottom;font-size:13px}td:first-child,th:first-child{text-align:left}\
+    .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(600px,1fr));gap:12px}\
+    .plots svg{border:1px solid #eee;width:100%;height:auto}\
+    p.note{color:#555;font-size:13px;max-width:1100px}dl.meta{font-size:13px;color:#444}\
+    dl.meta dt{font-weight:600;float:left;clear:left;width:110px}dl.meta dd{margin:0 0 4px 120px;font-family:monospace;word-break:break-all}</style>";
 
 /// Render the report.
 pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     let _ = write!(
         h,
         "<title>railyard: {} on {}</title>",
         esc(ctx.trace),
         esc(ctx.cluster)
     );
-    h.push_str(
-        "<style>body{font-family:sans-serif;margin:24px;max-width:1340px;color:#222}\
-         table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}\
-         th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}\
-         .plots{display:flex;flex-wrap:wrap;gap:12px}.plots svg{border:1px solid #eee;width:calc(50% - 8px);min-width:480px;height:auto}\
-         p.note{color:#555;font-size:13px;max-width:1000px}</style></head><body>\n",
-    );
+    h.push_str(STYLE);
+    h.push_str("</head><body>\n");
+    let window = runs.first().map_or(0.0, |r| r.summary.arrival_window_s);
     let _ = writeln!(
         h,
-        "<h1>railyard simulation</h1><p>Trace <b>{}</b> ({} jobs{}) on cluster <b>{}</b> ({} GPUs). {}</p>",
+        "<h1>railyard simulation</h1><p>Trace <b>{}</b> ({} jobs arriving over {}{}) on cluster <b>{}</b> ({} GPUs). {}</p>",
         esc(ctx.trace),
         fmt_count(runs.first().map_or(0, |r| r.summary.jobs) as u64),
+        hours(window),
         if ctx.skipped_rows > 0 {
             format!(", {} unreadable rows skipped", fmt_count(ctx.skipped_rows as u64))
         } else {
@@ -66,12 +78,12 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
         fmt_count(ctx.gpus),
         esc(&ctx.network)
     );
-    h.push_str("<table><tr><th>policy</th><th>completed</th><th>failed</th><th>unfinished</th><th>avg JCT</th><th>p50 JCT</th><th>p99 JCT</th><th>avg wait</th><th>p99 wait</th><th>GPU util</th><th>makespan</th><th>net slowdown</th><th>fragmentation</th><th>preemptions</th></tr>\n");
+    h.push_str("<div class=\"scroll\"><table><tr><th>policy</th><th>com&shy;pleted</th><th>failed</th><th>unfin&shy;ished</th><th>avg JCT</th><th>p50 JCT</th><th>p99 JCT</th><th>avg wait</th><th>p99 wait</th><th title=\"busy GPU share from the first to the last arrival\">GPU util, arrivals</th><th title=\"busy GPU share from the first arrival to the last completion\">GPU util, makespan</th><th>make&shy;span</th><th>net slow&shy;down</th><th>frag&shy;men&shy;tation</th><th>pre&shy;emp&shy;tions</th><th>GPU-h lost to pre&shy;emption</th></tr>\n");
     for r in runs {
         let s = &r.summary;
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{:.3}×</td><td>{:.1}%</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.1}%</td><td>{}</td><td>{:.3}×</td><td>{:.1}%</td><td>{}</td><td>{}</td></tr>",
             esc(&s.policy),
             fmt_count(s.completed as u64),
             fmt_count(s.failed as u64),
@@ -81,14 +93,16 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
             hours(s.p99_jct_s),
             hours(s.avg_wait_s),
             hours(s.p99_wait_s),
+            s.gpu_utilization_arrivals * 100.0,
             s.gpu_utilization * 100.0,
             hours(s.makespan_s),
             s.avg_network_slowdown,
             s.fragmentation * 100.0,
-            fmt_count(s.preemptions)
+            fmt_count(s.preemptions),
+            sig3(s.lost_gpu_seconds / 3600.0)
         );
     }
-    h.push_str("</table>\n<div class=\"plots\">\n");
+    h.push_str("</table></div>\n<div class=\"plots\">\n");
     let util: Vec<Series> = runs
         .iter()
         .map(|r| Series {
@@ -103,38 +117,54 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
         &util,
         false,
         Some((0.0, 1.0)),
+        &[Marker {
+            x: window / 3600.0,
+            label: "last arrival".to_owned(),
+        }],
     ));
-    let cdf = |f: &dyn Fn(&SimResult) -> sim::Cdf| -> Vec<Series> {
-        runs.iter()
-            .map(|r| Series {
-                label: r.summary.policy.clone(),
-                points: f(r).points,
-            })
-            .collect()
+    let cdf =
+        |f: &dyn Fn(&SimResult) -> sim::Cdf, n: &dyn Fn(&SimResult) -> usize| -> Vec<Series> {
+            runs.iter()
+                .map(|r| Series {
+                    label: format!("{} (n={})", r.summary.policy, fmt_count(n(r) as u64)),
+                    points: f(r).points,
+                })
+                .collect()
+        };
+    let completed = |r: &SimResult| r.jobs.iter().filter(|j| j.end_s.is_some()).count();
+    let started = |r: &SimResult| r.jobs.iter().filter(|j| j.start_s.is_some()).count();
+    let multi = |r: &SimResult| {
+        r.jobs
+            .iter()
+            .filter(|j| j.nodes > 1 && j.network_slowdown.is_some())
+            .count()
     };
     h.push_str(&line_chart(
         "Job completion time (CDF)",
         "JCT, seconds (log)",
-        "fraction of jobs",
-        &cdf(&|r| r.jct_cdf(200)),
+        "fraction of completed jobs",
+        &cdf(&|r| r.jct_cdf(200), &completed),
         true,
         Some((0.0, 1.0)),
+        &[],
     ));
     h.push_str(&line_chart(
         "Wait before first start (CDF)",
         "wait, seconds (log; zero waits not shown)",
-        "fraction of jobs",
-        &cdf(&|r| r.wait_cdf(200)),
+        "fraction of started jobs",
+        &cdf(&|r| r.wait_cdf(200), &started),
         true,
         Some((0.0, 1.0)),
+        &[],
     ));
     h.push_str(&line_chart(
         "Network slowdown of multi-node jobs (CDF)",
         "run time ÷ ideal run time",
         "fraction of multi-node jobs",
-        &cdf(&|r| r.slowdown_cdf(200)),
+        &cdf(&|r| r.slowdown_cdf(200), &multi),
         false,
         Some((0.0, 1.0)),
+        &[],
     ));
     let groups: Vec<String> = ctx
         .tier_names
@@ -172,6 +202,65 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    queue_table(&mut h, runs);
+    if !ctx.meta.is_empty() {
+        h.push_str("<h2>Run</h2><dl class=\"meta\">");
+        for (k, v) in &ctx.meta {
+            let _ = write!(h, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+        }
+        h.push_str("</dl>\n");
+    }
     h.push_str("</body></html>\n");
     h
+}
+
+/// Per-queue figures: jobs and GPU-hours (of the first policy), then average wait and JCT under
+/// each policy.
+fn queue_table(h: &mut String, runs: &[SimResult]) {
+    let Some(first) = runs.first() else {
+        return;
+    };
+    let per: Vec<Vec<sim::engine::QueueSummary>> = runs.iter().map(SimResult::per_queue).collect();
+    h.push_str("<h2>Queues</h2><div class=\"scroll\"><table><tr><th>queue</th><th>jobs</th>");
+    let _ = write!(h, "<th>GPU-h<br>{}</th>", esc(&first.summary.policy));
+    for r in runs {
+        let _ = write!(
+            h,
+            "<th>avg wait<br>{}</th>",
+            esc(&r.summary.policy).replace('+', "+<wbr>")
+        );
+    }
+    for r in runs {
+        let _ = write!(
+            h,
+            "<th>avg JCT<br>{}</th>",
+            esc(&r.summary.policy).replace('+', "+<wbr>")
+        );
+    }
+    h.push_str("</tr>\n");
+    for (k, q) in per[0].iter().enumerate() {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td>",
+            esc(&q.queue),
+            fmt_count(q.jobs as u64),
+            sig3(q.gpu_hours)
+        );
+        for p in &per {
+            let _ = write!(
+                h,
+                "<td>{}</td>",
+                p.get(k).map_or_else(String::new, |x| hours(x.avg_wait_s))
+            );
+        }
+        for p in &per {
+            let _ = write!(
+                h,
+                "<td>{}</td>",
+                p.get(k).map_or_else(String::new, |x| hours(x.avg_jct_s))
+            );
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table></div>\n");
 }

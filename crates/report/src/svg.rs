@@ -8,12 +8,15 @@ pub const PALETTE: [&str; 8] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000",
 ];
 
+/// Dash patterns by series, so that lines lying on top of each other stay visible.
+const DASHES: [&str; 8] = ["", "7 3", "2 2", "9 3 2 3", "4 4", "1 3", "12 4", "5 2 1 2"];
+
 const W: f64 = 760.0;
-const H: f64 = 320.0;
-const LEFT: f64 = 64.0;
-const RIGHT: f64 = 190.0;
-const TOP: f64 = 28.0;
-const BOTTOM: f64 = 48.0;
+const H: f64 = 340.0;
+const LEFT: f64 = 68.0;
+const RIGHT: f64 = 230.0;
+const TOP: f64 = 32.0;
+const BOTTOM: f64 = 50.0;
 
 /// One line of a line chart.
 #[derive(Clone, Debug)]
@@ -88,11 +91,11 @@ fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 fn frame(out: &mut String, title: &str, x_label: &str, y_label: &str) {
     let _ = write!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="11">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="13">"#
     );
     let _ = write!(
         out,
-        r#"<text x="{}" y="16" font-size="13" font-weight="bold">{}</text>"#,
+        r#"<text x="{}" y="18" font-size="15" font-weight="bold">{}</text>"#,
         LEFT,
         esc(title)
     );
@@ -111,23 +114,64 @@ fn frame(out: &mut String, title: &str, x_label: &str, y_label: &str) {
     );
 }
 
-fn legend(out: &mut String, labels: &[&str]) {
+/// The legend: a swatch (a line in the series' dash pattern, or a block for bars) and the label,
+/// wrapped onto a second line when long.
+fn legend(out: &mut String, labels: &[&str], lines: bool) {
+    let mut y = TOP + 8.0;
     for (i, l) in labels.iter().enumerate() {
-        let y = TOP + 6.0 + 14.0 * i as f64;
         let x = W - RIGHT + 12.0;
-        let _ = write!(
-            out,
-            r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            y - 9.0,
-            PALETTE[i % PALETTE.len()],
-            x + 14.0,
-            y,
-            esc(l)
-        );
+        let colour = PALETTE[i % PALETTE.len()];
+        if lines {
+            let _ = write!(
+                out,
+                r#"<line x1="{x:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2.4" stroke-dasharray="{}"/>"#,
+                x + 22.0,
+                y - 4.0,
+                y - 4.0,
+                DASHES[i % DASHES.len()]
+            );
+        } else {
+            let _ = write!(
+                out,
+                r#"<rect x="{x:.1}" y="{:.1}" width="14" height="10" fill="{colour}"/>"#,
+                y - 10.0
+            );
+        }
+        // Up to two lines of about 24 characters, broken at a space or `+`.
+        let mut parts: Vec<String> = Vec::new();
+        let mut cur = String::new();
+        for word in l.split_inclusive([' ', '+']) {
+            if cur.chars().count() + word.chars().count() > 24 && !cur.is_empty() {
+                parts.push(std::mem::take(&mut cur));
+            }
+            cur.push_str(word);
+        }
+        parts.push(cur);
+        for (k, p) in parts.iter().enumerate() {
+            let _ = write!(
+                out,
+                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+                x + 28.0,
+                y + 15.0 * k as f64,
+                esc(p.trim_end())
+            );
+        }
+        y += 15.0 * parts.len() as f64 + 5.0;
     }
 }
 
-/// A line chart. With `log_x`, x values ≤ 0 are dropped and the axis is log10.
+/// A vertical marker on a line chart: x value and label.
+#[derive(Clone, Debug)]
+pub struct Marker {
+    /// Where, in x units.
+    pub x: f64,
+    /// What it marks.
+    pub label: String,
+}
+
+/// A line chart. With `log_x`, x values ≤ 0 are dropped and the axis is log10. A linear x axis
+/// is padded by 2% on each side, so that a line standing on the first or last x value (a CDF of
+/// identical values) is not hidden under the axis. `markers` draw labelled dashed verticals.
 pub fn line_chart(
     title: &str,
     x_label: &str,
@@ -135,6 +179,7 @@ pub fn line_chart(
     series: &[Series],
     log_x: bool,
     y_range: Option<(f64, f64)>,
+    markers: &[Marker],
 ) -> String {
     let tx = |x: f64| if log_x { x.log10() } else { x };
     let pts = || {
@@ -164,6 +209,10 @@ pub fn line_chart(
     }
     if x1 <= x0 {
         x1 = x0 + 1.0;
+    }
+    if !log_x {
+        let pad = (x1 - x0) * 0.02;
+        (x0, x1) = (x0 - pad, x1 + pad);
     }
     let px = |x: f64| LEFT + (tx(x) - x0) / (x1 - x0) * (W - LEFT - RIGHT);
     let py = |y: f64| H - BOTTOM - (y - y0) / (y1 - y0) * (H - TOP - BOTTOM);
@@ -226,6 +275,20 @@ pub fn line_chart(
         H - BOTTOM,
         H - BOTTOM
     );
+    for m in markers {
+        let x = px(m.x);
+        if !(LEFT..=W - RIGHT).contains(&x) {
+            continue;
+        }
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{:.1}" stroke="#555" stroke-dasharray="3 3"/><text x="{:.1}" y="{:.1}" font-size="11" fill="#555">{}</text>"##,
+            H - BOTTOM,
+            x + 3.0,
+            TOP + 10.0,
+            esc(&m.label)
+        );
+    }
     for (i, s) in series.iter().enumerate() {
         let mut d = String::new();
         for &(x, y) in s
@@ -243,12 +306,13 @@ pub fn line_chart(
         }
         let _ = write!(
             out,
-            r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.6"/>"#,
-            PALETTE[i % PALETTE.len()]
+            r#"<path d="{d}" fill="none" stroke="{}" stroke-width="2" stroke-dasharray="{}"/>"#,
+            PALETTE[i % PALETTE.len()],
+            DASHES[i % DASHES.len()]
         );
     }
     let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
-    legend(&mut out, &labels);
+    legend(&mut out, &labels, true);
     out.push_str("</svg>");
     out
 }
@@ -261,11 +325,13 @@ pub fn bar_chart(
     groups: &[String],
     series: &[(String, Vec<f64>)],
 ) -> String {
-    let y1 = series
+    let max = series
         .iter()
         .flat_map(|(_, v)| v.iter().copied())
         .fold(0.0f64, f64::max)
         .max(1.0);
+    // The axis ends on a tick at or above the tallest bar, so no bar rises past the top line.
+    let y1 = nice_top(max);
     let py = |y: f64| H - BOTTOM - y / y1 * (H - TOP - BOTTOM);
     let mut out = String::new();
     frame(&mut out, title, x_label, y_label);
@@ -313,9 +379,21 @@ pub fn bar_chart(
         H - BOTTOM
     );
     let labels: Vec<&str> = series.iter().map(|(l, _)| l.as_str()).collect();
-    legend(&mut out, &labels);
+    legend(&mut out, &labels, false);
     out.push_str("</svg>");
     out
+}
+
+/// The first tick of [`ticks`]' step for `[0, max]` at or above `max`.
+fn nice_top(max: f64) -> f64 {
+    let t = ticks(0.0, max, 5);
+    let step = if t.len() > 1 { t[1] - t[0] } else { max };
+    let last = t.last().copied().unwrap_or(max);
+    if last >= max - 1e-9 {
+        last
+    } else {
+        last + step
+    }
 }
 
 #[cfg(test)]
@@ -348,8 +426,11 @@ mod tests {
             label: "a<b".into(),
             points: vec![(1.0, 0.1), (10.0, 0.5), (100.0, 1.0)],
         }];
-        let a = line_chart("t", "x", "y", &s, true, Some((0.0, 1.0)));
-        assert_eq!(a, line_chart("t", "x", "y", &s, true, Some((0.0, 1.0))));
+        let a = line_chart("t", "x", "y", &s, true, Some((0.0, 1.0)), &[]);
+        assert_eq!(
+            a,
+            line_chart("t", "x", "y", &s, true, Some((0.0, 1.0)), &[])
+        );
         assert!(a.contains("a&lt;b") && a.starts_with("<svg") && a.ends_with("</svg>"));
         let b = bar_chart(
             "t",
@@ -359,5 +440,37 @@ mod tests {
             &[("p".into(), vec![3.0, 4.0])],
         );
         assert_eq!(b.matches("<rect").count(), 2 + 1);
+    }
+
+    #[test]
+    fn bars_never_rise_past_the_top_gridline() {
+        // 19 jobs: ticks 0, 5, 10, 15 would end below the bar; the axis must reach 20.
+        assert_eq!(nice_top(19.0), 20.0);
+        assert_eq!(nice_top(15.0), 15.0);
+        let b = bar_chart("t", "x", "y", &["0".into()], &[("p".into(), vec![19.0])]);
+        assert!(b.contains(">20</text>"), "{b}");
+    }
+
+    #[test]
+    fn a_vertical_cdf_at_the_first_x_is_inside_the_plot() {
+        let s = vec![
+            Series {
+                label: "all ones".into(),
+                points: vec![(1.0, 0.0), (1.0, 1.0)],
+            },
+            Series {
+                label: "spread".into(),
+                points: vec![(1.0, 0.0), (2.0, 1.0)],
+            },
+        ];
+        let c = line_chart("t", "x", "y", &s, false, Some((0.0, 1.0)), &[]);
+        // The first path starts right of the y axis (x = LEFT), not on it.
+        let d = c.split("<path d=\"M").nth(1).unwrap();
+        let x: f64 = d.split(',').next().unwrap().parse().unwrap();
+        assert!(x > LEFT + 1.0, "{x}");
+        assert!(
+            c.contains("stroke-dasharray=\"7 3\""),
+            "second series is dashed"
+        );
     }
 }

@@ -52,7 +52,8 @@ pub struct PodSet {
 /// GPUs one pod needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuRequest {
-    /// Whole, unshared GPUs (at least 1).
+    /// Whole, unshared GPUs; 0 for a pod without GPUs, placed by its other requests
+    /// ([`crate::PodSetExtras::requests`]).
     Whole(u32),
     /// A share of one GPU, in thousandths (1..=1000), e.g. KAI `gpu-fraction: "0.5"` = 500.
     Fraction(u32),
@@ -235,13 +236,6 @@ impl Job {
                 ));
             }
             match s.gpu {
-                GpuRequest::Whole(0) => {
-                    return Err(err(
-                        s,
-                        "gpus: expected at least 1 GPU per pod (railyard places GPU pods)"
-                            .to_owned(),
-                    ))
-                }
                 GpuRequest::Fraction(m) if m == 0 || m > MILLI_PER_GPU => {
                     return Err(err(
                         s,

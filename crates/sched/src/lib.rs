@@ -7,6 +7,7 @@
 //! discrete-event simulator calls [`place`] and [`Occupancy::allocate`]/[`Occupancy::release`]
 //! in a loop: placement costs O(nodes + domains) per pod set, state updates O(pods).
 
+mod constraints;
 mod dialect;
 mod error;
 mod invariants;
@@ -16,7 +17,12 @@ mod place;
 mod preempt;
 mod queue;
 mod share;
+mod tas;
 
+pub use constraints::{
+    NodeFree, PlaceInput, PlaceOptions, PodSetExtras, PreferredTerm, ResourceList, SelectorOp,
+    SelectorRequirement, UnconstrainedMode, PODS,
+};
 pub use dialect::Dialect;
 pub use error::{JobError, StateError};
 pub use invariants::{check_gang, check_invariants, check_occupancy, Violation};
@@ -26,7 +32,8 @@ pub use job::{
 };
 pub use occupancy::{Allocation, Occupancy, PodAllocation, RunningJob};
 pub use place::{
-    commit, highest_tier, place, place_within, running_job, NotPlaced, PlacedPod, Placement,
+    commit, highest_tier, place, place_with, place_within, running_job, NotPlaced, PlacedPod,
+    Placement,
 };
 pub use preempt::{common_domain, place_with_preemption, Decision, PreemptionPolicy};
 pub use queue::{

@@ -1,32 +1,56 @@
-//! Topology-aware gang placement with Kueue TAS BestFit semantics.
+//! Topology-aware gang placement with Kueue TAS semantics.
 //!
-//! Design note (2026-11-29). [`place`] is the single place a placement is decided. For one pod
-//! set it (1) computes how many pods fit on every schedulable node, (2) sums them up the domain
-//! tree in "units" (slices, when the request has slices, so a domain's units are the whole slices
-//! it can hold), (3) picks the fit level and domain, and (4) descends, splitting each chosen
-//! domain's pods among its children. Cost: O(nodes + domains · log) per pod set; nothing is
-//! quadratic in nodes.
+//! Design note (2026-11-30). [`place_with`] (and [`place`], with no extras) is the single place a
+//! placement is decided; `tas.rs` holds the algorithm, a port of the rules of Kueue's
+//! `tas_flavor_snapshot.go` at commit ff69552e (checked case by case against Kueue's own unit
+//! tests, `tests/kueue/*.yaml`). Per pod set, or per pod-set group (a one-pod leader placed with
+//! its workers):
 //!
-//! - `required: L`: the tightest level-L domain that fits (fewest units, then fewest free pods;
-//!   among equals the one whose pods can stay lowest in the tree, i.e. cross fewer tiers; then
-//!   domain order), or the job waits.
-//! - `preferred: P` (optionally bounded by `required: R` above it): the tightest fitting domain
-//!   at P, else at the level above, up to R (or the top); then, without R, spread over the
-//!   top-level domains.
-//! - Neither: spread from the top, tightest (least free) domains first.
-//! - Spreading and descending (BestFit): candidates sorted by most units, then fewest free pods,
-//!   then domain order; taken greedily; the last piece goes to the tightest candidate that still
-//!   fits. Leaf capacities 3, 3, 2, 1 and 7 pods give 3 + 3 + 1.
-//! - Ranks: pods are numbered in domain order (lexicographic by the node's domains, top first),
-//!   so consecutive ranks fill one lowest-level domain before the next.
-//! - GPUs: whole-GPU pods take untouched GPUs, lowest index first; fractional pods go to the most
-//!   used GPU that still has room (share and memory), so shared GPUs are packed.
+//! 1. Node capacity: the pods that fit on each eligible node (Ready, not cordoned, taints
+//!    tolerated, node selector and required affinity matched), the minimum over GPUs and every
+//!    requested resource including one `pods` each; with a leader, whether it fits and the
+//!    workers that fit beside it.
+//! 2. Counts up the tree: pods and whole slices per domain (inner slice layers round each child
+//!    down to their size first), with and without the leader.
+//! 3. Fit level: from the required level, else the preferred level, else the top level (slices
+//!    only) or the node level (unconstrained), sort the domains there (leader room first; most
+//!    slices first — least first for unconstrained pod sets under
+//!    [`crate::UnconstrainedMode::LeastFreeCapacity`], the default as in Kueue —; then fewest
+//!    pods; then label values) and
+//!    take the tightest single domain that holds everything (BestFit: the fewest slices that
+//!    suffice, first in sort order). Required: none fits, no placement. Preferred: climb one
+//!    level and retry; at the top (or for unconstrained pod sets) spread greedily over the
+//!    sorted domains, the last piece going to the tightest domain that holds it.
+//! 4. Descent: above the outer slice level, the children of all chosen domains are sorted and
+//!    filled together by the same greedy rule; at and below it, each chosen domain splits its
+//!    own pods among its sorted children, in slices of the inner layer's size there (single pods
+//!    below the innermost layer).
+//!
+//! Ties are broken by label values (domain values top first, then host names), as in Kueue,
+//! never by input order. Cost per pod set: O(nodes + domains · log) — counts are one pass up the
+//! tree; each level sorts only the children of the domains chosen above it (the node level of
+//! an unconstrained pod set sorts all nodes, as Kueue does). Ranks: pods are numbered in domain
+//! order (lexicographic by the node's domains, top first), so consecutive ranks share the
+//! lowest-level domain. GPUs: whole-GPU pods take untouched GPUs, lowest index first; fractional
+//! pods go to the most used GPU that still has room.
+//!
+//! Balanced placement ([`crate::PlaceOptions::balanced`], Kueue's `TASBalancedPlacement`, off by
+//! default; `tas/balanced.rs`): for preferred pod sets, the fewest sibling domains that hold the
+//! pods each get an equal share first; when that is impossible, BestFit as above. Preferred node
+//! affinity ([`crate::PlaceOptions::preferred_affinity`], Kueue's
+//! `TASRespectNodeAffinityPreferred`, off by default): each eligible node scores the weights of
+//! the terms it matches, domains sum them, and sorting puts higher scores right after leader
+//! room; the tightest-fit step only looks among the top score.
 
 use topology::{Cluster, DomainId, NodeId};
 
+use crate::constraints::{
+    count_in, eligible, subtract, PlaceInput, PreferredTerm, ResourceList, UnconstrainedMode,
+};
 use crate::error::StateError;
 use crate::job::{GpuRequest, Job, PodSet, MILLI_PER_GPU};
 use crate::occupancy::{Occupancy, PodAllocation, RunningJob};
+use crate::tas::{self, Count, LeafCap, Request, Tree};
 
 /// One placed pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +115,18 @@ pub struct NotPlaced {
 /// Place a job on the cluster as it is now. Pure: `occupancy` is not changed; call [`commit`]
 /// to record the result. The job should have passed [`Job::check`].
 pub fn place(cluster: &Cluster, occupancy: &Occupancy, job: &Job) -> Result<Placement, NotPlaced> {
-    place_scoped(cluster, occupancy, job, None)
+    place_scoped(cluster, occupancy, job, None, &PlaceInput::default())
+}
+
+/// Place a job with per-node free resources, per-pod-set requests, node constraints and groups,
+/// and placement options. Pure, like [`place`].
+pub fn place_with(
+    cluster: &Cluster,
+    occupancy: &Occupancy,
+    job: &Job,
+    input: &PlaceInput,
+) -> Result<Placement, NotPlaced> {
+    place_scoped(cluster, occupancy, job, None, input)
 }
 
 /// Place a job with all its pods inside one domain (used to test "free this domain").
@@ -101,7 +136,13 @@ pub fn place_within(
     job: &Job,
     domain: DomainId,
 ) -> Result<Placement, NotPlaced> {
-    place_scoped(cluster, occupancy, job, Some(domain))
+    place_scoped(
+        cluster,
+        occupancy,
+        job,
+        Some(domain),
+        &PlaceInput::default(),
+    )
 }
 
 /// Record a placement as the running job `job`.
@@ -140,7 +181,7 @@ pub(crate) fn room_on(
             .filter(|&&n| {
                 cluster.is_schedulable(n, |t| job.tolerations.iter().any(|x| x.tolerates(t)))
             })
-            .map(|&n| u64::from(node_capacity(occupancy, n, set.gpu)))
+            .map(|&n| gpu_capacity(occupancy, n, set.gpu).min(u64::from(u32::MAX)))
             .sum(),
     )
 }
@@ -160,51 +201,97 @@ pub fn highest_tier(cluster: &Cluster, nodes: &[NodeId]) -> Option<u8> {
         .or(Some((cluster.tiers.len() - 1) as u8))
 }
 
+/// No requests.
+static EMPTY: ResourceList = ResourceList::new();
+
+/// Pods no node can exceed: keeps sums far from overflow when nothing limits a pod set.
+const UNLIMITED_PODS: u64 = 1 << 40;
+
 fn place_scoped(
     cluster: &Cluster,
     occupancy: &Occupancy,
     job: &Job,
     scope: Option<DomainId>,
+    input: &PlaceInput,
 ) -> Result<Placement, NotPlaced> {
-    let view = View::new(cluster);
-    let tolerated =
-        |id: NodeId| cluster.is_schedulable(id, |t| job.tolerations.iter().any(|x| x.tolerates(t)));
-    let schedulable: Vec<bool> = match scope {
-        None => (0..cluster.nodes.len())
-            .map(|i| tolerated(NodeId::from_index(i)))
-            .collect(),
+    let levels: Vec<usize> = (0..cluster.levels.len())
+        .filter(|&l| Some(l) != cluster.host_level)
+        .collect();
+    let tree = Tree::new(cluster, &levels);
+    let in_scope: Vec<bool> = match scope {
+        None => vec![true; cluster.nodes.len()],
         Some(d) => {
             let mut v = vec![false; cluster.nodes.len()];
             for &n in &cluster.domain(d).nodes {
-                v[n.index()] = tolerated(n);
+                v[n.index()] = true;
             }
             v
         }
     };
-    let mut pods: Vec<PlacedPod> = Vec::new();
-    if job.pod_sets.len() == 1 {
-        pods = place_set(&view, occupancy, &schedulable, &job.pod_sets[0], 0, 0)?;
-    } else {
-        let mut scratch = occupancy.clone();
-        for (i, set) in job.pod_sets.iter().enumerate() {
-            let placed = place_set(&view, &scratch, &schedulable, set, i, pods.len() as u32)?;
-            let tentative = RunningJob {
-                name: format!("\u{0}{}#{i}", job.name),
-                queue: String::new(),
-                priority: 0,
-                preemptible: true,
-            };
-            let allocs = Placement {
-                pods: placed.clone(),
-                highest_tier: None,
-                worst_latency_ns: 0,
+    let groups = groups(job, input)?;
+    // Copies of the occupancy and free resources, made only when a later pod set must see the
+    // pods placed before it (copying a busy cluster's occupancy costs more than placing).
+    let mut scratch: Option<Occupancy> = None;
+    let mut free: Option<Vec<ResourceList>> = None;
+    let mut per_set: Vec<Vec<PlacedPod>> = vec![Vec::new(); job.pod_sets.len()];
+    let empty = ResourceList::new();
+    for (g, (workers, leader)) in groups.iter().enumerate() {
+        let ctx = Ctx {
+            cluster,
+            tree: &tree,
+            levels: &levels,
+            occ: scratch.as_ref().unwrap_or(occupancy),
+            free: free.as_deref().unwrap_or(&input.node_free.0),
+            job,
+            input,
+            in_scope: &in_scope,
+        };
+        let placed = place_group(&ctx, *workers, *leader)?;
+        let n_placed = placed.len();
+        for (k, (set_index, nodes)) in placed.into_iter().enumerate() {
+            let set = &job.pod_sets[set_index];
+            let occ_now = scratch.as_ref().unwrap_or(occupancy);
+            let mut pods = Vec::new();
+            for &(node, count) in &nodes {
+                for (gpu_ids, milli, memory_mib) in assign_gpus(occ_now, node, set.gpu, count) {
+                    pods.push(PlacedPod {
+                        rank: 0,
+                        pod_set: set_index,
+                        node,
+                        gpu_ids,
+                        milli,
+                        memory_mib,
+                    });
+                }
             }
-            .allocations();
-            scratch
-                .allocate(tentative, allocs)
-                .expect("placement respects GPU capacity");
-            pods.extend(placed);
+            if k + 1 < n_placed || g + 1 < groups.len() {
+                let requests = input.extras(set_index).map_or(&empty, |e| &e.requests);
+                let f = free.get_or_insert_with(|| input.node_free.0.clone());
+                for &(node, count) in &nodes {
+                    if let Some(f) = f.get_mut(node.index()) {
+                        subtract(f, requests, count);
+                    }
+                }
+                let allocations = Placement {
+                    pods: pods.clone(),
+                    highest_tier: None,
+                    worst_latency_ns: 0,
+                }
+                .allocations();
+                scratch
+                    .get_or_insert_with(|| occupancy.clone())
+                    .allocate(tentative(job, g, set_index), allocations)
+                    .map_err(|e| NotPlaced {
+                        pod_set: set.name.clone(),
+                        reason: format!("internal: {e}"),
+                    })?;
+            }
+            per_set[set_index] = pods;
         }
+    }
+    let mut pods: Vec<PlacedPod> = per_set.into_iter().flatten().collect();
+    for (rank, p) in pods.iter_mut().enumerate() {
+        p.rank = rank as u32;
     }
     let nodes: Vec<NodeId> = pods.iter().map(|p| p.node).collect();
     let tier = highest_tier(cluster, &nodes);
@@ -215,22 +302,74 @@ fn place_scoped(
     })
 }
 
-/// The cluster's levels as the placer walks them: non-host levels top first, then nodes.
-struct View<'a> {
-    cluster: &'a Cluster,
-    /// Cluster level index of each placement level (non-host levels, top first).
-    levels: Vec<usize>,
+/// The identity under which a group's pods are held while the next groups are placed.
+fn tentative(job: &Job, group: usize, set: usize) -> RunningJob {
+    RunningJob {
+        name: format!("\u{0}{}#{group}#{set}", job.name),
+        queue: String::new(),
+        priority: 0,
+        preemptible: true,
+    }
 }
 
-impl<'a> View<'a> {
-    fn new(cluster: &'a Cluster) -> Self {
-        let levels = (0..cluster.levels.len())
-            .filter(|&l| Some(l) != cluster.host_level)
-            .collect();
-        Self { cluster, levels }
+/// Pod-set groups in order of first appearance: (workers, leader). A pod set without a group
+/// is its own group; a group is one pod set, or a one-pod leader and its workers.
+fn groups(job: &Job, input: &PlaceInput) -> Result<Vec<(usize, Option<usize>)>, NotPlaced> {
+    let mut order: Vec<(Option<&str>, Vec<usize>)> = Vec::new();
+    for i in 0..job.pod_sets.len() {
+        let name = input.extras(i).and_then(|e| e.group.as_deref());
+        match order.iter_mut().find(|(g, _)| name.is_some() && *g == name) {
+            Some((_, members)) => members.push(i),
+            None => order.push((name, vec![i])),
+        }
     }
+    order
+        .into_iter()
+        .map(|(name, members)| match members.as_slice() {
+            [one] => Ok((*one, None)),
+            [a, b] => {
+                let (workers, leader) = if job.pod_sets[*b].count > job.pod_sets[*a].count {
+                    (*b, *a)
+                } else {
+                    (*a, *b)
+                };
+                if job.pod_sets[leader].count != 1 {
+                    return Err(NotPlaced {
+                        pod_set: job.pod_sets[leader].name.clone(),
+                        reason: format!(
+                            "group `{}`: the leader pod set must have one pod",
+                            name.unwrap_or_default()
+                        ),
+                    });
+                }
+                Ok((workers, Some(leader)))
+            }
+            _ => Err(NotPlaced {
+                pod_set: job.pod_sets[members[0]].name.clone(),
+                reason: format!(
+                    "group `{}`: expected at most two pod sets (a leader and its workers), got {}",
+                    name.unwrap_or_default(),
+                    members.len()
+                ),
+            }),
+        })
+        .collect()
+}
 
-    /// Placement level of a cluster level (the host level is the node level, `levels.len()`).
+/// What placing one group needs to see.
+struct Ctx<'a> {
+    cluster: &'a Cluster,
+    tree: &'a Tree<'a>,
+    levels: &'a [usize],
+    occ: &'a Occupancy,
+    free: &'a [ResourceList],
+    job: &'a Job,
+    input: &'a PlaceInput,
+    in_scope: &'a [bool],
+}
+
+impl Ctx<'_> {
+    /// Placement level of a cluster level (the host level is the node level).
     fn pos(&self, level: usize) -> usize {
         self.levels
             .iter()
@@ -238,72 +377,258 @@ impl<'a> View<'a> {
             .unwrap_or(self.levels.len())
     }
 
-    fn node_level(&self) -> usize {
-        self.levels.len()
+    /// Pods of pod set `set` that fit on node `n`, optionally after `leader`'s pod.
+    fn node_pods(&self, n: NodeId, set: usize, after: Option<usize>) -> (u64, bool) {
+        let gpu = self.job.pod_sets[set].gpu;
+        let requests = self.input.extras(set).map(|e| &e.requests);
+        let empty = &EMPTY;
+        let mut free = self.free.get(n.index()).cloned();
+        let mut gpu_pods = gpu_capacity(self.occ, n, gpu);
+        let mut leader_fits = true;
+        if let Some(l) = after {
+            let (l_pods, _) = self.node_pods(n, l, None);
+            leader_fits = l_pods > 0;
+            if leader_fits {
+                let l_gpu = self.job.pod_sets[l].gpu;
+                gpu_pods = gpu_capacity_after(self.occ, n, gpu, l_gpu);
+                if let Some(f) = free.as_mut() {
+                    let l_req = self.input.extras(l).map(|e| &e.requests);
+                    subtract(f, l_req.unwrap_or(empty), 1);
+                }
+            }
+        }
+        let res_pods = match &free {
+            Some(f) if !self.free.is_empty() => count_in(f, requests.unwrap_or(empty)),
+            _ => UNLIMITED_PODS,
+        };
+        (gpu_pods.min(res_pods).min(UNLIMITED_PODS), leader_fits)
     }
-}
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Entry {
-    Root,
-    Dom(DomainId),
-    Node(NodeId),
-}
+    fn leaves(&self, workers: usize, leader: Option<usize>) -> Vec<LeafCap> {
+        let extras = |i: usize| self.input.extras(i);
+        if leader.is_none() && self.free.is_empty() && extras(workers).is_none() {
+            // The common case, kept tight: GPUs and the job's tolerations only.
+            let gpu = self.job.pod_sets[workers].gpu;
+            let n_nodes = self.cluster.nodes.len();
+            let tolerated =
+                |t: &topology::Taint| self.job.tolerations.iter().any(|x| x.tolerates(t));
+            return (0..self.cluster.nodes.len())
+                .map(|i| {
+                    let n = NodeId::from_index(i);
+                    let pods = if self.in_scope[i] && self.cluster.is_schedulable(n, tolerated) {
+                        gpu_capacity(self.occ, n, gpu)
+                    } else {
+                        0
+                    };
+                    tas::leaf(pods, false, pods, n_nodes)
+                })
+                .collect();
+        }
+        (0..self.cluster.nodes.len())
+            .map(|i| {
+                let n = NodeId::from_index(i);
+                let ok = |set: usize| {
+                    self.in_scope[i] && eligible(self.cluster, n, self.job, extras(set))
+                };
+                if !ok(workers) {
+                    return LeafCap::default();
+                }
+                let n_nodes = self.cluster.nodes.len();
+                let (pods, _) = self.node_pods(n, workers, None);
+                match leader {
+                    Some(l) if ok(l) => {
+                        let (with, fits) = self.node_pods(n, workers, Some(l));
+                        tas::leaf(pods, fits, if fits { with } else { pods }, n_nodes)
+                    }
+                    _ => tas::leaf(pods, false, pods, n_nodes),
+                }
+            })
+            .collect()
+    }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    BestFit,
-    Tightest,
-}
+    /// Preferred-affinity scores of the eligible nodes (empty when not used).
+    fn scores(&self, workers: usize, leaves: &[LeafCap]) -> Vec<i64> {
+        let terms = match self.input.extras(workers) {
+            Some(e) if self.input.options.preferred_affinity && !e.preferred.is_empty() => {
+                &e.preferred
+            }
+            _ => return Vec::new(),
+        };
+        (0..self.cluster.nodes.len())
+            .map(|i| {
+                let n = NodeId::from_index(i);
+                let eligible = self.in_scope[i]
+                    && eligible(self.cluster, n, self.job, self.input.extras(workers));
+                if eligible && leaves.get(i).is_some() {
+                    PreferredTerm::score(terms, &self.cluster.node(n).labels)
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
 
-struct Cand {
-    entry: Entry,
-    units: u64,
-    pods: u64,
-}
-
-/// Capacities of one pod set on every node and domain.
-struct Caps {
-    node_pods: Vec<u32>,
-    dom_pods: Vec<u64>,
-    dom_units: Vec<u64>,
-    root_pods: u64,
-    root_units: u64,
-    /// Pods per unit at each placement level (last = node level).
-    unit: Vec<u64>,
-}
-
-impl Caps {
-    fn units(&self, e: Entry) -> u64 {
-        match e {
-            Entry::Root => self.root_units,
-            Entry::Dom(d) => self.dom_units[d.index()],
-            Entry::Node(n) => u64::from(self.node_pods[n.index()]) / self.unit[self.unit.len() - 1],
+    fn request(&self, set: &PodSet, count: u64, leader: bool) -> Request {
+        let t = &set.topology;
+        let node_level = self.levels.len();
+        let (slice_level, slice_size) = t.slices.first().map_or((node_level, 1), |s| {
+            (
+                self.pos(s.level),
+                Count::try_from(s.size.max(1)).unwrap_or(Count::MAX),
+            )
+        });
+        let mut size_at = std::collections::BTreeMap::new();
+        let mut prev = slice_level;
+        for s in t.slices.iter().skip(1) {
+            let p = self.pos(s.level);
+            for l in prev + 1..=p {
+                size_at.insert(l, Count::try_from(s.size.max(1)).unwrap_or(Count::MAX));
+            }
+            prev = p;
+        }
+        let unconstrained = t.required.is_none() && t.preferred.is_none();
+        let search_level = match t.preferred.or(t.required) {
+            Some(l) => self.pos(l),
+            None if !t.slices.is_empty() => 0,
+            None => node_level,
+        };
+        Request {
+            count: Count::try_from(count).unwrap_or(Count::MAX),
+            leader_count: Count::from(leader),
+            slice_size,
+            slice_level,
+            size_at,
+            search_level,
+            required: t.required.map(|l| self.pos(l)),
+            unconstrained,
+            least_free: unconstrained
+                && self.input.options.unconstrained == UnconstrainedMode::LeastFreeCapacity,
+            balanced: self.input.options.balanced,
         }
     }
+}
 
-    fn pods(&self, e: Entry) -> u64 {
-        match e {
-            Entry::Root => self.root_pods,
-            Entry::Dom(d) => self.dom_pods[d.index()],
-            Entry::Node(n) => u64::from(self.node_pods[n.index()]),
+/// A pod set (by index) and its pods per node, in rank order.
+type SetNodes = (usize, Vec<(NodeId, u64)>);
+
+/// Place one group: per pod set, the nodes and pod counts.
+fn place_group(
+    ctx: &Ctx,
+    workers: usize,
+    leader: Option<usize>,
+) -> Result<Vec<SetNodes>, NotPlaced> {
+    let set = &ctx.job.pod_sets[workers];
+    let not_placed = |reason: String| NotPlaced {
+        pod_set: set.name.clone(),
+        reason,
+    };
+    let leaves = ctx.leaves(workers, leader);
+    let scores = ctx.scores(workers, &leaves);
+    let attempt = |count: u64| {
+        let req = ctx.request(set, count, leader.is_some());
+        let placed =
+            tas::assign(ctx.tree, &leaves, &scores, &req).map_err(|room| (req.clone(), room))?;
+        let (w, l): (u64, u64) = placed
+            .iter()
+            .fold((0, 0), |(w, l), &(_, pw, pl)| (w + pw, l + pl));
+        if w != count || l != u64::from(leader.is_some()) {
+            return Err((req, tas::NoFit::default()));
         }
+        Ok(placed)
+    };
+    let placed = match attempt(u64::from(set.count)) {
+        Ok(p) => p,
+        Err((req, room)) => {
+            let reason = no_fit_reason(ctx, &req, room, set, leader);
+            if set.min_count >= set.count {
+                return Err(not_placed(reason));
+            }
+            // Gang minimum: the largest multiple of the outer slice size in [min, count) that fits.
+            let g = u64::from(set.outer_granule().max(1));
+            let (mut lo, mut hi) = (u64::from(set.min_count) / g, u64::from(set.count) / g);
+            let mut best = attempt(lo * g).map_err(|_| not_placed(reason))?;
+            while hi - lo > 1 {
+                let mid = (lo + hi) / 2;
+                match attempt(mid * g) {
+                    Ok(p) => {
+                        lo = mid;
+                        best = p;
+                    }
+                    Err(_) => hi = mid,
+                }
+            }
+            best
+        }
+    };
+    let cluster = ctx.cluster;
+    let in_rank_order = |mut v: Vec<(NodeId, u64)>| {
+        v.sort_by(|(x, _), (y, _)| {
+            cluster
+                .node(*x)
+                .domains
+                .cmp(&cluster.node(*y).domains)
+                .then(x.cmp(y))
+        });
+        v
+    };
+    let mut out = Vec::new();
+    if let Some(l) = leader {
+        let nodes = placed
+            .iter()
+            .filter(|p| p.2 > 0)
+            .map(|p| (p.0, p.2))
+            .collect();
+        out.push((l, in_rank_order(nodes)));
+    }
+    let nodes = placed
+        .iter()
+        .filter(|p| p.1 > 0)
+        .map(|p| (p.0, p.1))
+        .collect();
+    out.push((workers, in_rank_order(nodes)));
+    Ok(out)
+}
+
+fn no_fit_reason(
+    ctx: &Ctx,
+    req: &Request,
+    room: tas::NoFit,
+    set: &PodSet,
+    leader: Option<usize>,
+) -> String {
+    let count = req.count;
+    let note = slices_note(req.slice_size);
+    let with_leader = if leader.is_some() {
+        " with its leader"
+    } else {
+        ""
+    };
+    if req.required.is_some() {
+        let roomiest = room.roomiest;
+        let label = &ctx.cluster.levels[set.topology.required.unwrap_or_default()].label;
+        return format!(
+            "{count} pods{with_leader} do not fit in one `{label}` domain (the roomiest has room for {roomiest}{note})"
+        );
+    }
+    let total = room.total;
+    format!(
+        "{count} pods{with_leader} do not fit: the schedulable nodes have room for {total}{note}"
+    )
+}
+
+fn slices_note(unit: Count) -> String {
+    if unit > 1 {
+        format!(" in whole slices of {unit}")
+    } else {
+        String::new()
     }
 }
 
-/// The share (thousandths) and memory (MiB) one pod takes of each GPU it uses.
-fn share(req: GpuRequest, gpu_memory_mib: u32) -> (u32, u32) {
-    let mem = u64::from(gpu_memory_mib.max(1));
+/// Pods of a GPU request that fit on a node (`UNLIMITED_PODS` for pods without GPUs).
+fn gpu_capacity(occ: &Occupancy, node: NodeId, req: GpuRequest) -> u64 {
     match req {
-        GpuRequest::Whole(_) => (MILLI_PER_GPU, gpu_memory_mib),
-        GpuRequest::Fraction(m) => (m, (u64::from(m) * mem).div_ceil(1000) as u32),
-        GpuRequest::MemoryMib(m) => (((u64::from(m) * 1000).div_ceil(mem) as u32).max(1), m),
-    }
-}
-
-fn node_capacity(occ: &Occupancy, node: NodeId, req: GpuRequest) -> u32 {
-    match req {
-        GpuRequest::Whole(g) => occ.free_whole(node) / g.max(1),
+        GpuRequest::Whole(0) => UNLIMITED_PODS,
+        GpuRequest::Whole(g) => u64::from(occ.free_whole(node) / g),
         GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
             let total_mem = occ.gpu_memory_mib(node);
             let (milli, mem) = share(req, total_mem);
@@ -315,376 +640,36 @@ fn node_capacity(occ: &Occupancy, node: NodeId, req: GpuRequest) -> u32 {
                 .iter()
                 .zip(used_mem)
                 .map(|(&um, &ume)| {
-                    ((MILLI_PER_GPU - u32::from(um)) / milli).min((total_mem - ume) / mem)
+                    u64::from(
+                        ((MILLI_PER_GPU - u32::from(um)) / milli).min((total_mem - ume) / mem),
+                    )
                 })
                 .sum()
         }
     }
 }
 
-fn capacities(view: &View, occ: &Occupancy, schedulable: &[bool], set: &PodSet) -> Caps {
-    let cluster = view.cluster;
-    let n_lv = view.levels.len();
-    let mut slice_at: Vec<u64> = vec![0; n_lv + 1];
-    for s in &set.topology.slices {
-        let p = view.pos(s.level);
-        slice_at[p] = slice_at[p].max(u64::from(s.size));
-    }
-    let mut unit = vec![1u64; n_lv + 1];
-    unit[n_lv] = slice_at[n_lv].max(1);
-    for a in (0..n_lv).rev() {
-        unit[a] = slice_at[a].max(unit[a + 1]);
-    }
-    let node_pods: Vec<u32> = (0..cluster.nodes.len())
-        .map(|i| {
-            if schedulable[i] {
-                node_capacity(occ, NodeId::from_index(i), set.gpu)
-            } else {
-                0
-            }
-        })
-        .collect();
-    let mut dom_pods = vec![0u64; cluster.domains.len()];
-    let mut dom_units = vec![0u64; cluster.domains.len()];
-    for a in (0..n_lv).rev() {
-        let ratio = unit[a] / unit[a + 1];
-        for &d in &cluster.levels[view.levels[a]].domains {
-            let dom = cluster.domain(d);
-            let (pods, child_units) = if a + 1 == n_lv {
-                dom.nodes.iter().fold((0u64, 0u64), |(p, u), n| {
-                    let np = u64::from(node_pods[n.index()]);
-                    (p + np, u + np / unit[n_lv])
-                })
-            } else {
-                dom.children.iter().fold((0u64, 0u64), |(p, u), c| {
-                    (p + dom_pods[c.index()], u + dom_units[c.index()])
-                })
-            };
-            dom_pods[d.index()] = pods;
-            dom_units[d.index()] = child_units / ratio;
+/// Pods of `req` that fit on a node after one pod of `first` (exact for whole GPUs; a shared
+/// first pod is taken to cost the worker one pod of room).
+fn gpu_capacity_after(occ: &Occupancy, node: NodeId, req: GpuRequest, first: GpuRequest) -> u64 {
+    match (req, first) {
+        (GpuRequest::Whole(0), _) => UNLIMITED_PODS,
+        (_, GpuRequest::Whole(0)) => gpu_capacity(occ, node, req),
+        (GpuRequest::Whole(g), GpuRequest::Whole(f)) => {
+            u64::from(occ.free_whole(node).saturating_sub(f) / g)
         }
-    }
-    let (root_pods, root_units) = if n_lv > 0 {
-        cluster.levels[view.levels[0]]
-            .domains
-            .iter()
-            .fold((0, 0), |(p, u), d| {
-                (p + dom_pods[d.index()], u + dom_units[d.index()])
-            })
-    } else {
-        node_pods.iter().fold((0, 0), |(p, u), &np| {
-            (p + u64::from(np), u + u64::from(np) / unit[0])
-        })
-    };
-    Caps {
-        node_pods,
-        dom_pods,
-        dom_units,
-        root_pods,
-        root_units,
-        unit,
+        _ => gpu_capacity(occ, node, req).saturating_sub(1),
     }
 }
 
-/// Entries at a placement level.
-fn level_entries<'v>(view: &'v View, a: usize) -> Box<dyn Iterator<Item = Entry> + 'v> {
-    if a == view.node_level() {
-        Box::new((0..view.cluster.nodes.len()).map(|i| Entry::Node(NodeId::from_index(i))))
-    } else {
-        Box::new(
-            view.cluster.levels[view.levels[a]]
-                .domains
-                .iter()
-                .map(|&d| Entry::Dom(d)),
-        )
+/// The share (thousandths) and memory (MiB) one pod takes of each GPU it uses.
+fn share(req: GpuRequest, gpu_memory_mib: u32) -> (u32, u32) {
+    let mem = u64::from(gpu_memory_mib.max(1));
+    match req {
+        GpuRequest::Whole(_) => (MILLI_PER_GPU, gpu_memory_mib),
+        GpuRequest::Fraction(m) => (m, (u64::from(m) * mem).div_ceil(1000) as u32),
+        GpuRequest::MemoryMib(m) => (((u64::from(m) * 1000).div_ceil(mem) as u32).max(1), m),
     }
-}
-
-/// Children of an entry at placement level `a` (`None` = root).
-fn children(view: &View, e: Entry, a: Option<usize>) -> Vec<Entry> {
-    match e {
-        Entry::Root => level_entries(view, 0).collect(),
-        Entry::Dom(d) => {
-            let dom = view.cluster.domain(d);
-            if a.map(|a| a + 1) == Some(view.node_level()) {
-                dom.nodes.iter().map(|&n| Entry::Node(n)).collect()
-            } else {
-                dom.children.iter().map(|&c| Entry::Dom(c)).collect()
-            }
-        }
-        Entry::Node(_) => Vec::new(),
-    }
-}
-
-/// Take `need` units from candidates: greedily in sorted order, the last piece from the
-/// tightest candidate that still fits. `None` if they hold fewer than `need`.
-fn take(
-    view: &View,
-    caps: &Caps,
-    level: usize,
-    cands: &mut [Cand],
-    need: u64,
-    mode: Mode,
-) -> Option<Vec<(Entry, u64)>> {
-    match mode {
-        Mode::BestFit => cands.sort_by(|x, y| {
-            y.units
-                .cmp(&x.units)
-                .then(x.pods.cmp(&y.pods))
-                .then(x.entry.cmp(&y.entry))
-        }),
-        Mode::Tightest => cands.sort_by(|x, y| x.pods.cmp(&y.pods).then(x.entry.cmp(&y.entry))),
-    }
-    let mut out = Vec::new();
-    let mut rem = need;
-    for i in 0..cands.len() {
-        if rem == 0 {
-            break;
-        }
-        if cands[i].units >= rem {
-            let fitting = cands[i..]
-                .iter()
-                .filter(|c| c.units >= rem)
-                .map(|c| c.entry);
-            let best = tightest(view, caps, level, fitting, rem).expect("cands[i] fits");
-            out.push((best, rem));
-            rem = 0;
-            break;
-        }
-        if cands[i].units > 0 {
-            out.push((cands[i].entry, cands[i].units));
-            rem -= cands[i].units;
-        }
-    }
-    (rem == 0).then_some(out)
-}
-
-/// The tightest of `fitting` (entries at placement level `level` that hold `units` units):
-/// fewest units, then fewest free pods; among equals, the one whose pods can stay lowest in the
-/// tree (fewer tiers crossed), then domain order.
-fn tightest(
-    view: &View,
-    caps: &Caps,
-    level: usize,
-    fitting: impl Iterator<Item = Entry>,
-    units: u64,
-) -> Option<Entry> {
-    let mut ties: Vec<Entry> = Vec::new();
-    let mut key = (u64::MAX, u64::MAX);
-    for e in fitting {
-        let k = (caps.units(e), caps.pods(e));
-        if k < key {
-            key = k;
-            ties.clear();
-        }
-        if k == key {
-            ties.push(e);
-        }
-    }
-    if ties.len() <= 1 {
-        return ties.first().copied();
-    }
-    ties.into_iter()
-        .map(|e| (std::cmp::Reverse(fit_depth(view, caps, e, level, units)), e))
-        .min()
-        .map(|(_, e)| e)
-}
-
-/// How many levels below `e` (at placement level `level`, holding `units` of its units) a
-/// single child still holds all the pods: more means fewer tiers crossed.
-fn fit_depth(view: &View, caps: &Caps, e: Entry, level: usize, units: u64) -> usize {
-    let pods = units * caps.unit[level];
-    let mut depth = 0;
-    let (mut cur, mut level) = (e, level);
-    while level < view.node_level() {
-        let child_level = level + 1;
-        let need = pods / caps.unit[child_level];
-        let next = children(view, cur, Some(level))
-            .into_iter()
-            .filter(|&c| caps.units(c) >= need)
-            .min_by_key(|&c| (caps.units(c), caps.pods(c), c));
-        match next {
-            Some(c) => {
-                depth += 1;
-                cur = c;
-                level = child_level;
-            }
-            None => break,
-        }
-    }
-    depth
-}
-
-/// Split `units` of entry `e` (at placement level `a`, `None` = root) down to nodes.
-fn descend(
-    view: &View,
-    caps: &Caps,
-    e: Entry,
-    a: Option<usize>,
-    units: u64,
-    mode: Mode,
-    out: &mut Vec<(NodeId, u64)>,
-) {
-    let node_level = view.node_level();
-    if let Entry::Node(n) = e {
-        out.push((n, units * caps.unit[node_level]));
-        return;
-    }
-    let unit_here = match a {
-        Some(a) => caps.unit[a],
-        None => caps.unit[0],
-    };
-    let child_level = a.map_or(0, |a| a + 1);
-    let need = units * unit_here / caps.unit[child_level];
-    let mut cands: Vec<Cand> = children(view, e, a)
-        .into_iter()
-        .map(|c| Cand {
-            entry: c,
-            units: caps.units(c),
-            pods: caps.pods(c),
-        })
-        .filter(|c| c.units > 0)
-        .collect();
-    let picked = take(view, caps, child_level, &mut cands, need, mode)
-        .expect("a domain's units fit in its children");
-    for (c, u) in picked {
-        descend(view, caps, c, Some(child_level), u, mode, out);
-    }
-}
-
-/// Spread `count` pods from the top of the tree, or say there is no room.
-fn from_root(
-    view: &View,
-    caps: &Caps,
-    count: u64,
-    mode: Mode,
-) -> Result<Vec<(NodeId, u64)>, String> {
-    if caps.root_units * caps.unit[0] < count {
-        return Err(no_room(caps, count));
-    }
-    let mut out = Vec::new();
-    descend(
-        view,
-        caps,
-        Entry::Root,
-        None,
-        count / caps.unit[0],
-        mode,
-        &mut out,
-    );
-    Ok(out)
-}
-
-/// Place `count` pods of a set, or explain why not.
-fn try_count(
-    view: &View,
-    caps: &Caps,
-    set: &PodSet,
-    count: u64,
-) -> Result<Vec<(NodeId, u64)>, String> {
-    let t = &set.topology;
-    let mut out = Vec::new();
-    let pref = t.preferred.or(t.required).map(|l| view.pos(l));
-    let Some(pref) = pref else {
-        return from_root(view, caps, count, Mode::Tightest);
-    };
-    let req = t.required.map(|l| view.pos(l));
-    for a in (req.unwrap_or(0)..=pref).rev() {
-        let need = count / caps.unit[a];
-        let fitting = level_entries(view, a).filter(|&e| caps.units(e) >= need);
-        if let Some(e) = tightest(view, caps, a, fitting, need) {
-            descend(view, caps, e, Some(a), need, Mode::BestFit, &mut out);
-            return Ok(out);
-        }
-    }
-    if let Some(r) = req {
-        let roomiest = level_entries(view, r)
-            .map(|e| caps.units(e) * caps.unit[r])
-            .max()
-            .unwrap_or(0);
-        let label = &view.cluster.levels[t.required.unwrap_or_default()].label;
-        return Err(format!(
-            "{count} pods do not fit in one `{label}` domain (the roomiest has room for {roomiest}{})",
-            slices_note(caps.unit[r])
-        ));
-    }
-    from_root(view, caps, count, Mode::BestFit)
-}
-
-fn slices_note(unit: u64) -> String {
-    if unit > 1 {
-        format!(" in whole slices of {unit}")
-    } else {
-        String::new()
-    }
-}
-
-fn no_room(caps: &Caps, count: u64) -> String {
-    format!(
-        "{count} pods do not fit: the schedulable nodes have room for {}{}",
-        caps.root_units * caps.unit[0],
-        slices_note(caps.unit[0])
-    )
-}
-
-fn place_set(
-    view: &View,
-    occ: &Occupancy,
-    schedulable: &[bool],
-    set: &PodSet,
-    set_index: usize,
-    first_rank: u32,
-) -> Result<Vec<PlacedPod>, NotPlaced> {
-    let caps = capacities(view, occ, schedulable, set);
-    let not_placed = |reason: String| NotPlaced {
-        pod_set: set.name.clone(),
-        reason,
-    };
-    let mut nodes = match try_count(view, &caps, set, u64::from(set.count)) {
-        Ok(n) => n,
-        Err(reason) if set.min_count < set.count => {
-            // Gang minimum: the largest multiple of the outer slice size in [min, count) that fits.
-            let g = u64::from(set.outer_granule());
-            let (mut lo, mut hi) = (u64::from(set.min_count) / g, u64::from(set.count) / g);
-            let mut best = try_count(view, &caps, set, lo * g).map_err(|_| not_placed(reason))?;
-            while hi - lo > 1 {
-                let mid = (lo + hi) / 2;
-                match try_count(view, &caps, set, mid * g) {
-                    Ok(n) => {
-                        lo = mid;
-                        best = n;
-                    }
-                    Err(_) => hi = mid,
-                }
-            }
-            best
-        }
-        Err(reason) => return Err(not_placed(reason)),
-    };
-    let cluster = view.cluster;
-    nodes.sort_by(|(x, _), (y, _)| {
-        cluster
-            .node(*x)
-            .domains
-            .cmp(&cluster.node(*y).domains)
-            .then(x.cmp(y))
-    });
-    let mut out = Vec::new();
-    let mut rank = first_rank;
-    for (node, count) in nodes {
-        for (gpu_ids, milli, memory_mib) in assign_gpus(occ, node, set.gpu, count) {
-            out.push(PlacedPod {
-                rank,
-                pod_set: set_index,
-                node,
-                gpu_ids,
-                milli,
-                memory_mib,
-            });
-            rank += 1;
-        }
-    }
-    Ok(out)
 }
 
 /// GPU ids, share and memory for `count` pods on a node that has room for them.

@@ -192,6 +192,11 @@ pub struct Summary {
     pub p99_wait_s: f64,
     /// GPU-seconds used ÷ (GPUs × makespan).
     pub gpu_utilization: f64,
+    /// Busy GPU share over the arrival window (first to last arrival): the load the trace puts
+    /// on the cluster while it is arriving, without the drain tail.
+    pub gpu_utilization_arrivals: f64,
+    /// First arrival → last arrival, s.
+    pub arrival_window_s: f64,
     /// First arrival → last completion (or the horizon), s.
     pub makespan_s: f64,
     /// Mean network slowdown of completed multi-node jobs (1 = ideal network).
@@ -217,7 +222,62 @@ pub struct SimResult {
     pub jobs: Vec<JobRecord>,
 }
 
+/// One queue's jobs in a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueSummary {
+    /// Queue name.
+    pub queue: String,
+    /// Jobs submitted to it.
+    pub jobs: usize,
+    /// Completed jobs.
+    pub completed: usize,
+    /// GPU-hours used (including work lost to preemption).
+    pub gpu_hours: f64,
+    /// Mean wait of its started jobs, s (0 when none started).
+    pub avg_wait_s: f64,
+    /// Mean JCT of its completed jobs, s (0 when none completed).
+    pub avg_jct_s: f64,
+}
+
 impl SimResult {
+    /// Per-queue figures, queues in name order.
+    pub fn per_queue(&self) -> Vec<QueueSummary> {
+        #[derive(Default)]
+        struct Acc {
+            jobs: usize,
+            completed: usize,
+            gpu_seconds: f64,
+            wait: (f64, usize),
+            jct: (f64, usize),
+        }
+        let mut by: std::collections::BTreeMap<&str, Acc> = std::collections::BTreeMap::new();
+        for j in &self.jobs {
+            let a = by.entry(j.queue.as_str()).or_default();
+            a.jobs += 1;
+            a.gpu_seconds += j.gpu_seconds;
+            if let Some(s) = j.start_s {
+                a.wait.0 += s - j.submit_s;
+                a.wait.1 += 1;
+            }
+            if let Some(e) = j.end_s {
+                a.completed += 1;
+                a.jct.0 += e - j.submit_s;
+                a.jct.1 += 1;
+            }
+        }
+        let mean = |(sum, n): (f64, usize)| if n == 0 { 0.0 } else { sum / n as f64 };
+        by.into_iter()
+            .map(|(q, a)| QueueSummary {
+                queue: q.to_owned(),
+                jobs: a.jobs,
+                completed: a.completed,
+                gpu_hours: a.gpu_seconds / 3600.0,
+                avg_wait_s: mean(a.wait),
+                avg_jct_s: mean(a.jct),
+            })
+            .collect()
+    }
+
     /// JCT CDF of completed jobs.
     pub fn jct_cdf(&self, points: usize) -> Cdf {
         let v: Vec<f64> = self
@@ -1151,6 +1211,8 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
     jct.sort_by(f64::total_cmp);
     wait.sort_by(f64::total_cmp);
     let capacity = st.total_gpus * makespan;
+    let window = st.records.iter().map(|r| r.submit_s).fold(0.0, f64::max);
+    let busy_in_window = busy_integral_until(&st.timeline, window);
     let summary = Summary {
         policy: st.config.policy.name.clone(),
         jobs: st.records.len(),
@@ -1167,6 +1229,12 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         } else {
             0.0
         },
+        gpu_utilization_arrivals: if window > 0.0 && st.total_gpus > 0.0 {
+            busy_in_window / (st.total_gpus * window)
+        } else {
+            0.0
+        },
+        arrival_window_s: window,
         makespan_s: makespan,
         avg_network_slowdown: avg_slow,
         fragmentation: if makespan > 0.0 {
@@ -1184,6 +1252,22 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         utilization,
         jobs: st.records,
     }
+}
+
+/// Busy GPU-seconds over [0, until] from the step function of `(time, busy GPUs)` changes.
+fn busy_integral_until(changes: &[(SimTime, f64)], until: f64) -> f64 {
+    let mut area = 0.0;
+    for (k, &(t, level)) in changes.iter().enumerate() {
+        let t0 = t.as_secs_f64();
+        if t0 >= until {
+            break;
+        }
+        let t1 = changes
+            .get(k + 1)
+            .map_or(until, |(n, _)| n.as_secs_f64().min(until));
+        area += level * (t1 - t0).max(0.0);
+    }
+    area
 }
 
 /// Busy-GPU share averaged over `points` equal buckets of [0, end].

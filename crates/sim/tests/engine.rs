@@ -284,3 +284,32 @@ fn duplicate_job_names_are_an_error_not_a_panic() {
         "job \"a\" (line 3): the name is already used on line 2"
     );
 }
+
+#[test]
+fn arrival_window_utilisation_and_per_queue_figures_by_hand() {
+    // 16 GPUs. a (8 GPUs, q1) runs 0–100; b (16 GPUs, q2) arrives at 1 and runs 100–110 under
+    // FIFO; c (8 GPUs, q1) arrives at 2 and runs 110–120. Arrival window [0, 2]: only a runs,
+    // 8 of 16 GPUs → 0.5. Over the makespan (120 s): (8·100 + 16·10 + 8·10) / (16·120) = 0.543….
+    let c = cluster(2, 2);
+    let trace = [
+        job("a", 0.0, 100.0, 8, "q1"),
+        job("b", 1.0, 10.0, 16, "q2"),
+        job("c", 2.0, 10.0, 8, "q1"),
+    ];
+    let r = run(&c, &trace, &config(Order::Fifo));
+    assert_eq!(r.summary.arrival_window_s, 2.0);
+    assert!((r.summary.gpu_utilization_arrivals - 0.5).abs() < 1e-12);
+    assert!((r.summary.gpu_utilization - 1040.0 / 1920.0).abs() < 1e-12);
+    let q = r.per_queue();
+    assert_eq!(q.len(), 2);
+    assert_eq!(
+        (q[0].queue.as_str(), q[0].jobs, q[0].completed),
+        ("q1", 2, 2)
+    );
+    // q1: waits 0 and 108 → 54; JCTs 100 and 118 → 109; GPU-hours (800 + 80) / 3600.
+    assert!((q[0].avg_wait_s - 54.0).abs() < 1e-9);
+    assert!((q[0].avg_jct_s - 109.0).abs() < 1e-9);
+    assert!((q[0].gpu_hours - 880.0 / 3600.0).abs() < 1e-12);
+    assert_eq!((q[1].queue.as_str(), q[1].jobs), ("q2", 1));
+    assert!((q[1].avg_wait_s - 99.0).abs() < 1e-9);
+}

@@ -592,8 +592,22 @@ pub fn assemble(
     let mut links: Vec<Link> = Vec::new();
     let mut switch_up: Vec<Vec<LinkId>> = vec![Vec::new(); switches.len()];
     let mut switch_down: Vec<Vec<LinkId>> = vec![Vec::new(); switches.len()];
+    // Physical ports per link: a NIC rail has its `ports_per_rail` ports; a switch-to-switch
+    // bundle is made of ports as fast as the fastest NIC port in the cluster (the rule
+    // `railyard cables plan` uses for cable counts).
+    let fabric_port_gbps = records
+        .iter()
+        .map(|r| r.nics.port_gbps)
+        .fold(0.0_f64, f64::max);
+    let switch_link_ports = |gbps: f64| -> u32 {
+        if fabric_port_gbps > 0.0 {
+            ((gbps / fabric_port_gbps).round() as u32).max(1)
+        } else {
+            1
+        }
+    };
     let mut add_link =
-        |links: &mut Vec<Link>, lower: Endpoint, upper: SwitchId, gbps, lat, tier| {
+        |links: &mut Vec<Link>, lower: Endpoint, upper: SwitchId, gbps, lat, tier, ports| {
             let id = LinkId::from_index(links.len());
             links.push(Link {
                 lower,
@@ -601,6 +615,7 @@ pub fn assemble(
                 gbps,
                 latency_ns: lat,
                 tier,
+                ports,
             });
             if let Endpoint::Switch(s) = lower {
                 switch_up[s.index()].push(id);
@@ -636,6 +651,7 @@ pub fn assemble(
                     r.nics.rail_gbps(),
                     leaf_latency,
                     0,
+                    r.nics.ports_per_rail,
                 )
             })
             .collect();
@@ -678,6 +694,7 @@ pub fn assemble(
                         gbps,
                         hop_latency,
                         t as u8,
+                        switch_link_ports(gbps),
                     );
                 }
             }
@@ -712,7 +729,7 @@ pub fn assemble(
         node_nvl.push(id);
     }
 
-    let nodes = records
+    let nodes: Vec<Node> = records
         .into_iter()
         .zip(node_domains)
         .zip(nic_links)
@@ -734,6 +751,13 @@ pub fn assemble(
         })
         .collect();
 
+    let (domain_order, node_order) = label_order(&domains, &nodes, host_level.is_some());
+    let mut level_pos = vec![0u32; domains.len()];
+    for level in &levels {
+        for (i, d) in level.domains.iter().enumerate() {
+            level_pos[d.index()] = i as u32;
+        }
+    }
     Ok(Cluster {
         name: name.to_owned(),
         nodes,
@@ -749,7 +773,57 @@ pub fn assemble(
         switch_up,
         switch_down,
         tier_switches,
+        domain_order,
+        node_order,
+        level_pos,
     })
+}
+
+/// Kueue's tie-break order: each domain's position among the domains of its level, and each
+/// node's position among all nodes, when sorted by their label values top first (a node's last
+/// value is its host-level value, or its name when there is no host level). O(n log n), once.
+fn label_order(domains: &[Domain], nodes: &[Node], has_host_level: bool) -> (Vec<u32>, Vec<u32>) {
+    let path = |mut d: Option<DomainId>| {
+        let mut values: Vec<&str> = Vec::new();
+        while let Some(id) = d {
+            let dom = &domains[id.index()];
+            values.push(dom.value.as_str());
+            d = dom.parent;
+        }
+        values.reverse();
+        values
+    };
+    let mut by_level: Vec<(usize, Vec<&str>, usize)> = domains
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.level, path(Some(DomainId::from_index(i))), i))
+        .collect();
+    by_level.sort_unstable();
+    let mut domain_order = vec![0u32; domains.len()];
+    let mut level_start = 0;
+    for (pos, (level, _, i)) in by_level.iter().enumerate() {
+        if pos > 0 && by_level[pos - 1].0 != *level {
+            level_start = pos;
+        }
+        domain_order[*i] = (pos - level_start) as u32;
+    }
+    let mut node_keys: Vec<(Vec<&str>, usize)> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut values = path(n.domains.last().copied());
+            if !has_host_level {
+                values.push(n.name.as_str());
+            }
+            (values, i)
+        })
+        .collect();
+    node_keys.sort_unstable();
+    let mut node_order = vec![0u32; nodes.len()];
+    for (pos, (_, i)) in node_keys.iter().enumerate() {
+        node_order[*i] = pos as u32;
+    }
+    (domain_order, node_order)
 }
 
 /// The switch and link counts the tiers will make, refused above [`MAX_SWITCHES`] and

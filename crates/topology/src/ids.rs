@@ -10,12 +10,14 @@ macro_rules! id {
 
         impl $name {
             /// The position of this item in its vector.
+            #[inline]
             pub fn index(self) -> usize {
                 self.0 as usize
             }
 
             /// The ID of the item at `index`; panics only if the index exceeds `u32`, which the
             /// size limits of the builders rule out.
+            #[inline]
             pub fn from_index(index: usize) -> Self {
                 Self(u32::try_from(index).expect("index fits in u32"))
             }

@@ -41,6 +41,12 @@ pub struct Cluster {
     pub(crate) switch_down: Vec<Vec<LinkId>>,
     /// Switches of each group, per tier: `tier_switches[t][group]`.
     pub(crate) tier_switches: Vec<Vec<Vec<SwitchId>>>,
+    /// Per domain: its position among its level's domains by label values (Kueue tie-break).
+    pub(crate) domain_order: Vec<u32>,
+    /// Per node: its position among all nodes by label values, top first.
+    pub(crate) node_order: Vec<u32>,
+    /// Per domain: its index in its level's [`Level::domains`].
+    pub(crate) level_pos: Vec<u32>,
 }
 
 /// A host: GPUs, NIC rails, NVLink domain, Kubernetes labels and state.
@@ -167,6 +173,17 @@ pub struct Link {
     pub latency_ns: f64,
     /// The tier of `upper`.
     pub tier: u8,
+    /// Physical ports (cables) the link is made of, at least 1; each carries `gbps / ports`.
+    /// A NIC rail has its node's `ports_per_rail`; a switch-to-switch bundle is made of ports as
+    /// fast as the fastest NIC port of the cluster (`round(gbps / port)`, at least 1).
+    pub ports: u32,
+}
+
+impl Link {
+    /// Capacity of one of the link's ports, Gb/s per direction.
+    pub fn port_gbps(&self) -> f64 {
+        self.gbps / f64::from(self.ports.max(1))
+    }
 }
 
 /// A locality level: one node label, e.g. `oci.oraclecloud.com/rdma.local_block_id`.
@@ -228,11 +245,13 @@ impl Cluster {
     }
 
     /// The node.
+    #[inline]
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.index()]
     }
 
     /// The domain.
+    #[inline]
     pub fn domain(&self, id: DomainId) -> &Domain {
         &self.domains[id.index()]
     }
@@ -289,6 +308,26 @@ impl Cluster {
         &self.tier_switches[usize::from(tier)][group as usize]
     }
 
+    /// The domain's position among the domains of its level when they are sorted by their label
+    /// values, top level first: Kueue TAS breaks ties between equally good domains this way.
+    #[inline]
+    pub fn domain_order(&self, id: DomainId) -> u32 {
+        self.domain_order[id.index()]
+    }
+
+    /// The domain's index in its level's [`Level::domains`].
+    #[inline]
+    pub fn position_in_level(&self, id: DomainId) -> u32 {
+        self.level_pos[id.index()]
+    }
+
+    /// The node's position among all nodes sorted by their level label values, top first (the
+    /// host-level value last; the node name when the cluster has no host level).
+    #[inline]
+    pub fn node_order(&self, id: NodeId) -> u32 {
+        self.node_order[id.index()]
+    }
+
     /// The level index with the given label.
     pub fn level_by_label(&self, label: &str) -> Option<usize> {
         self.levels.iter().position(|l| l.label == label)
@@ -304,6 +343,7 @@ impl Cluster {
 
     /// Whether new pods may be scheduled on the node (Ready, not cordoned, no NoSchedule or
     /// NoExecute taint that `tolerates` does not accept).
+    #[inline]
     pub fn is_schedulable(&self, id: NodeId, tolerates: impl Fn(&Taint) -> bool) -> bool {
         let n = self.node(id);
         n.ready

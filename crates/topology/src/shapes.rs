@@ -77,7 +77,8 @@ pub const SHAPES: &[Shape] = &[
         gpus: 4,
         gpu_memory_gib: 186,
         nics: nics(4, 1, 400.0),
-        nvlink_gbps: 14400.0,
+        // NVLink 5: 1.8 TB/s per GPU counting both directions, 900 GB/s = 7,200 Gb/s each way.
+        nvlink_gbps: 7200.0,
         nvlink_domain_nodes: 18,
     },
     Shape {
@@ -85,7 +86,8 @@ pub const SHAPES: &[Shape] = &[
         gpus: 4,
         gpu_memory_gib: 279,
         nics: nics(4, 1, 800.0),
-        nvlink_gbps: 14400.0,
+        // NVLink 5, as GB200.
+        nvlink_gbps: 7200.0,
         nvlink_domain_nodes: 18,
     },
 ];

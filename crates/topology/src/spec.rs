@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 /// A cluster described by its hardware and fabric shape.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterSpec {
     /// A name for reports.
@@ -16,7 +16,7 @@ pub struct ClusterSpec {
 }
 
 /// The hardware of one node.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
     /// GPUs per node.
@@ -51,7 +51,7 @@ fn default_prefix() -> String {
 }
 
 /// The switch fabric: exactly one of the shapes must be given.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FabricSpec {
     /// A k-ary three-tier fat-tree.
@@ -64,7 +64,7 @@ pub struct FabricSpec {
 
 /// A k-ary three-tier fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation
 /// switches, (k/2)² core switches, k³/4 hosts.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FatTreeSpec {
     /// Switch radix; even.
@@ -76,7 +76,7 @@ pub struct FatTreeSpec {
 }
 
 /// A multi-tier Clos described by the size of each tier's blocks.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClosSpec {
     /// Number of nodes; every tier's block size divides it.
@@ -90,7 +90,7 @@ pub struct ClosSpec {
 }
 
 /// One switch tier of a Clos.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TierSpec {
     /// The node label naming this tier's blocks.

@@ -342,3 +342,15 @@ fn fat_tree_invariants() {
     check_invariants(&fat_tree(4));
     check_invariants(&fat_tree(8));
 }
+
+#[test]
+fn links_know_their_physical_ports() {
+    // oci-h100-131k's shape at 2,048 nodes: a rail is 2 × 200G; an uplink bundle of 3.2 Tb/s
+    // (32 hosts × 3.2 Tb/s over 8 leaves × 4 spines) is 16 ports as fast as the fastest NIC
+    // port.
+    let c = topology::build_from_spec(&topology::examples::oci_h100(2048)).expect("valid");
+    let nic = c.link(c.nodes[0].nic_links[0]);
+    assert_eq!((nic.ports, nic.port_gbps()), (2, 200.0));
+    let up = c.links.iter().find(|l| l.tier == 1).expect("a tier-1 link");
+    assert_eq!((up.gbps, up.ports, up.port_gbps()), (3200.0, 16, 200.0));
+}

@@ -255,7 +255,10 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
     nodes.dedup();
     let cfg = RoutingConfig {
         mode,
-        qps: args.qps,
+        nccl: fabric::NcclConfig {
+            qps_per_connection: args.qps,
+            ..fabric::NcclConfig::default()
+        },
         hash,
         seeds: if args.same_seed {
             SwitchSeeds::Same

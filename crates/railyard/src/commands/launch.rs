@@ -48,19 +48,22 @@ pub struct LaunchArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: LaunchFormat,
     /// NCCL_IB_QPS_PER_CONNECTION: queue pairs per connection. Each QP gets its own RoCEv2 UDP
-    /// source port, so more QPs spread a connection over more ECMP paths.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=128))]
-    pub qps: u32,
-    /// Prefix of the RDMA device names: devices are assumed to be PREFIX0 … PREFIX(n−1), one per
-    /// NIC port, rail-major. Check with `ibv_devices` or `railyard doctor`.
-    #[arg(long, default_value = "mlx5_", value_name = "PREFIX")]
-    pub hca_prefix: String,
+    /// source port, so more QPs spread a connection over more ECMP paths. Default: the shape's
+    /// published value, else 4.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=128))]
+    pub qps: Option<u32>,
+    /// Prefix of the RDMA device names: devices are PREFIX0 … PREFIX(n−1), one per NIC port,
+    /// rail-major. Default: the shape's published device list (which leaves out front-end NICs),
+    /// else `mlx5_`. Check with `ibv_devices` or `railyard doctor`.
+    #[arg(long, value_name = "PREFIX")]
+    pub hca_prefix: Option<String>,
     /// The RDMA devices to use, exactly (overrides --hca-prefix), e.g. mlx5_0,mlx5_1,mlx5_3.
     #[arg(long, value_delimiter = ',', value_name = "DEV,…")]
     pub hca: Vec<String>,
     /// NCCL_SOCKET_IFNAME: the interface carrying the nodes' addresses (bootstrap traffic).
-    #[arg(long, default_value = "^lo,docker", value_name = "IFNAME")]
-    pub socket_ifname: String,
+    /// Default: the shape's published value, else `^lo,docker`.
+    #[arg(long, value_name = "IFNAME")]
+    pub socket_ifname: Option<String>,
     /// The training script (and nothing else; add its arguments in the output).
     #[arg(long, default_value = "train.py", value_name = "SCRIPT")]
     pub script: String,

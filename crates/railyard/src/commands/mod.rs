@@ -7,5 +7,6 @@ pub mod launch;
 pub mod lint;
 pub mod place;
 pub mod queues;
+pub mod schema;
 pub mod simulate;
 pub mod topo;

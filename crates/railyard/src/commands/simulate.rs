@@ -17,7 +17,7 @@ use crate::error::CliError;
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
 use formats::trace::{read_trace, TraceFormat};
-use report::fmt::{fmt_count, trim_float};
+use report::fmt::{fmt_count, sig3};
 use report::html::{render, ReportContext};
 
 /// Arguments of `simulate`.
@@ -68,6 +68,10 @@ pub struct SimulateArgs {
     /// Write an HTML report here.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// The command line as typed (set by `main`; empty when called as a library), recorded in
+    /// the JSON and the report so a result says how to reproduce it.
+    #[arg(skip)]
+    pub command_line: Vec<String>,
 }
 
 /// `--trace-format` values (`formats::trace::TraceFormat`).
@@ -159,11 +163,72 @@ struct JsonRun<'a> {
     #[serde(flatten)]
     summary: &'a Summary,
     skipped_rows: usize,
+    queues: Vec<sim::engine::QueueSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<&'a RunMeta>,
 }
 
 #[derive(Serialize)]
 struct JsonCompare<'a> {
+    run: &'a RunMeta,
     runs: Vec<JsonRun<'a>>,
+}
+
+/// How a result was made: enough to reproduce it.
+#[derive(Debug, Serialize)]
+struct RunMeta {
+    railyard_version: &'static str,
+    command: Vec<String>,
+    trace: String,
+    cluster: String,
+    routing: String,
+    qps: u32,
+    seed: u64,
+    cycle_s: f64,
+    horizon_s: Option<f64>,
+}
+
+impl RunMeta {
+    fn rows(&self) -> Vec<(String, String)> {
+        let mut out = vec![
+            ("railyard".to_owned(), self.railyard_version.to_owned()),
+            ("trace".to_owned(), self.trace.clone()),
+            ("cluster".to_owned(), self.cluster.clone()),
+            (
+                "routing".to_owned(),
+                format!(
+                    "{}, {} QP(s) per connection, seed {}",
+                    self.routing, self.qps, self.seed
+                ),
+            ),
+            ("cycle".to_owned(), format!("{} s", self.cycle_s)),
+        ];
+        if let Some(h) = self.horizon_s {
+            out.push(("horizon".to_owned(), format!("{h} s")));
+        }
+        if !self.command.is_empty() {
+            out.push(("command".to_owned(), shell_words(&self.command)));
+        }
+        out
+    }
+}
+
+/// A command line as one string a shell would split back into the same words.
+fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `simulate`.
@@ -203,7 +268,10 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             SimRouting::Ecmp => RoutingMode::Ecmp,
             SimRouting::Adaptive => RoutingMode::Adaptive,
         },
-        qps: args.qps,
+        nccl: fabric::NcclConfig {
+            qps_per_connection: args.qps,
+            ..fabric::NcclConfig::default()
+        },
         seed: args.seed,
         ..RoutingConfig::default()
     };
@@ -228,6 +296,20 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         bar.finish();
         results.push(result);
     }
+    let meta = RunMeta {
+        railyard_version: env!("CARGO_PKG_VERSION"),
+        command: args.command_line.clone(),
+        trace: trace_name.clone(),
+        cluster: args.cluster.cluster.clone(),
+        routing: match args.routing {
+            SimRouting::Ecmp => "ecmp".to_owned(),
+            SimRouting::Adaptive => "adaptive".to_owned(),
+        },
+        qps: args.qps,
+        seed: args.seed,
+        cycle_s: args.cycle_s,
+        horizon_s: args.horizon_s,
+    };
     if let Some(path) = &args.report {
         let ctx = ReportContext {
             cluster: &cluster.name,
@@ -245,6 +327,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                 })
                 .collect(),
             network: network_description(&routing),
+            meta: meta.rows(),
         };
         std::fs::write(path, render(&ctx, &results)).map_err(|source| CliError::Io {
             path: path.display().to_string(),
@@ -258,12 +341,14 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                 .map(|r| JsonRun {
                     summary: &r.summary,
                     skipped_rows: trace.skipped.len(),
+                    queues: r.per_queue(),
+                    run: args.compare.is_empty().then_some(&meta),
                 })
                 .collect();
             if args.compare.is_empty() {
                 to_json(&runs[0])
             } else {
-                to_json(&JsonCompare { runs })
+                to_json(&JsonCompare { run: &meta, runs })
             }
         }
         OutputFormat::Text => text(&cluster, &trace_name, trace.skipped.len(), &results),
@@ -291,13 +376,14 @@ fn text(cluster: &Cluster, trace: &str, skipped: usize, results: &[SimResult]) -
         "p50 JCT h",
         "p99 JCT h",
         "avg wait h",
-        "GPU util",
+        "util (arrivals)",
+        "util (makespan)",
         "makespan h",
         "net slowdown",
         "frag",
         "preempted",
     ]);
-    let h = |s: f64| trim_float(s / 3600.0);
+    let h = |s: f64| sig3(s / 3600.0);
     for r in results {
         let s = &r.summary;
         t.row(vec![
@@ -308,6 +394,7 @@ fn text(cluster: &Cluster, trace: &str, skipped: usize, results: &[SimResult]) -
             h(s.p50_jct_s),
             h(s.p99_jct_s),
             h(s.avg_wait_s),
+            format!("{:.1}%", s.gpu_utilization_arrivals * 100.0),
             format!("{:.1}%", s.gpu_utilization * 100.0),
             h(s.makespan_s),
             format!("{:.3}", s.avg_network_slowdown),
@@ -368,6 +455,6 @@ fn network_description(routing: &RoutingConfig) -> String {
             RoutingMode::Ecmp => "ECMP",
             RoutingMode::Adaptive => "adaptive",
         },
-        routing.qps
+        routing.qps()
     )
 }

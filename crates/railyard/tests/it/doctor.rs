@@ -2,7 +2,7 @@
 //! `make-fixtures.sh`): snapshots of the findings, exit codes, bad roots.
 
 use ops::doctor::{diagnose, Level};
-use railyard::commands::doctor::{render_json, render_text};
+use railyard::commands::doctor::{render_json, render_prometheus, render_text};
 
 use crate::{assert_one_line_error, fixture, railyard};
 
@@ -118,4 +118,50 @@ fn bad_root_is_a_one_line_error() {
 fn json_report_of_mtu_1500() {
     let findings = diagnose(&fixture("doctor/mtu-1500"), None).unwrap();
     insta::assert_snapshot!(render_json(&findings));
+}
+
+#[test]
+fn prometheus_output_has_one_series_per_finding_with_its_level() {
+    let findings = diagnose(&fixture("doctor/mtu-1500"), None).unwrap();
+    let text = render_prometheus(&findings);
+    let series: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("railyard_doctor_check{"))
+        .collect();
+    assert_eq!(series.len(), findings.len());
+    assert!(text.contains(
+        "railyard_doctor_check{check=\"roce.mtu\",subject=\"mlx5_1 port 1 (ens1f0np0)\",device=\"mlx5_1\",port=\"1\"} 1\n"
+    ), "{text}");
+    let warn = findings.iter().filter(|f| f.level == Level::Warn).count();
+    assert!(text.contains(&format!(
+        "railyard_doctor_findings{{level=\"warn\"}} {warn}\n"
+    )));
+    // Label sets are unique (Prometheus rejects duplicate series).
+    let mut labels: Vec<&str> = series
+        .iter()
+        .map(|l| l.rsplit_once(' ').unwrap().0)
+        .collect();
+    labels.sort_unstable();
+    let n = labels.len();
+    labels.dedup();
+    assert_eq!(labels.len(), n);
+}
+
+#[test]
+fn prometheus_label_values_are_escaped() {
+    let findings = vec![ops::doctor::Finding {
+        level: Level::Fail,
+        check: "hostname",
+        subject: "a \"b\" \\ c\nd".into(),
+        seen: String::new(),
+        why: String::new(),
+        action: String::new(),
+    }];
+    let text = render_prometheus(&findings);
+    assert!(
+        text.contains(
+            "railyard_doctor_check{check=\"hostname\",subject=\"a \\\"b\\\" \\\\ c\\nd\"} 2\n"
+        ),
+        "{text}"
+    );
 }

@@ -114,19 +114,26 @@ fn four_node_shell_parses_back() {
         assert_eq!(c.flags["--rdzv-endpoint"], "10.0.0.11:29500");
         assert_eq!(c.flags["--rdzv-id"], "llama-4n");
         assert_eq!(c.script, "train.py");
+        // BM.GPU.H100.8: OCI's published settings (oci-hpc nccl_run_allreduce_H100.sh): 16
+        // RDMA devices without the front-end NICs mlx5_2 and mlx5_11, GID index 3, TC 41.
         let hca = &c.env["NCCL_IB_HCA"];
-        assert!(hca.starts_with("=mlx5_0,mlx5_1,"), "{hca}");
         assert_eq!(
-            hca.split(',').count(),
-            16,
-            "BM.GPU.H100.8: 8 rails x 2 ports"
+            hca,
+            "=mlx5_0,mlx5_1,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8,mlx5_9,mlx5_10,mlx5_12,mlx5_13,mlx5_14,mlx5_15,mlx5_16,mlx5_17"
         );
-        assert_eq!(c.env["NCCL_IB_QPS_PER_CONNECTION"], "4");
-        assert!(c.env.contains_key("NCCL_SOCKET_IFNAME"));
+        assert_eq!(c.env["NCCL_IB_QPS_PER_CONNECTION"], "16");
+        assert_eq!(c.env["NCCL_IB_GID_INDEX"], "3");
+        assert_eq!(c.env["NCCL_IB_TC"], "41");
+        assert_eq!(c.env["NCCL_IB_TIMEOUT"], "22");
+        assert_eq!(c.env["NCCL_SOCKET_IFNAME"], "eth0");
         assert!(!c.env.contains_key("CUDA_VISIBLE_DEVICES"));
         assert!(text.contains(&format!("# rank {i}: run on {}", expected_nodes[i])));
     }
     assert!(text.contains("127.0.1.1"), "the header says why an IP");
+    assert!(
+        text.contains("# NCCL settings: BM.GPU.H100.8: published settings, oracle-quickstart/oci-hpc samples/gpu/nccl_run_allreduce_H100.sh"),
+        "the header says which row it used"
+    );
     insta::assert_snapshot!(text);
 }
 
@@ -471,4 +478,53 @@ fn place_output_launches_on_the_same_node_list() {
     );
     assert_ne!(busy.pods, p.pods);
     check_launch_matches_placement(&busy, &text);
+}
+
+#[test]
+fn flags_override_the_published_row_and_unknown_shapes_say_they_are_generic() {
+    // Explicit flags win over the shape's row.
+    let text = launch(&[
+        "--placement",
+        PLACEMENT_4,
+        "--hca-prefix",
+        "mlx5_",
+        "--qps",
+        "2",
+        "--socket-ifname",
+        "ens3",
+    ]);
+    let c = &parse_shell(&text)[0];
+    assert!(c.env["NCCL_IB_HCA"].starts_with("=mlx5_0,mlx5_1,mlx5_2,"));
+    assert_eq!(c.env["NCCL_IB_QPS_PER_CONNECTION"], "2");
+    assert_eq!(c.env["NCCL_SOCKET_IFNAME"], "ens3");
+    assert_eq!(
+        c.env["NCCL_IB_GID_INDEX"], "3",
+        "the rest of the row still applies"
+    );
+    // A preset without instance types: generic settings, and the header says so.
+    let dir = crate::temp_dir("launch-generic");
+    let placement = dir.join("p.json");
+    std::fs::write(
+        &placement,
+        r#"{"job":"j","placed":true,"pods":[{"rank":0,"node":"host-000","gpus":8,"gpu_ids":[0,1,2,3,4,5,6,7]}]}"#,
+    )
+    .unwrap();
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, "10.1.0.1 host-000\n").unwrap();
+    let text = crate::ok(&[
+        "launch",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--placement",
+        placement.to_str().unwrap(),
+        "--addresses",
+        hosts.to_str().unwrap(),
+    ]);
+    assert!(
+        text.contains(
+            "# NCCL settings: node \"host-000\" has no node.kubernetes.io/instance-type; generic"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("NCCL_IB_QPS_PER_CONNECTION=4"), "{text}");
 }

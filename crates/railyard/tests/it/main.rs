@@ -1,6 +1,7 @@
 //! Integration tests of the `railyard` CLI: one test binary, one module per command family.
 
 mod cables;
+mod cli;
 mod corpus;
 mod crds;
 mod doctor;

@@ -9,8 +9,9 @@ const SMALL: &str = "tests/fixtures/traces/small.csv";
 #[test]
 fn same_inputs_give_byte_identical_json_and_html() {
     let dir = temp_dir("sim-determinism");
-    let run = |tag: &str| {
-        let report = dir.join(format!("{tag}.html"));
+    // The same command twice (the report path is part of the recorded command line).
+    let run = |_tag: &str| {
+        let report = dir.join("report.html");
         let json = ok(&[
             "simulate",
             "--cluster",
@@ -35,8 +36,25 @@ fn same_inputs_give_byte_identical_json_and_html() {
         html.starts_with("<!DOCTYPE html>") && html.contains("<svg") && !html.contains("<script")
     );
     let v: Value = serde_json::from_str(&j1).unwrap();
+    // How to reproduce it: the version and the command line, in the JSON and the page.
+    assert_eq!(v["run"]["railyard_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(v["run"]["command"][0], "railyard");
+    assert_eq!(v["run"]["command"][1], "simulate");
+    assert!(html.contains("<dt>command</dt><dd>railyard simulate --cluster preset:philly-512"));
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4);
+    // Per-queue figures add up to the run's jobs.
+    for r in runs {
+        let queued: u64 = r["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["jobs"].as_u64().unwrap())
+            .sum();
+        assert_eq!(queued, r["jobs"].as_u64().unwrap());
+        let u = r["gpu_utilization_arrivals"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&u), "{u}");
+    }
     for r in runs {
         for f in [
             "jobs",

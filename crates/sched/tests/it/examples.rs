@@ -300,12 +300,24 @@ fn job_check_rejects_bad_requests() {
 }
 
 #[test]
-fn among_equally_tight_domains_the_one_crossing_fewer_tiers_wins() {
+fn equally_tight_domains_are_taken_in_label_order() {
     // Two racks with room for 4 one-GPU pods each: r0 as 2 + 2 on two nodes, r1 as 4 on one.
+    // Kueue breaks the tie by label values (r0 before r1), not by how the pods would spread.
     let c = cluster(&[&[2, 2]], 4);
     let mut occ = Occupancy::new(&c);
     occupy(&c, &mut occ, "busy", &[(0, 2), (1, 2), (3, 4)]);
     let p = place(&c, &occ, &job("j", 4, 1, required(&c, RACK))).expect("fits");
-    assert!(p.pods.iter().all(|q| q.node.index() == 2), "{p:?}");
-    assert_eq!(p.highest_tier, None);
+    let nodes: Vec<usize> = p.pods.iter().map(|q| q.node.index()).collect();
+    assert_eq!(nodes, [0, 0, 1, 1], "{p:?}");
+}
+
+#[test]
+fn unconstrained_takes_the_least_free_host_of_all() {
+    // Issue 11's example: free 1 and 9 GPUs in b0, 2 and 2 in b1. Kueue ranks all hosts together
+    // (least free first) and takes the 1-GPU host, not a host of the least free block.
+    let c = cluster(&[&[2], &[2]], 10);
+    let mut occ = Occupancy::new(&c);
+    occupy(&c, &mut occ, "busy", &[(0, 9), (1, 1), (2, 8), (3, 8)]);
+    let p = place(&c, &occ, &job("j", 1, 1, TopologyRequest::default())).expect("fits");
+    assert_eq!(p.pods[0].node.index(), 0, "{p:?}");
 }

@@ -2,6 +2,7 @@
 
 mod examples;
 mod kai;
+mod kueue_cases;
 mod preempt;
 mod props;
 mod queues;
