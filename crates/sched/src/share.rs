@@ -318,12 +318,32 @@ fn kai_rounds(
     let mut fraction: Vec<Option<f64>> = vec![None; members.len()];
     // Every round that asks for another satisfies a queue; the bound only guards against
     // floating-point slack keeping a queue a hair short of its request.
+    // Only proportions of weights matter: when their sum would overflow they are scaled by the
+    // largest (otherwise used as given, so KAI's exact fractions stay exact).
+    let sum: f64 = members.iter().map(|&i| siblings[i].over_quota_weight).sum();
+    let scale = if sum.is_finite() {
+        1.0
+    } else {
+        members
+            .iter()
+            .map(|&i| siblings[i].over_quota_weight)
+            .filter(|w| w.is_finite())
+            .fold(0.0, f64::max)
+    };
+    let weight = |i: usize| {
+        let w = siblings[i].over_quota_weight;
+        if scale > 0.0 && w.is_finite() && w > 0.0 {
+            w / scale
+        } else {
+            0.0
+        }
+    };
     for _ in 0..(4 * members.len() + 8) {
         let round_amount = *left;
         let total_weight: f64 = members
             .iter()
             .filter(|&&i| kai_still_requested(&siblings[i], shares[i]) > 0.0)
-            .map(|&i| siblings[i].over_quota_weight)
+            .map(|&i| weight(i))
             .sum();
         if total_weight <= 0.0 || !total_weight.is_finite() {
             break;
@@ -332,7 +352,7 @@ fn kai_rounds(
             .iter()
             .enumerate()
             .filter(|&(_, &i)| !kai_satisfied(&siblings[i], shares[i]))
-            .map(|(k, &i)| (k, (siblings[i].over_quota_weight / total_weight).max(0.0)))
+            .map(|(k, &i)| (k, weight(i) / total_weight))
             .collect();
         let weight_sum: f64 = weights.iter().map(|w| w.1).sum();
         if weight_sum <= 0.0 {
@@ -344,7 +364,7 @@ fn kai_rounds(
             if *left == 0.0 {
                 break;
             }
-            if siblings[i].over_quota_weight == 0.0 || w == 0.0 {
+            if w == 0.0 {
                 continue;
             }
             let requested = kai_still_requested(&siblings[i], shares[i]);

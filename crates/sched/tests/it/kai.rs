@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use sched::{
     admit_in, divide, divide_over_quota, Dialect, QueueSpec, QueueTree, QuotaRequest, Resource,
-    ResourceQuota, Resources, ShareInput,
+    ResourceQuota, Resources, ShareInput, UNLIMITED,
 };
 use serde::Deserialize;
 
@@ -438,4 +438,25 @@ mod props {
             prop_assert!(given <= deserved.max(f64::from(amount)) + 1e-9, "given {given}, deserved {deserved}, amount {amount}");
         }
     }
+}
+
+/// Weights whose sum overflows still divide in proportion (only their ratios matter).
+#[test]
+fn kai_division_with_enormous_weights_stays_finite() {
+    let q = |uid: &str, weight: f64| ShareInput {
+        quota: 0.0,
+        limit: UNLIMITED,
+        over_quota_weight: weight,
+        request: 100.0,
+        priority: 0,
+        creation_time: None,
+        uid: uid.to_owned(),
+    };
+    let d = divide(
+        Dialect::Kai,
+        8.0,
+        &[q("a", f64::MAX), q("b", f64::MAX / 3.0)],
+    );
+    assert!(d.shares.iter().all(|s| s.is_finite()), "{d:?}");
+    assert_eq!(d.shares, vec![6.0, 2.0]);
 }
