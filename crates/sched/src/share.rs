@@ -465,7 +465,11 @@ pub enum AdmissionError {
     #[error("queue `{0}` has child queues; jobs go to leaf queues")]
     NotLeaf(String),
     /// The job would take a queue (or an ancestor) above its limit.
-    #[error("queue `{queue}`: {resource} use {would_use} would exceed its limit {limit}")]
+    #[error(
+        "queue `{queue}`: {resource} use {} would exceed its limit {}",
+        amount(resource, *would_use),
+        amount(resource, *limit)
+    )]
     OverLimit {
         /// The queue whose limit would break.
         queue: String,
@@ -479,7 +483,9 @@ pub enum AdmissionError {
     /// A non-preemptible job would take a queue's (or an ancestor's) non-preemptible use above
     /// its quota (KAI: non-preemptible jobs stay within quota).
     #[error(
-        "queue `{queue}`: non-preemptible {resource} use {would_use} would exceed its quota {quota}; non-preemptible jobs stay within quota"
+        "queue `{queue}`: non-preemptible {resource} use {} would exceed its quota {}; non-preemptible jobs stay within quota",
+        amount(resource, *would_use),
+        amount(resource, *quota)
     )]
     NonPreemptibleOverQuota {
         /// The queue whose quota would break.
@@ -491,6 +497,24 @@ pub enum AdmissionError {
         /// The quota.
         quota: f64,
     },
+}
+
+/// An amount of a resource for a message: GPUs bare, CPU in millicores, memory in MiB; at most
+/// three decimals.
+fn amount(resource: &str, v: f64) -> String {
+    let number = if v.is_infinite() {
+        "unlimited".to_owned()
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    };
+    match resource {
+        "cpu" if v.is_finite() => format!("{number} millicores"),
+        "memory" if v.is_finite() => format!("{number} MiB"),
+        _ => number,
+    }
 }
 
 /// What a job asks of its queue, for [`admit_in`].

@@ -357,7 +357,7 @@ fn queue_limits_hold_for_cpu_and_memory_not_only_gpus() {
     assert!(!p.placed);
     let reason = p.reason.expect("a reason");
     assert!(
-        reason.starts_with("queue `team-a`: memory use 1048576 would exceed its limit 953.6"),
+        reason == "queue `team-a`: memory use 1048576 MiB would exceed its limit 953.674 MiB",
         "{reason}"
     );
 }
