@@ -1452,6 +1452,84 @@ pub fn kueue_topology(
 
 // ---- KAI ----
 
+/// KAI's predefined PriorityClasses and their values (KAI docs/priority/README.md, "Priority
+/// Classes", and deployments/kai-scheduler/templates/priorityclasses/*.yaml at commit d5bc503a).
+pub const KAI_PRIORITY_CLASSES: [(&str, i32); 4] = [
+    ("train", 50),
+    ("build-preemptible", 75),
+    ("build", 100),
+    ("inference", 125),
+];
+
+/// The class KAI gives a Pod or PodGroup without one ("Train as the general default").
+pub const KAI_DEFAULT_PRIORITY_CLASS: &str = "train";
+
+/// From this priority on, a KAI job without an explicit preemptibility is non-preemptible
+/// (KAI's pkg/common/podgroup/preemptible.go).
+pub const KAI_NON_PREEMPTIBLE_PRIORITY: i32 = 100;
+
+/// A KAI job's priority and preemptibility, as KAI derives them: the priority class named by the
+/// PodGroup's `spec.priorityClassName`, else a `priorityClassName` label on the PodGroup or the
+/// pod, else the pod's `spec.priorityClassName` — one of KAI's predefined classes — else the pod's
+/// numeric `spec.priority`, else `train`; preemptible from the `kai.scheduler/preemptibility`
+/// label (`preemptible` / `non-preemptible`), else below priority 100. An unknown class or
+/// preemptibility is an error naming the field.
+fn kai_priority(owner: &Value, pod: &Value) -> Result<(i32, bool), String> {
+    let labels = ["metadata", "labels"];
+    let class = str_at(owner, &["spec", "priorityClassName"])
+        .map(|c| (c.to_owned(), "spec.priorityClassName"))
+        .or_else(|| {
+            map_str(owner, &labels, "priorityClassName")
+                .map(|c| (c, "metadata.labels[priorityClassName]"))
+        })
+        .or_else(|| {
+            map_str(pod, &labels, "priorityClassName")
+                .map(|c| (c, "metadata.labels[priorityClassName]"))
+        })
+        .or_else(|| {
+            str_at(pod, &["spec", "priorityClassName"])
+                .map(|c| (c.to_owned(), "spec.priorityClassName"))
+        });
+    let numeric = pod
+        .pointer("/spec/priority")
+        .and_then(Value::as_i64)
+        .and_then(|p| i32::try_from(p).ok());
+    let priority = match (class, numeric) {
+        (Some((c, field)), _) => KAI_PRIORITY_CLASSES
+            .iter()
+            .find(|(name, _)| *name == c)
+            .map(|&(_, v)| v)
+            .ok_or_else(|| {
+                let known: Vec<String> = KAI_PRIORITY_CLASSES
+                    .iter()
+                    .map(|(n, v)| format!("{n} ({v})"))
+                    .collect();
+                format!(
+                    "{field}: unknown priority class `{c}`; KAI's predefined classes are {}",
+                    known.join(", ")
+                )
+            })?,
+        (None, Some(p)) => p,
+        (None, None) => KAI_PRIORITY_CLASSES
+            .iter()
+            .find(|(name, _)| *name == KAI_DEFAULT_PRIORITY_CLASS)
+            .map_or(0, |&(_, v)| v),
+    };
+    let label = "kai.scheduler/preemptibility";
+    let preemptible = match map_str(owner, &labels, label).or_else(|| map_str(pod, &labels, label))
+    {
+        None => priority < KAI_NON_PREEMPTIBLE_PRIORITY,
+        Some(v) if v == "preemptible" => true,
+        Some(v) if v == "non-preemptible" => false,
+        Some(v) => {
+            return Err(format!(
+                "metadata.labels[{label}]: expected preemptible or non-preemptible, got \"{v}\""
+            ))
+        }
+    };
+    Ok((priority, preemptible))
+}
+
 fn kai_job(
     file: &str,
     document: usize,
@@ -1546,16 +1624,7 @@ fn kai_job(
     };
     let cpu_millis = pod_requests(file, &at, &pod_spec, "spec", "cpu", parse_cpu_millis)?;
     let memory_mib = pod_requests(file, &at, &pod_spec, "spec", "memory", parse_memory_mib)?;
-    let priority = pod_spec
-        .get("priority")
-        .and_then(Value::as_i64)
-        .unwrap_or(0) as i32;
-    let preemptible = map_str(
-        owner,
-        &["metadata", "labels"],
-        "kai.scheduler/preemptibility",
-    )
-    .is_none_or(|v| v != "non-preemptible");
+    let (priority, preemptible) = kai_priority(owner, pod).map_err(err)?;
     let tolerations = k8s_tolerations(file, &at, &pod_spec, "spec")?;
     Ok(JobDoc {
         format: JobFormat::Kai,

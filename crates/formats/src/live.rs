@@ -270,6 +270,25 @@ fn queue_of(v: &Value) -> String {
         .to_owned()
 }
 
+/// Whether a running pod's job may be preempted: KAI's `kai.scheduler/preemptibility` label
+/// when given; else, for a pod of a KAI queue, KAI's rule (priority below 100, the priority
+/// admission filled in from its class); else yes.
+fn live_preemptible(pod: &Value, spec: &Value) -> bool {
+    match label(pod, "kai.scheduler/preemptibility") {
+        Some("non-preemptible") => false,
+        Some(_) => true,
+        None if label(pod, KAI_QUEUE_LABEL)
+            .or_else(|| label(pod, KAI_LEGACY_QUEUE_LABEL))
+            .is_some() =>
+        {
+            spec.get("priority")
+                .and_then(Value::as_i64)
+                .is_none_or(|p| p < i64::from(crate::jobs::KAI_NON_PREEMPTIBLE_PRIORITY))
+        }
+        None => true,
+    }
+}
+
 /// The running jobs of a PodList (see the module doc). Pods bound to nodes the cluster does
 /// not have, and a pod listed twice, are errors naming the pod.
 pub fn read_pods(file: &str, doc: &Value, cluster: &Cluster) -> Result<Vec<LiveJob>, FormatError> {
@@ -320,7 +339,7 @@ pub fn read_pods(file: &str, doc: &Value, cluster: &Cluster) -> Result<Vec<LiveJ
                 name: format!("{ns}/{key}"),
                 queue: queue_of(pod),
                 priority: spec.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32,
-                preemptible: label(pod, "kai.scheduler/preemptibility") != Some("non-preemptible"),
+                preemptible: live_preemptible(pod, &spec),
                 pods: Vec::new(),
                 owner: format!("{ns}/{owner}"),
             });

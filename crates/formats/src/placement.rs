@@ -47,6 +47,10 @@ pub struct PlacementFile {
     /// Jobs preempted to make room.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preempted: Vec<String>,
+    /// Problems of the queue files the scheduler they are written for accepts (KAI: child
+    /// quotas above the parent's), one line each naming file and queue.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// A placement whose pods have been checked against a cluster.

@@ -3,7 +3,13 @@
 //! `queues validate` can check which queue each targets.
 //!
 //! Units: GPUs; CPU in millicores; memory in MiB. KAI queues give CPU in millicores and memory
-//! in MiB already; Kueue quantities (`"100"`, `"500m"`, `"100Gi"`) are converted.
+//! in megabytes (10^6 bytes), converted to MiB; Kueue quantities (`"100"`, `"500m"`,
+//! `"100Gi"`) are converted.
+//!
+//! KAI defaults, as KAI's scheduler reads a Queue: `spec.priority` 100; an omitted resource or
+//! field 0 (quota 0, limit 0 = nothing may be used, over-quota weight 0 = nothing over quota);
+//! `-1` = unlimited. A Queue without `spec.resources` is an error (KAI's webhook rejects it).
+//! `metadata.creationTimestamp` is kept: KAI's tie-break when leftover units are handed out.
 //!
 //! Kueue mapping: `quota` = the sum of `nominalQuota` over the flavors; `limit` = quota + the sum
 //! of `borrowingLimit` (no `borrowingLimit` on some flavor = unlimited); `over_quota_weight` =
@@ -275,12 +281,17 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
             };
             match (api.split('/').next().unwrap_or(""), kind) {
                 ("scheduling.run.ai", "Queue") => match kai_queue(d) {
-                    Ok(spec) => out.queues.push(QueueEntry {
-                        spec,
-                        file: file.to_owned(),
-                        document,
-                        flavor: QueueFlavor::Kai,
-                    }),
+                    Ok((spec, refused)) => {
+                        if let Some(p) = refused {
+                            problem(&p.field, p.to_string());
+                        }
+                        out.queues.push(QueueEntry {
+                            spec,
+                            file: file.to_owned(),
+                            document,
+                            flavor: QueueFlavor::Kai,
+                        })
+                    }
                     Err(p) => problem(&p.field, p.to_string()),
                 },
                 ("kueue.x-k8s.io", "ClusterQueue" | "Cohort") => {
@@ -415,6 +426,8 @@ fn pass_through(name: &str) -> QueueSpec {
         parent: None,
         priority: 0,
         resources: [Some(open), Some(open), Some(open)],
+        creation_time: None,
+        uid: None,
     }
 }
 
@@ -444,7 +457,30 @@ fn problem(field: &str, message: String) -> FieldProblem {
     }
 }
 
-fn kai_queue(d: &Value) -> Result<QueueSpec, FieldProblem> {
+/// KAI's priority for a Queue without `spec.priority` (`DefaultQueuePriority` in KAI's
+/// `pkg/common/constants/constants.go`; the CRD: "When not set, default is 100").
+pub const KAI_DEFAULT_QUEUE_PRIORITY: i32 = 100;
+
+/// What KAI reads for an omitted resource or field of a Queue: Go's zero values (the CRD sets
+/// no defaults). KAI's docs/queues/README.md: quota "0 or unset: no guaranteed resources",
+/// limit "0 or unset: no additional resources allowed"; an over-quota weight of 0 gets nothing
+/// over quota.
+pub const KAI_OMITTED: ResourceQuota = ResourceQuota {
+    quota: 0.0,
+    limit: 0.0,
+    over_quota_weight: 0.0,
+};
+
+/// KAI Queue memory is in megabytes (10^6 bytes; the CRD: "1 = 10^6 (1000*1000) bytes");
+/// railyard's queues count MiB.
+pub fn kai_megabytes_to_mib(mb: f64) -> f64 {
+    mb * 1e6 / 1_048_576.0
+}
+
+/// A KAI Queue as KAI's scheduler reads it, and the webhook's refusal when it has no
+/// `spec.resources` (the queue is still returned, with KAI's zeros, so its children are not
+/// reported as orphans too).
+fn kai_queue(d: &Value) -> Result<(QueueSpec, Option<FieldProblem>), FieldProblem> {
     let name = d
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -483,14 +519,23 @@ fn kai_queue(d: &Value) -> Result<QueueSpec, FieldProblem> {
         }
     };
     let priority = match d.pointer("/spec/priority") {
-        None | Some(Value::Null) => 0,
+        None | Some(Value::Null) => KAI_DEFAULT_QUEUE_PRIORITY,
         Some(v) => v
             .as_i64()
             .and_then(|p| i32::try_from(p).ok())
             .ok_or_else(|| problem("spec.priority", format!("expected an integer, got {v}")))?,
     };
-    let mut resources = [None; 3];
-    if let Some(res) = d.pointer("/spec/resources") {
+    // KAI's admission webhook refuses a Queue without resources ("resources must be
+    // specified"); its scheduler reads every omitted resource and field as 0.
+    let res = d.pointer("/spec/resources").filter(|r| !r.is_null());
+    let refused = res.is_none().then(|| {
+        problem(
+            "spec.resources",
+            "missing; KAI's admission webhook rejects a Queue without resources (\"resources must be specified\")".to_owned(),
+        )
+    });
+    let mut resources = [Some(KAI_OMITTED); 3];
+    if let Some(res) = res {
         let Some(map) = res.as_object() else {
             return Err(problem(
                 "spec.resources",
@@ -536,19 +581,43 @@ fn kai_queue(d: &Value) -> Result<QueueSpec, FieldProblem> {
                     "expected a map".to_owned(),
                 ));
             }
+            let unit = |v: f64| {
+                if r == Resource::Memory && v != UNLIMITED {
+                    kai_megabytes_to_mib(v)
+                } else {
+                    v
+                }
+            };
             resources[r as usize] = Some(ResourceQuota {
-                quota: field("quota", 0.0)?,
-                limit: field("limit", UNLIMITED)?,
-                over_quota_weight: field("overQuotaWeight", 1.0)?,
+                quota: unit(field("quota", KAI_OMITTED.quota)?),
+                limit: unit(field("limit", KAI_OMITTED.limit)?),
+                over_quota_weight: field("overQuotaWeight", KAI_OMITTED.over_quota_weight)?,
             });
         }
     }
-    Ok(QueueSpec {
+    let creation_time = match d.pointer("/metadata/creationTimestamp") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => Some(
+            crate::trace::parse_datetime(t)
+                .map(|s| s.floor() as i64)
+                .map_err(|e| problem("metadata.creationTimestamp", e))?,
+        ),
+        Some(v) => {
+            return Err(problem(
+                "metadata.creationTimestamp",
+                format!("expected a time such as 2025-01-31T12:00:00Z, got {v}"),
+            ))
+        }
+    };
+    let spec = QueueSpec {
         name,
         parent,
         priority,
         resources,
-    })
+        creation_time,
+        uid: None,
+    };
+    Ok((spec, refused))
 }
 
 fn kueue_resource(name: &str) -> Option<Resource> {
@@ -699,5 +768,7 @@ fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> Queue
         parent,
         priority: 0,
         resources,
+        creation_time: None,
+        uid: None,
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use formats::input::read_text;
 use formats::placement::{PlacedPod, PlacementFile};
 use formats::{jobs, queues, state, FormatError};
-use sched::{fair_share, PreemptionPolicy, Resources};
+use sched::{fair_share_in, PreemptionPolicy, Resources};
 use topology::Cluster;
 
 /// What a placement is decided from, besides the cluster: the files `place` takes.
@@ -94,30 +94,35 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     }
     let mut policy = PreemptionPolicy::default();
     let mut refused: Option<String> = None;
+    let mut warnings: Vec<String> = Vec::new();
     if !inputs.queues.is_empty() {
         let mut files = Vec::new();
         for p in inputs.queues {
             files.push((p.display().to_string(), read_text(p)?));
         }
-        let tree = crate::queues::tree(&queues::read(&files))?;
-        let usage_by_queue = occupancy.usage_milli_by_queue();
+        let read = queues::read(&files);
+        let dialect = crate::queues::dialect(&read);
+        let (tree, problems) = crate::queues::tree_in(&read, dialect)?;
+        warnings.extend(problems.iter().map(ToString::to_string));
+        // Running jobs hold GPUs in the state; their CPU and memory are not known, so only the
+        // job's own CPU and memory count against those limits.
         let mut usage = vec![Resources::default(); tree.queues.len()];
-        let mut demand = vec![Resources::default(); tree.queues.len()];
-        for (name, milli) in &usage_by_queue {
-            if let Some(q) = tree.find(name) {
-                usage[q.index()].gpu = *milli as f64 / 1000.0;
-                demand[q.index()].gpu = *milli as f64 / 1000.0;
+        let mut non_preemptible = vec![Resources::default(); tree.queues.len()];
+        for a in occupancy.jobs().values() {
+            if let Some(q) = tree.find(&a.job.queue) {
+                let gpus = a.milli_gpus() as f64 / 1000.0;
+                usage[q.index()].gpu += gpus;
+                if !a.job.preemptible {
+                    non_preemptible[q.index()].gpu += gpus;
+                }
             }
         }
+        let mut demand = usage.clone();
         let gpu_mem = cluster
             .nodes
             .first()
             .map_or(80 * 1024, |n| n.gpu_memory_gib * 1024);
         let request = job.request(gpu_mem);
-        let request_gpu = Resources {
-            gpu: request.gpu,
-            ..Resources::default()
-        };
         match tree.find(&job.queue) {
             Some(q) => demand[q.index()].gpu += request.gpu,
             None => {
@@ -127,7 +132,12 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
                 ))
             }
         }
-        if let Err(e) = sched::admit(&tree, &usage, &job.queue, &request_gpu) {
+        let ask = sched::QuotaRequest {
+            queue: &job.queue,
+            request,
+            preemptible: job.preemptible,
+        };
+        if let Err(e) = sched::admit_in(&tree, &usage, &non_preemptible, &ask, dialect) {
             refused = Some(e.to_string());
         }
         let capacity = Resources {
@@ -135,7 +145,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             cpu: f64::INFINITY,
             memory: f64::INFINITY,
         };
-        let shares = fair_share(&tree, &demand, &capacity);
+        let shares = fair_share_in(&tree, &demand, &capacity, dialect);
         policy.fair_share_gpus = tree
             .queues
             .iter()
@@ -172,7 +182,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             break;
         }
     }
-    Ok(match result {
+    let mut file = match result {
         Ok(d) => placement_file(cluster, &job.name, &d),
         Err(reason) => PlacementFile {
             job: Some(job.name.clone()),
@@ -182,8 +192,11 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             highest_tier: None,
             worst_latency_us: None,
             preempted: Vec::new(),
+            warnings: Vec::new(),
         },
-    })
+    };
+    file.warnings = warnings;
+    Ok(file)
 }
 
 /// A Kueue ResourceFlavor: what it adds to a pod set's node constraints.
@@ -321,5 +334,6 @@ pub fn placement_file(cluster: &Cluster, job: &str, d: &sched::Decision) -> Plac
         highest_tier: d.placement.highest_tier,
         worst_latency_us: Some(d.placement.worst_latency_ns as f64 / 1000.0),
         preempted: d.victims.clone(),
+        warnings: Vec::new(),
     }
 }

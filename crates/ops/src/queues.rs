@@ -1,14 +1,16 @@
 //! Queue files checked as a whole: every problem of the files and of the tree they make, each
 //! with its file, document and field (`queues validate`, `queues share`, `place --queues`,
-//! `lint`), and the tree itself.
+//! `lint`), and the tree itself — strictly ([`tree`], `queues validate`) or as the scheduler the
+//! files are written for would compute it ([`tree_in`]: under KAI, child quotas above the
+//! parent's and limits below quotas are warnings, not refusals).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use formats::input::read_text;
-use formats::queues::{self, JobEntry, QueueEntry, QueueFiles, QueueFinding};
+use formats::queues::{self, JobEntry, QueueEntry, QueueFiles, QueueFinding, QueueFlavor};
 use formats::FormatError;
-use sched::{QueueProblemKind, QueueTree};
+use sched::{Dialect, QueueProblemKind, QueueTree};
 
 /// Read queue files (KAI Queues, Kueue ClusterQueues, Cohorts and LocalQueues) in order.
 pub fn read_files(paths: &[PathBuf]) -> Result<QueueFiles, FormatError> {
@@ -29,6 +31,14 @@ pub fn problems(read: &QueueFiles) -> Vec<String> {
 /// --queues` and `lint`. Tree problems ([`sched::validate`]) point at the queue's definition
 /// (a duplicate at its second definition) or at the job that names the queue.
 pub fn findings(read: &QueueFiles) -> Vec<QueueFinding> {
+    classified_findings(read)
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect()
+}
+
+/// [`findings`], each with the tree problem it reports (`None` for a problem of the files).
+fn classified_findings(read: &QueueFiles) -> Vec<(QueueFinding, Option<QueueProblemKind>)> {
     let specs: Vec<sched::QueueSpec> = read.queues.iter().map(|q| q.spec.clone()).collect();
     let targets: Vec<sched::JobTarget> = read
         .jobs
@@ -38,7 +48,8 @@ pub fn findings(read: &QueueFiles) -> Vec<QueueFinding> {
             queue: j.queue.clone(),
         })
         .collect();
-    let mut out = read.problems.clone();
+    let mut out: Vec<(QueueFinding, Option<QueueProblemKind>)> =
+        read.problems.iter().map(|p| (p.clone(), None)).collect();
     // Each queue's definitions in input order (the first is the one the tree keeps).
     let mut definitions: BTreeMap<&str, Vec<&QueueEntry>> = BTreeMap::new();
     for q in &read.queues {
@@ -82,7 +93,8 @@ pub fn findings(read: &QueueFiles) -> Vec<QueueFinding> {
                 })
             }
         };
-        out.push(finding.unwrap_or_else(|| QueueFinding::new("-", None, None, p.to_string())));
+        let finding = finding.unwrap_or_else(|| QueueFinding::new("-", None, None, p.to_string()));
+        out.push((finding, Some(p.kind)));
     }
     out
 }
@@ -99,4 +111,40 @@ pub fn tree(read: &QueueFiles) -> Result<QueueTree, FormatError> {
     }
     QueueTree::new(read.queues.iter().map(|q| q.spec.clone()).collect())
         .map_err(|ps| FormatError::Problems(ps.iter().map(ToString::to_string).collect()))
+}
+
+/// Whose rules the queue files are written for: KAI's when every queue is a KAI Queue, else
+/// railyard's own (Kueue ClusterQueues and Cohorts, or a mix).
+pub fn dialect(read: &QueueFiles) -> Dialect {
+    if !read.queues.is_empty() && read.queues.iter().all(|q| q.flavor == QueueFlavor::Kai) {
+        Dialect::Kai
+    } else {
+        Dialect::Kueue
+    }
+}
+
+/// The queue tree as `dialect`'s scheduler would compute with it, and the problems that are
+/// only warnings there (each naming file and queue); every problem when one refuses the tree
+/// (jobs in the files are not checked).
+pub fn tree_in(
+    read: &QueueFiles,
+    dialect: Dialect,
+) -> Result<(QueueTree, Vec<QueueFinding>), FormatError> {
+    let all = classified_findings(&QueueFiles {
+        jobs: Vec::new(),
+        ..read.clone()
+    });
+    let refuses =
+        |k: &Option<QueueProblemKind>| k.as_ref().is_none_or(|k| !k.is_warning_in(dialect));
+    if all.iter().any(|(_, k)| refuses(k)) {
+        return Err(FormatError::Problems(
+            all.iter().map(|(f, _)| f.to_string()).collect(),
+        ));
+    }
+    let (tree, _) = QueueTree::new_in(
+        read.queues.iter().map(|q| q.spec.clone()).collect(),
+        dialect,
+    )
+    .map_err(|ps| FormatError::Problems(ps.iter().map(ToString::to_string).collect()))?;
+    Ok((tree, all.into_iter().map(|(f, _)| f).collect()))
 }

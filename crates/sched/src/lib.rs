@@ -8,6 +8,7 @@
 //! in a loop: placement costs O(nodes + domains) per pod set, state updates O(pods).
 
 mod constraints;
+mod dialect;
 mod error;
 mod invariants;
 mod job;
@@ -22,6 +23,7 @@ pub use constraints::{
     NodeFree, PlaceInput, PlaceOptions, PodSetExtras, PreferredTerm, ResourceList, SelectorOp,
     SelectorRequirement, UnconstrainedMode, PODS,
 };
+pub use dialect::Dialect;
 pub use error::{JobError, StateError};
 pub use invariants::{check_gang, check_invariants, check_occupancy, Violation};
 pub use job::{
@@ -40,4 +42,7 @@ pub use queue::{
     validate, JobTarget, QueueId, QueueProblem, QueueProblemKind, QueueSpec, QueueTree,
     ResourceQuota, MAX_AMOUNT, UNLIMITED,
 };
-pub use share::{admit, fair_share, subtree_usage, subtree_usages, AdmissionError};
+pub use share::{
+    admit, admit_in, divide, divide_over_quota, fair_share, fair_share_in, subtree_usage,
+    subtree_usages, AdmissionError, Division, QuotaRequest, ShareInput,
+};

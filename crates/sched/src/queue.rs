@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::dialect::Dialect;
 use crate::job::Resource;
 
 /// `-1`: no bound.
@@ -50,6 +51,12 @@ pub struct QueueSpec {
     /// Per resource (gpu, cpu, memory); `None` for a resource the queue does not mention.
     /// All `None`: the queue declares no resources.
     pub resources: [Option<ResourceQuota>; 3],
+    /// Creation time (seconds since the Unix epoch), when known: KAI's first tie-break when
+    /// whole units left over are handed out (earlier first; unknown before any known time).
+    pub creation_time: Option<i64>,
+    /// KAI's second tie-break (smaller first); the name when `None`, as KAI's scheduler uses
+    /// the Queue's name as its ID.
+    pub uid: Option<String>,
 }
 
 impl QueueSpec {
@@ -430,6 +437,11 @@ impl QueueTree {
         if !problems.is_empty() {
             return Err(problems);
         }
+        Ok(QueueTree::assemble(specs))
+    }
+
+    /// Index a tree whose structure [`validate`] accepted (no duplicates, parents, cycles).
+    fn assemble(specs: Vec<QueueSpec>) -> QueueTree {
         let index: BTreeMap<&str, u32> = specs
             .iter()
             .enumerate()
@@ -452,13 +464,13 @@ impl QueueTree {
             .enumerate()
             .map(|(i, q)| (q.name.clone(), QueueId(i as u32)))
             .collect();
-        Ok(QueueTree {
+        QueueTree {
             queues: specs,
             parent,
             children,
             roots,
             index,
-        })
+        }
     }
 
     /// The queue called `name`.
@@ -480,5 +492,34 @@ impl QueueTree {
             cur = self.parent[p.index()];
         }
         out
+    }
+}
+
+impl QueueProblemKind {
+    /// Whether the problem still lets a tree be built under `dialect`: KAI's admission webhook
+    /// only warns about child quotas above the parent's, and its scheduler divides whatever
+    /// limits and quotas it is given; railyard's own rules refuse every problem.
+    pub fn is_warning_in(&self, dialect: Dialect) -> bool {
+        dialect == Dialect::Kai
+            && matches!(
+                self,
+                QueueProblemKind::ChildrenOverQuota { .. }
+                    | QueueProblemKind::LimitBelowQuota { .. }
+            )
+    }
+}
+
+impl QueueTree {
+    /// Build a tree under `dialect`'s rules: the tree and the problems that are only warnings
+    /// there ([`QueueProblemKind::is_warning_in`]), or every problem when one refuses the tree.
+    pub fn new_in(
+        specs: Vec<QueueSpec>,
+        dialect: Dialect,
+    ) -> Result<(QueueTree, Vec<QueueProblem>), Vec<QueueProblem>> {
+        let problems = validate(&specs, &[]);
+        if problems.iter().any(|p| !p.kind.is_warning_in(dialect)) {
+            return Err(problems);
+        }
+        Ok((QueueTree::assemble(specs), problems))
     }
 }

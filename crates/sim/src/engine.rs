@@ -482,6 +482,8 @@ pub fn simulate(
                 parent: None,
                 priority: 0,
                 resources: [None, None, None],
+                creation_time: None,
+                uid: None,
             });
         }
     }

@@ -58,7 +58,13 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
     )?;
     Ok(match args.output {
         OutputFormat::Json => to_json(&file),
-        OutputFormat::Text => text(&cluster, &file),
+        OutputFormat::Text => {
+            let mut out = text(&cluster, &file);
+            for w in &file.warnings {
+                out.push_str(&format!("warning: {w}\n"));
+            }
+            out
+        }
     })
 }
 

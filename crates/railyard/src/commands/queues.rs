@@ -1,14 +1,16 @@
 //! `railyard queues validate` (every problem of a queue tree at once, one line each, naming
-//! the file and the queue) and `railyard queues share` (each queue's fair share).
+//! the file and the queue; strict) and `railyard queues share` (each queue's fair share by the
+//! rules of the scheduler the files are written for — KAI's for KAI Queues — with the problems
+//! that scheduler accepts printed as warnings).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sched::{fair_share, Resource, Resources};
+use sched::{fair_share_in, Dialect, Resource, Resources};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use ops::queues::{problems, read_files, tree};
+use ops::queues::{dialect, problems, read_files, tree_in};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
@@ -30,7 +32,7 @@ pub struct ValidateArgs {
 /// Arguments of `queues share`.
 #[derive(Debug, clap::Args)]
 pub struct ShareArgs {
-    /// Queue files.
+    /// Queue files (all KAI Queues: KAI's fair-share rules; otherwise railyard's).
     #[arg(long, required = true, num_args = 1.., value_name = "FILE")]
     pub queues: Vec<PathBuf>,
     /// Demand: a demand file (`demand: {queue: {gpu, cpu, memory}}`, optional `capacity`), job
@@ -190,13 +192,20 @@ struct ResourceRow {
 
 #[derive(Debug, Serialize)]
 struct ShareReport {
+    /// Whose rules decided: `kai` (every queue a KAI Queue) or `kueue` (railyard's own).
+    rules: &'static str,
     capacity: BTreeMap<&'static str, Option<f64>>,
     queues: Vec<ShareRow>,
+    /// Problems the scheduler accepts (KAI: child quotas above the parent's, limits below
+    /// quotas), one line each naming file and queue.
+    warnings: Vec<String>,
 }
 
 /// `queues share`.
 pub fn share(args: &ShareArgs) -> Result<String, CliError> {
-    let tree = tree(&read_files(&args.queues)?)?;
+    let read = read_files(&args.queues)?;
+    let rules = dialect(&read);
+    let (tree, warnings) = tree_in(&read, rules)?;
     let mut demand = vec![Resources::default(); tree.queues.len()];
     let mut capacity: Option<(Resources, [bool; 3])> = None;
     let mut add = |at: &str, queue: &str, r: Resources| -> Result<(), CliError> {
@@ -259,7 +268,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
             }
         }
     }
-    let shares = fair_share(&tree, &demand, &cap);
+    let shares = fair_share_in(&tree, &demand, &cap, rules);
     let subtree = sched::subtree_usages(&tree, &demand);
     let row = |i: usize, r: Resource| {
         let q = tree.queues[i].quota(r);
@@ -277,6 +286,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         }
     };
     let report = ShareReport {
+        rules: rules.name(),
         capacity: Resource::ALL
             .iter()
             .map(|&r| {
@@ -298,6 +308,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
                 memory_mib: row(i, Resource::Memory),
             })
             .collect(),
+        warnings: warnings.iter().map(ToString::to_string).collect(),
     };
     Ok(match args.output {
         OutputFormat::Json => to_json(&report),
@@ -321,8 +332,13 @@ fn share_text(r: &ShareReport) -> String {
             .flatten()
             .map_or("unbounded".to_owned(), amount)
     };
+    let rules = if r.rules == Dialect::Kai.name() {
+        "KAI (min(quota, demand) each, then whole units over quota by priority and weight)"
+    } else {
+        "railyard (quotas scaled to capacity, then water-filled over quota)"
+    };
     let mut out = format!(
-        "capacity: gpu {}, cpu {} millicores, memory {} MiB\n\n",
+        "rules: {rules}\ncapacity: gpu {}, cpu {} millicores, memory {} MiB\n\n",
         cap("gpu"),
         cap("cpu"),
         cap("memory_mib")
@@ -354,5 +370,8 @@ fn share_text(r: &ShareReport) -> String {
         ]);
     }
     out.push_str(&t.render());
+    for w in &r.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
     out
 }

@@ -344,3 +344,47 @@ fn place_output_feeds_fabric_collective() {
     ]);
     assert!(report.contains("128 ranks on 16 nodes"), "{report}");
 }
+
+#[test]
+fn queue_limits_hold_for_cpu_and_memory_not_only_gpus() {
+    // train-8 asks for 4 × 256Gi of memory; team-a may use 1000 MB.
+    let p = place(&[
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--queues",
+        "tests/fixtures/sched/queues/kai-limits.yaml",
+    ]);
+    assert!(!p.placed);
+    let reason = p.reason.expect("a reason");
+    assert!(
+        reason == "queue `team-a`: memory use 1048576 MiB would exceed its limit 953.674 MiB",
+        "{reason}"
+    );
+}
+
+#[test]
+fn non_preemptible_jobs_stay_within_quota_under_kai() {
+    let dir = temp_dir("place-non-preemptible");
+    let job = |preemptible: bool| {
+        let f = dir.join(format!("job-{preemptible}.yaml"));
+        std::fs::write(
+            &f,
+            format!("name: np\nqueue: team-b\npreemptible: {preemptible}\npod_sets:\n  - count: 2\n    gpus: 8\n"),
+        )
+        .expect("write");
+        f
+    };
+    let queues = "tests/fixtures/sched/queues/kai-limits.yaml";
+    // 16 GPUs against a quota of 8: refused when the job may not be preempted…
+    let f = job(false);
+    let p = place(&["--job", f.to_str().expect("utf-8"), "--queues", queues]);
+    assert!(!p.placed);
+    assert_eq!(
+        p.reason.as_deref(),
+        Some("queue `team-b`: non-preemptible gpu use 16 would exceed its quota 8; non-preemptible jobs stay within quota")
+    );
+    // …and placed over quota when it may.
+    let f = job(true);
+    let p = place(&["--job", f.to_str().expect("utf-8"), "--queues", queues]);
+    assert!(p.placed, "{:?}", p.reason);
+}

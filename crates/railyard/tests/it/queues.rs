@@ -112,7 +112,8 @@ fn share_gives_quota_then_the_rest_within_limits() {
         "--cluster",
         "preset:fat-tree-k8",
     ]);
-    assert!(out.starts_with("capacity: gpu 1024,"), "{out}");
+    assert!(out.starts_with("rules: KAI "), "{out}");
+    assert!(out.contains("\ncapacity: gpu 1024,"), "{out}");
     // Demand from job files: the Kueue job's 16 GPUs count for team-a via its LocalQueue.
     let out = ok(&[
         "queues",
@@ -153,4 +154,36 @@ fn share_rejects_demand_for_unknown_or_parent_queues() {
         line,
         "error: --demand: queue `nobody` is not in the queue files"
     );
+}
+
+/// KAI warns about child quotas above the parent's and schedules: `queues share` computes what
+/// KAI would (each child min(quota, demand), above the parent's share) and prints the problem as
+/// a warning, while `queues validate` still refuses the tree.
+#[test]
+fn share_computes_child_quotas_above_the_parent_with_a_warning() {
+    let file = format!("{BAD}/children-over-parent.yaml");
+    let args = [
+        "queues",
+        "share",
+        "--queues",
+        &file,
+        "--demand",
+        "team-a=gpu:10",
+        "team-b=gpu:10",
+        "--capacity",
+        "gpu:16",
+    ];
+    let out = ok(&args);
+    insta::assert_snapshot!("share-children-over-parent", out);
+    let mut json_args = args.to_vec();
+    json_args.extend_from_slice(&["--output", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&json_args)).expect("json");
+    assert_eq!(v["rules"], "kai");
+    assert_eq!(v["queues"][1]["gpu"]["fair_share"], 10.0);
+    assert_eq!(v["queues"][2]["gpu"]["fair_share"], 10.0);
+    assert_eq!(
+        v["warnings"][0],
+        format!("{file}: queue `dept`: gpu: child queues' quotas add up to 20, above this queue's quota 16")
+    );
+    assert!(fails(&["queues", "validate", &file]).contains("above this queue's quota 16"));
 }

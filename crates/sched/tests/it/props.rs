@@ -269,8 +269,8 @@ proptest! {
     ) {
         // Two parents, leaves alternate between them.
         let mut specs = vec![
-            QueueSpec { name: "p0".into(), parent: None, priority: 0, resources: [Some(ResourceQuota { quota: UNLIMITED, limit: UNLIMITED, over_quota_weight: 1.0 }), None, None] },
-            QueueSpec { name: "p1".into(), parent: None, priority: 1, resources: [Some(ResourceQuota { quota: 10.0, limit: 60.0, over_quota_weight: 2.0 }), None, None] },
+            QueueSpec { name: "p0".into(), parent: None, priority: 0, resources: [Some(ResourceQuota { quota: UNLIMITED, limit: UNLIMITED, over_quota_weight: 1.0 }), None, None], creation_time: None, uid: None },
+            QueueSpec { name: "p1".into(), parent: None, priority: 1, resources: [Some(ResourceQuota { quota: 10.0, limit: 60.0, over_quota_weight: 2.0 }), None, None], creation_time: None, uid: None },
         ];
         let mut demand = vec![Resources::default(), Resources::default()];
         let mut p1_quota = 0.0;
@@ -278,7 +278,7 @@ proptest! {
             let parent = i % 2;
             let quota = if parent == 1 { let q = quota.min(10.0 - p1_quota); p1_quota += q; q } else { quota };
             let limit = limit.map_or(UNLIMITED, |l| l.max(quota));
-            specs.push(QueueSpec { name: format!("l{i}"), parent: Some(format!("p{parent}")), priority: prio, resources: [Some(ResourceQuota { quota, limit, over_quota_weight: w }), None, None] });
+            specs.push(QueueSpec { name: format!("l{i}"), parent: Some(format!("p{parent}")), priority: prio, resources: [Some(ResourceQuota { quota, limit, over_quota_weight: w }), None, None], creation_time: None, uid: None });
             demand.push(Resources { gpu: d, ..Resources::default() });
         }
         let tree = QueueTree::new(specs.clone()).expect("valid by construction");
@@ -341,7 +341,7 @@ proptest! {
     fn admission_keeps_every_queue_within_its_limit(
         reqs in prop::collection::vec((0usize..3, 0f64..10.0), 1..30),
     ) {
-        let mk = |name: &str, parent: Option<&str>, quota: f64, limit: f64| QueueSpec { name: name.into(), parent: parent.map(Into::into), priority: 0, resources: [Some(ResourceQuota { quota, limit, over_quota_weight: 1.0 }), None, None] };
+        let mk = |name: &str, parent: Option<&str>, quota: f64, limit: f64| QueueSpec { name: name.into(), parent: parent.map(Into::into), priority: 0, resources: [Some(ResourceQuota { quota, limit, over_quota_weight: 1.0 }), None, None], creation_time: None, uid: None };
         let tree = QueueTree::new(vec![
             mk("root", None, 20.0, 30.0),
             mk("a", Some("root"), 10.0, 15.0),

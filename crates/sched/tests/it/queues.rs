@@ -19,6 +19,8 @@ fn q(name: &str, parent: Option<&str>, gpu: Option<(f64, f64, f64)>) -> QueueSpe
             None,
             None,
         ],
+        creation_time: None,
+        uid: None,
     }
 }
 

@@ -1,0 +1,30 @@
+//! Whose rules a queue decision follows: railyard's own (used for Kueue queue trees) or KAI
+//! Scheduler's, each a parameter of the one function per decision ([`crate::fair_share_in`],
+//! [`crate::divide`], [`crate::admit_in`], [`crate::QueueTree::new_in`]).
+
+/// The rules a fair-share, division or admission decision follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dialect {
+    /// railyard's rules (for Kueue ClusterQueues/Cohorts): continuous water-filling; when the
+    /// quotas do not fit, higher priority first and in proportion within a priority; every tree
+    /// problem refuses the tree; limits checked on every resource with a little slack.
+    #[default]
+    Kueue,
+    /// KAI Scheduler's rules (proportion plugin, `resource_division.go`): each queue first gets
+    /// min(quota, demand) even above capacity; the remainder in whole-unit rounds by priority
+    /// and over-quota weight, the fractions left by those rounds a unit each by the largest
+    /// remainder (ties: earlier creation time, then smaller UID); child quotas above the
+    /// parent's and limits below quotas are warnings; limits and the non-preemptible quota
+    /// rule compared exactly, resources in KAI's order (cpu, memory, gpu).
+    Kai,
+}
+
+impl Dialect {
+    /// Lower-case name (`kueue`, `kai`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Kueue => "kueue",
+            Dialect::Kai => "kai",
+        }
+    }
+}
