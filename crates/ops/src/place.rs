@@ -27,6 +27,50 @@ pub struct PlaceInputs<'a> {
     /// `nodeLabels` added to every pod set's node selector, its `tolerations` to theirs), the
     /// first that places it wins, as Kueue assigns the first flavor that fits. Empty: no flavor.
     pub flavors: &'a [PathBuf],
+    /// Kueue's placement feature gates ([`parse_feature_gates`]).
+    pub options: sched::PlaceOptions,
+}
+
+/// Kueue feature gates that change placement, as Kueue's `--feature-gates` takes them
+/// (`NAME=true|false`, comma-separated): `TASBalancedPlacement` (default false),
+/// `TASProfileMixed` (default true: unconstrained pod sets least free first; false: BestFit),
+/// `TASRespectNodeAffinityPreferred` (default false). Other Kueue gates are refused by name, so
+/// a gate that would change nothing here is never silently accepted.
+pub fn parse_feature_gates(text: &str) -> Result<sched::PlaceOptions, FormatError> {
+    let mut o = sched::PlaceOptions::default();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, value) = item.split_once('=').ok_or_else(|| {
+            FormatError::input("--feature-gates", format!("expected NAME=true|false, got \"{item}\""))
+        })?;
+        let on = match value.trim() {
+            "true" => true,
+            "false" => false,
+            v => {
+                return Err(FormatError::input(
+                    "--feature-gates",
+                    format!("{name}: expected true or false, got \"{v}\""),
+                ))
+            }
+        };
+        match name.trim() {
+            "TASBalancedPlacement" => o.balanced = on,
+            "TASProfileMixed" => {
+                o.unconstrained = if on {
+                    sched::UnconstrainedMode::LeastFreeCapacity
+                } else {
+                    sched::UnconstrainedMode::BestFit
+                }
+            }
+            "TASRespectNodeAffinityPreferred" => o.preferred_affinity = on,
+            other => {
+                return Err(FormatError::input(
+                    "--feature-gates",
+                    format!("unknown or not placement-related gate `{other}`; expected TASBalancedPlacement, TASProfileMixed or TASRespectNodeAffinityPreferred"),
+                ))
+            }
+        }
+    }
+    Ok(o)
 }
 
 /// Place a job on a cluster the way `railyard place` does, as the placement file it writes:
@@ -68,7 +112,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     } else {
         cluster
     };
-    let idle = place_input(whole, &doc, &BTreeMap::new());
+    let idle = place_input(whole, inputs.options, &doc, &BTreeMap::new());
     if let Err(e) = sched::place_with(whole, &sched::Occupancy::new(whole), &job, &idle) {
         return Err(FormatError::input(
             &job_file,
@@ -85,7 +129,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
         state_files.push((p.display().to_string(), read_text(p)?));
     }
     let (occupancy, usage) = state::read_all_with_usage(&state_files, cluster)?;
-    let input = place_input(cluster, &doc, &usage);
+    let input = place_input(cluster, inputs.options, &doc, &usage);
     if occupancy.jobs().contains_key(&job.name) {
         return Err(FormatError::input(
             &job_file,
@@ -282,6 +326,7 @@ fn with_flavor(input: &sched::PlaceInput, flavor: &Flavor) -> sched::PlaceInput 
 /// (presets, specs) are limited by their GPUs alone.
 pub fn place_input(
     cluster: &Cluster,
+    options: sched::PlaceOptions,
     doc: &jobs::JobDoc,
     usage: &BTreeMap<topology::NodeId, BTreeMap<String, u64>>,
 ) -> sched::PlaceInput {
@@ -308,7 +353,7 @@ pub fn place_input(
         sched::NodeFree::default()
     };
     sched::PlaceInput {
-        options: sched::PlaceOptions::default(),
+        options,
         node_free,
         pod_sets: doc.extras(),
     }

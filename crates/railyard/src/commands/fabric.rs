@@ -367,6 +367,7 @@ fn ranks_source(
                     queues: &[],
                     no_preempt: false,
                     flavors: &[],
+                    options: sched::PlaceOptions::default(),
                 },
             )?;
             if !decided.placed {

@@ -38,6 +38,11 @@ pub struct PlaceArgs {
     /// with the flavor's nodeLabels and tolerations (e.g. the Topology file, when it holds them).
     #[arg(long, value_name = "FILE")]
     pub flavor: Vec<PathBuf>,
+    /// Kueue feature gates that change placement, as Kueue takes them: TASBalancedPlacement
+    /// (default false), TASProfileMixed (default true), TASRespectNodeAffinityPreferred
+    /// (default false), e.g. `TASBalancedPlacement=true`.
+    #[arg(long, value_name = "NAME=BOOL,…", default_value = "")]
+    pub feature_gates: String,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub output: OutputFormat,
@@ -54,6 +59,7 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
             queues: &args.queues,
             no_preempt: args.no_preempt,
             flavors: &args.flavor,
+            options: ops::place::parse_feature_gates(&args.feature_gates)?,
         },
     )?;
     Ok(match args.output {

@@ -407,3 +407,62 @@ fn a_resource_flavor_adds_its_node_labels_and_the_first_flavor_that_fits_wins() 
         "{line}"
     );
 }
+
+#[test]
+fn kueue_feature_gates_switch_balanced_placement_on() {
+    // Kueue's "balanced placement; basic" (tas_cache_test.go): two racks of 15 GPUs, 25 pods
+    // preferring a rack: BestFit fills one rack (15 + 10); TASBalancedPlacement splits 13 + 12.
+    let dir = crate::temp_dir("workload-gates");
+    let node = |name: &str, rack: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}","labels":{{"block":"b1","rack":"{rack}","kubernetes.io/hostname":"{name}"}}}},"status":{{"allocatable":{{"nvidia.com/gpu":"15"}},"conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
+        )
+    };
+    let nodes = dir.join("nodes.json");
+    std::fs::write(
+        &nodes,
+        format!(r#"{{"apiVersion":"v1","kind":"List","items":[{},{}]}}"#, node("x1", "r1"), node("x2", "r2")),
+    )
+    .unwrap();
+    let job = dir.join("job.yaml");
+    std::fs::write(
+        &job,
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, labels: {kueue.x-k8s.io/queue-name: q}}\nspec:\n  parallelism: 25\n  template:\n    metadata:\n      annotations: {kueue.x-k8s.io/podset-preferred-topology: rack}\n    spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}\n",
+    )
+    .unwrap();
+    let counts = |gates: &str| {
+        let out = ok(&[
+            "place",
+            "--cluster",
+            nodes.to_str().unwrap(),
+            "--levels",
+            "block,rack,kubernetes.io/hostname",
+            "--job",
+            job.to_str().unwrap(),
+            "--feature-gates",
+            gates,
+            "--output",
+            "json",
+        ]);
+        let p: PlacementFile = serde_json::from_str(&out).unwrap();
+        let mut c: BTreeMap<String, usize> = BTreeMap::new();
+        for q in &p.pods {
+            *c.entry(q.node.clone()).or_default() += 1;
+        }
+        let mut v: Vec<usize> = c.into_values().collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(counts(""), vec![10, 15]);
+    assert_eq!(counts("TASBalancedPlacement=true"), vec![12, 13]);
+    let line = crate::fails(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        job.to_str().unwrap(),
+        "--feature-gates",
+        "TASBalancedPlacement=yes",
+    ]);
+    assert!(line.contains("--feature-gates: TASBalancedPlacement: expected true or false"), "{line}");
+}
