@@ -21,6 +21,7 @@
 //! ```
 
 mod collective;
+mod contention;
 pub mod ecmp;
 mod error;
 pub mod hash;
@@ -34,6 +35,7 @@ mod routing;
 pub mod sport;
 
 pub use collective::{busbw_from_algbw, validate_ranks, Collective, NicPort, Rank};
+pub use contention::{contention, Contention};
 pub use error::{FabricError, MAX_FLOWS};
 pub use hash::{HashFn, SwitchSeeds};
 pub use hot::{hot_link_groups, HotLinkGroup};
@@ -43,9 +45,10 @@ pub use model::{
     Resource, RoutedJob,
 };
 pub use nccl::{parse_nccl_env, Algorithm, GpuArch, NcclConfig, NcclEnvError, Protocol};
-pub use nccl_tests::{parse_nccl_tests, Measured, ParseError, ParseErrorKind, Timing};
+pub use nccl_tests::{Measured, Timing};
 pub use predict::{
-    compare, doubling_sizes, input_for, parse_bytes, sweep, tuner_input, Comparison, SweepRow,
+    compare, doubling_sizes, input_for, parse_bytes, sweep, tuner_input, tuner_input_with,
+    Comparison, SweepRow,
 };
 pub use routing::{PortIndex, RoutingConfig, RoutingMode};
 pub use sport::udp_source_port;

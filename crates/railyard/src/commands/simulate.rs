@@ -13,6 +13,7 @@ use sim::SimTime;
 use topology::Cluster;
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
+use crate::commands::fabric::{NcclArgs, RoutingArg};
 use crate::error::CliError;
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
@@ -50,10 +51,9 @@ pub struct SimulateArgs {
     pub horizon_s: Option<f64>,
     /// How the fabric spreads flows over equal-cost paths.
     #[arg(long, value_enum, default_value = "ecmp")]
-    pub routing: SimRouting,
-    /// QPs per connection (NCCL_IB_QPS_PER_CONNECTION).
-    #[arg(long, default_value_t = 1)]
-    pub qps: u32,
+    pub routing: RoutingArg,
+    #[command(flatten)]
+    pub nccl: NcclArgs,
     /// Seed for QP numbers and switch hash seeds.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -96,15 +96,6 @@ impl From<TraceFormatArg> for TraceFormat {
             TraceFormatArg::Native => TraceFormat::Native,
         }
     }
-}
-
-/// Routing for the simulated fabric.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum SimRouting {
-    /// Per-flow ECMP on the RoCEv2 5-tuple.
-    Ecmp,
-    /// Adaptive routing: flows spread evenly over all shortest paths.
-    Adaptive,
 }
 
 /// Parse a policy spec (`fair-share+required:tier0`).
@@ -183,6 +174,7 @@ struct RunMeta {
     cluster: String,
     routing: String,
     qps: u32,
+    nccl: Vec<String>,
     seed: u64,
     cycle_s: f64,
     horizon_s: Option<f64>,
@@ -197,8 +189,14 @@ impl RunMeta {
             (
                 "routing".to_owned(),
                 format!(
-                    "{}, {} QP(s) per connection, seed {}",
-                    self.routing, self.qps, self.seed
+                    "{}, {} QP(s) per connection, seed {}{}",
+                    self.routing,
+                    self.qps,
+                    self.seed,
+                    self.nccl
+                        .iter()
+                        .map(|s| format!(", {s}"))
+                        .collect::<String>()
                 ),
             ),
             ("cycle".to_owned(), format!("{} s", self.cycle_s)),
@@ -257,21 +255,9 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             ));
         }
     }
-    if args.qps == 0 || args.qps > 64 {
-        return Err(CliError::input(
-            "--qps",
-            "expected 1..=64 QPs per connection",
-        ));
-    }
     let routing = RoutingConfig {
-        mode: match args.routing {
-            SimRouting::Ecmp => RoutingMode::Ecmp,
-            SimRouting::Adaptive => RoutingMode::Adaptive,
-        },
-        nccl: fabric::NcclConfig {
-            qps_per_connection: args.qps,
-            ..fabric::NcclConfig::default()
-        },
+        mode: args.routing.into(),
+        nccl: args.nccl.config()?,
         seed: args.seed,
         ..RoutingConfig::default()
     };
@@ -301,11 +287,9 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         command: args.command_line.clone(),
         trace: trace_name.clone(),
         cluster: args.cluster.cluster.clone(),
-        routing: match args.routing {
-            SimRouting::Ecmp => "ecmp".to_owned(),
-            SimRouting::Adaptive => "adaptive".to_owned(),
-        },
-        qps: args.qps,
+        routing: format!("{:?}", args.routing).to_ascii_lowercase(),
+        qps: routing.qps(),
+        nccl: args.nccl.nccl.clone(),
         seed: args.seed,
         cycle_s: args.cycle_s,
         horizon_s: args.horizon_s,
