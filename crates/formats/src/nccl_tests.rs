@@ -24,7 +24,7 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Measured>, FormatError> {
 pub fn write_table(rows: &[SweepRow]) -> String {
     let mut out =
         format!(
-        "#{:>11} {:>12} {:>6} {:>5} {:>6} {:>10} {:>7} {:>7}\n#{:>11} {:>12} {:>31} {:>7} {:>7}\n",
+        "#{:>11} {:>12} {:>6} {:>5} {:>6} {:>10} {:>7} {:>7}\n#{:>11} {:>12} {:>30} {:>7} {:>7}\n",
         "size", "count", "type", "algo", "proto", "time", "algbw", "busbw", "(B)", "(elements)",
         "(us)", "(GB/s)", "(GB/s)"
     );
@@ -212,5 +212,62 @@ host:1234:1234 [0] NCCL INFO Channel 00/32 : 0 1 2 3
         );
         let e = parse_nccl_tests("# nothing\n\n").expect_err("no rows");
         assert_eq!(e.kind, ParseErrorKind::NoRows);
+    }
+
+    #[test]
+    fn read_names_the_file_and_line() {
+        let e = read("run.log", "# x\n8 2 float sum -1 30.1 0.00\n").expect_err("short row");
+        assert!(
+            e.to_string()
+                .starts_with("run.log: line 2: a result row has 7 fields"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn written_rows_line_up_under_the_header() {
+        let row = |size_bytes, algorithm, protocol| SweepRow {
+            size_bytes,
+            algorithm,
+            protocol,
+            time_us: 12.345,
+            algbw_gb_s: 1.5,
+            busbw_gb_s: 2.8125,
+        };
+        let text = write_table(&[
+            row(8, fabric::Algorithm::Tree, fabric::Protocol::Ll),
+            row(8 << 30, fabric::Algorithm::Ring, fabric::Protocol::Simple),
+        ]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        // Every column ends where its header ends.
+        let ends = |l: &str| -> Vec<usize> {
+            let mut out = Vec::new();
+            let b = l.as_bytes();
+            for i in 0..b.len() {
+                if b[i] != b' ' && (i + 1 == b.len() || b[i + 1] == b' ') {
+                    out.push(i);
+                }
+            }
+            out
+        };
+        // The header's leading `#` stands in a column's padding.
+        let header = ends(&lines[0].replacen('#', " ", 1));
+        assert_eq!(ends(&lines[1].replacen('#', " ", 1)).last(), header.last());
+        assert_eq!(ends(lines[2]), header, "{text}");
+        assert_eq!(ends(lines[3]), header, "{text}");
+        assert_eq!(
+            lines[3].split_whitespace().collect::<Vec<_>>(),
+            [
+                "8589934592",
+                "2147483648",
+                "float",
+                "Ring",
+                "Simple",
+                "12.35",
+                "1.50",
+                "2.81"
+            ]
+        );
     }
 }

@@ -824,7 +824,8 @@ fn experiment_placement(order: &str, n: usize) -> PathBuf {
 
 /// README "ECMP on a fat-tree, by placement": AllReduce on fat-tree-k8 with NCCL's defaults (1
 /// QP per connection, NCCL's 4 channels on one 400G NIC), ECMP with the `mix` hash (8 routing
-/// seeds) and adaptive routing, for three placements of 64 and 128 hosts.
+/// seeds) and adaptive routing, for three placements of 64 and 128 hosts; and ECMP with 4 QPs
+/// per connection beside them.
 /// `cargo test -p railyard --test it ecmp_by_placement -- --nocapture` prints the table.
 #[test]
 fn ecmp_by_placement_on_fat_tree_k8() {
@@ -839,7 +840,12 @@ fn ecmp_by_placement_on_fat_tree_k8() {
     for n in [64, 128] {
         for order in ["in-order", "random", "pod-interleaved"] {
             let placement = experiment_placement(order, n);
-            for routing in [RoutingArg::Ecmp, RoutingArg::Adaptive] {
+            // (routing, QPs per connection): NCCL's default of 1, and 4 beside it for ECMP.
+            for (routing, qps) in [
+                (RoutingArg::Ecmp, 1),
+                (RoutingArg::Adaptive, 1),
+                (RoutingArg::Ecmp, 4),
+            ] {
                 let seeds = if routing == RoutingArg::Ecmp {
                     SEEDS
                 } else {
@@ -847,12 +853,14 @@ fn ecmp_by_placement_on_fat_tree_k8() {
                 };
                 let busbw: Vec<f64> = (0..seeds)
                     .map(|seed| {
-                        let mut a = args("preset:fat-tree-k8", placement.clone(), routing, 1);
-                        a.job.nccl.qps = None;
+                        let mut a = args("preset:fat-tree-k8", placement.clone(), routing, qps);
+                        if qps == 1 {
+                            a.job.nccl.qps = None; // NCCL's default, not a setting
+                        }
                         a.job.seed = seed;
                         let r = collective_report(&a).expect("valid");
                         assert!((r.ideal_busbw_gb_s - IDEAL).abs() < 1e-9, "{r:?}");
-                        assert_eq!((r.qps, r.channels), (1, 4));
+                        assert_eq!((r.qps, r.channels), (qps, 4));
                         r.busbw_gb_s
                     })
                     .collect();
@@ -860,7 +868,10 @@ fn ecmp_by_placement_on_fat_tree_k8() {
                 let (lo, hi) = busbw
                     .iter()
                     .fold((f64::MAX, 0.0f64), |(l, h), &b| (l.min(b), h.max(b)));
-                let name = format!("{routing:?}").to_ascii_lowercase();
+                let mut name = format!("{routing:?}").to_ascii_lowercase();
+                if qps > 1 {
+                    name.push_str(&format!(", NCCL_IB_QPS_PER_CONNECTION={qps}"));
+                }
                 table.push_str(&format!(
                     "| {order} | {n} | {name} | {mean:.1}; {lo:.1}–{hi:.1} | {:.0}% | {:.0}% |\n",
                     100.0 * mean / IDEAL,
@@ -870,14 +881,14 @@ fn ecmp_by_placement_on_fat_tree_k8() {
                     // A full-bisection fat-tree with perfect spreading loses nothing.
                     assert!((mean - IDEAL).abs() < 1e-9, "{order} {n}: {mean}");
                 } else {
-                    ecmp_mean.insert((order, n), mean / IDEAL);
+                    ecmp_mean.insert((order, n, qps), mean / IDEAL);
                 }
             }
         }
     }
     println!("{table}");
     for n in [64, 128] {
-        let e = |o| ecmp_mean[&(o, n)];
+        let e = |o| ecmp_mean[&(o, n, 1)];
         // Consecutive hosts: only one ring hop leaves each edge switch (host 4j+3 → 4j+4), and
         // its 4 channels carry one NIC's 384 Gb/s, under one 400G uplink even if all 4 flows
         // hash onto it. Nothing is lost whatever the hash.
@@ -886,6 +897,8 @@ fn ecmp_by_placement_on_fat_tree_k8() {
         // channel: collisions cost about half.
         for o in ["random", "pod-interleaved"] {
             assert!(e(o) > 0.3 && e(o) < 0.7, "{o} {n}: {}", e(o));
+            // Four QPs per connection: four times the flows to hash, fewer collisions.
+            assert!(ecmp_mean[&(o, n, 4)] > e(o), "{o} {n}: {ecmp_mean:?}");
         }
     }
 }
