@@ -457,6 +457,65 @@ fn running_jobs_share_an_oversubscribed_uplink() {
         text.contains("job-a     32    48.00 GB/s   25.00 GB/s     1.92×"),
         "{text}"
     );
+    // The running job given as a placement file (`place --output json`) instead of a native
+    // state: the same figures.
+    let dir = crate::temp_dir("fabric-running-placement");
+    let placed = dir.join("job-a-placement.json");
+    std::fs::write(
+        &placed,
+        r#"{"job": "job-a", "placed": true, "pods": [{"rank": 0, "node": "n-000", "gpus": 8},
+            {"rank": 1, "node": "n-001", "gpus": 8}, {"rank": 2, "node": "n-004", "gpus": 8},
+            {"rank": 3, "node": "n-005", "gpus": 8}]}"#,
+    )
+    .expect("write");
+    let by_placement = crate::ok(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        &cluster,
+        "--job",
+        &job,
+        "--state",
+        placed.to_str().expect("UTF-8 path"),
+        "--collective",
+        "allreduce",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(by_placement, out);
+}
+
+/// `simulate --nccl` reads the same settings: `--qps 4` and the variable give the same run, and
+/// NCCL's settings are recorded in the run's metadata.
+#[test]
+fn simulate_takes_nccl_settings() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--cluster",
+            "preset:philly-512",
+            "--trace",
+            "tests/fixtures/traces/small.csv",
+            "--output",
+            "json",
+        ];
+        a.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&crate::ok(&a)).expect("JSON");
+        v
+    };
+    let mut by_var = run(&["--nccl", "NCCL_IB_QPS_PER_CONNECTION=4"]);
+    let mut by_qps = run(&["--qps", "4"]);
+    assert_eq!(by_var["run"]["qps"], 4);
+    assert_eq!(
+        by_var["run"]["nccl"],
+        serde_json::json!(["NCCL_IB_QPS_PER_CONNECTION=4"])
+    );
+    for v in [&mut by_var, &mut by_qps] {
+        v["run"]["nccl"] = serde_json::Value::Null;
+        v["run"]["command"] = serde_json::Value::Null;
+    }
+    assert_eq!(by_var, by_qps);
+    assert_eq!(run(&[])["run"]["qps"], 1, "NCCL's default");
 }
 
 fn cross_pod(extra: &[&str]) -> crate::Run {
