@@ -309,6 +309,8 @@ struct Priced {
     max_link_utilization: f64,
 }
 
+/// Route the job (and the running jobs of `--state`, job IDs 1…), solve them together and
+/// derive the tuner's input: what `collective` and `compare` report.
 fn price(args: &JobArgs) -> Result<Priced, CliError> {
     let nccl = args.nccl.config()?;
     let cluster = load_cluster(&args.cluster)?;
