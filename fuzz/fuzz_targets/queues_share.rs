@@ -1,5 +1,5 @@
 //! `queues share --demand`: queue files, then (after a line `#demand`) a demand file or job
-//! file, read by `commands::queues::read_demand` as the CLI reads it; the fair share of that
+//! file, read by `ops::queues::read_demand` as the CLI reads it; the fair share of that
 //! demand must be finite, non-negative and within the capacity.
 #![no_main]
 
@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(tree) = ops::queues::tree(&read) else {
         return;
     };
-    let Ok(demand_read) = railyard::commands::queues::read_demand("demand.yaml", demand_text)
+    let Ok(demand_read) = ops::queues::read_demand("demand.yaml", demand_text)
     else {
         return;
     };

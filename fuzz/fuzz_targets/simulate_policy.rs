@@ -1,4 +1,4 @@
-//! The `simulate --policy` / `--compare` string: `commands::simulate::parse_policy` against the
+//! The `simulate --policy` / `--compare` string: `formats::policy::parse_policy` against the
 //! small cluster; it either parses or gives one error line naming the flag, never panics.
 #![no_main]
 
@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let cluster = common::small_cluster();
     for spec in text.split(',') {
-        match railyard::commands::simulate::parse_policy(spec, cluster, "--policy") {
+        match formats::policy::parse_policy(spec, cluster, "--policy") {
             Ok(p) => assert!(!p.name.is_empty()),
             Err(e) => {
                 let m = e.to_string();

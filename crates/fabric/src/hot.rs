@@ -9,7 +9,7 @@ use crate::model::Fabric;
 use crate::routing::endpoint_name;
 
 /// The loaded link ports of one tier in one direction.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct HotLinkGroup {
     /// Tier of the links' upper switch (0: NIC to leaf).
     pub tier: u8,

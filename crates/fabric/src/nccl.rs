@@ -17,8 +17,8 @@ pub const MAX_CHANNELS: u32 = 64;
 /// Most QPs per connection (`NCCL_IB_MAX_QPS`, src/transport/net_ib/common.h).
 pub const MAX_QPS_PER_CONNECTION: u32 = 128;
 
-/// A collective algorithm as `NCCL_ALGO` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A collective algorithm as `NCCL_ALGO` names it (serialised as NCCL prints it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub enum Algorithm {
     /// Double binary tree over nodes, chains inside them (`NCCL_ALGO=Tree`).
     Tree,
@@ -40,12 +40,14 @@ impl Algorithm {
     }
 }
 
-/// A protocol as `NCCL_PROTO` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A protocol as `NCCL_PROTO` names it (serialised as NCCL prints it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub enum Protocol {
     /// Low latency: 8-byte stores of 4 bytes of data and a 4-byte flag.
+    #[serde(rename = "LL")]
     Ll,
     /// 128-byte lines with 8 bytes of flags (120/128 of the line is data).
+    #[serde(rename = "LL128")]
     Ll128,
     /// Bulk copies with a separate synchronisation.
     Simple,

@@ -13,7 +13,7 @@ use crate::nccl::{self, Algorithm, Protocol, TunerInput};
 use crate::routing::RoutingConfig;
 
 /// One row of a size sweep, in nccl-tests' units.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SweepRow {
     /// Buffer size, bytes (nccl-tests' `size`).
     pub size_bytes: u64,
@@ -37,14 +37,30 @@ pub fn tuner_input(
     job: &JobTraffic,
     cfg: &RoutingConfig,
 ) -> Result<TunerInput, FabricError> {
+    tuner_input_with(fabric, job, cfg, &[])
+}
+
+/// [`tuner_input`] for a job sharing the fabric with `running` jobs (routed with job IDs other
+/// than 0): its Ring and its Tree are each solved together with them.
+pub fn tuner_input_with(
+    fabric: &mut Fabric<'_>,
+    job: &JobTraffic,
+    cfg: &RoutingConfig,
+    running: &[RoutedJob],
+) -> Result<TunerInput, FabricError> {
+    let shared = |fabric: &Fabric<'_>, j: &RoutedJob| {
+        let mut all = vec![j];
+        all.extend(running);
+        fabric.solve(&all).busbw_gbps[0] / 8.0
+    };
     let ring = fabric.route_flows(job, cfg, 0)?;
-    let ring_busbw = fabric.solve(&[&ring]).busbw_gbps[0] / 8.0;
+    let ring_busbw = shared(fabric, &ring);
     let tree_busbw = if job.collective == Collective::AllReduce
         && ring.n_nodes > 1
         && cfg.nccl.allows_algorithm(Algorithm::Tree)
     {
         let tree = fabric.route_flows_algorithm(job, Algorithm::Tree, cfg, 0)?;
-        fabric.solve(&[&tree]).busbw_gbps[0] / 8.0
+        shared(fabric, &tree)
     } else {
         0.0
     };
@@ -90,7 +106,7 @@ pub fn sweep(input: &TunerInput, cfg: &RoutingConfig, sizes: &[u64]) -> Vec<Swee
 }
 
 /// A measured nccl-tests row next to railyard's prediction for the same size.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Comparison {
     /// Line of the measured row in the nccl-tests output.
     pub line: usize,
@@ -108,7 +124,7 @@ pub struct Comparison {
     pub protocol: Protocol,
 }
 
-/// Compare measured rows ([`crate::parse_nccl_tests`]) with the prediction for the same sizes,
+/// Compare measured rows (read by `formats::nccl_tests`) with the prediction for the same sizes,
 /// in the measured rows' order (what `fabric compare` prints).
 pub fn compare(
     input: &TunerInput,

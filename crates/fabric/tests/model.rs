@@ -510,3 +510,81 @@ fn the_crc_hash_correlates_tiers_and_an_independent_hash_does_better() {
     assert_eq!(RoutingConfig::default().hash, fabric::HashFn::Mix);
     assert!(mix > crc, "mix {mix} crc {crc}");
 }
+
+/// Two leaves of four 400G hosts with one 400G uplink each (4:1), one spine.
+fn two_leaves_4to1() -> Cluster {
+    let tier = |l: &str, n, lat, over| TierSpec {
+        label: l.to_owned(),
+        value_prefix: format!("{l}-"),
+        nodes_per_domain: n,
+        latency_us: lat,
+        switches_per_domain: Some(1),
+        oversubscription: over,
+    };
+    build_from_spec(&ClusterSpec {
+        name: "two-leaves".to_owned(),
+        node: node(1, 1, 400.0),
+        fabric: FabricSpec {
+            fat_tree: None,
+            clos: Some(ClosSpec {
+                nodes: 8,
+                rail_optimized: false,
+                host_label: topology::HOSTNAME_LABEL.to_owned(),
+                tiers: vec![tier("leaf", 4, 1.0, None), tier("spine", 8, 2.0, Some(4.0))],
+            }),
+        },
+    })
+    .expect("valid")
+}
+
+/// A new job priced against a running one: both rings cross the same 400G uplinks once per
+/// direction. Alone each is NIC-bound at 384 Gb/s (NCCL's 48 GB/s); together the uplink splits,
+/// 200 Gb/s each; a job on hosts of one leaf only would not touch the uplink and slow nobody.
+#[test]
+fn contention_prices_a_new_job_beside_the_running_ones() {
+    let c = two_leaves_4to1();
+    let mut f = Fabric::new(&c);
+    let cfg = cfg(RoutingMode::Ecmp, 1);
+    let route = |f: &mut Fabric<'_>, hosts: &[usize], id| {
+        let job = JobTraffic {
+            ranks: whole_nodes(&c, hosts),
+            collective: Collective::AllReduce,
+        };
+        f.route(&job, &cfg, id).expect("valid")
+    };
+    let running = vec![route(&mut f, &[0, 1, 4, 5], 1)];
+    let crossing = route(&mut f, &[2, 3, 6, 7], 0);
+    let k = fabric::contention(&f, &crossing, &running);
+    assert!((k.new_alone_gbps - 384.0).abs() < 1e-9, "{k:?}");
+    assert!((k.new_shared_gbps - 200.0).abs() < 1e-9, "{k:?}");
+    assert_eq!(k.before_gbps.len(), 1);
+    assert!((k.before_gbps[0] - 384.0).abs() < 1e-9, "{k:?}");
+    assert!((k.after_gbps[0] - 200.0).abs() < 1e-9, "{k:?}");
+    assert_eq!(k.shared.busbw_gbps.len(), 2);
+    let local = route(&mut f, &[2, 3], 0);
+    let k = fabric::contention(&f, &local, &running);
+    assert!((k.after_gbps[0] - k.before_gbps[0]).abs() < 1e-9, "{k:?}");
+    // Nothing running: alone and shared agree, no before/after.
+    let k = fabric::contention(&f, &crossing, &[]);
+    assert_eq!(k.new_alone_gbps, k.new_shared_gbps);
+    assert!(k.before_gbps.is_empty() && k.after_gbps.is_empty());
+}
+
+/// The tuner's input beside running jobs uses the shared Ring bandwidth.
+#[test]
+fn tuner_input_with_running_jobs_sees_the_shared_bandwidth() {
+    let c = two_leaves_4to1();
+    let mut f = Fabric::new(&c);
+    let cfg = cfg(RoutingMode::Ecmp, 1);
+    let job = |hosts: &[usize]| JobTraffic {
+        ranks: whole_nodes(&c, hosts),
+        collective: Collective::AllReduce,
+    };
+    let running = vec![f.route(&job(&[0, 1, 4, 5]), &cfg, 1).expect("valid")];
+    let alone = fabric::tuner_input(&mut f, &job(&[2, 3, 6, 7]), &cfg).expect("valid");
+    let shared =
+        fabric::tuner_input_with(&mut f, &job(&[2, 3, 6, 7]), &cfg, &running).expect("valid");
+    assert!((alone.ring_busbw_gb_s - 48.0).abs() < 1e-9, "{alone:?}");
+    assert!((shared.ring_busbw_gb_s - 25.0).abs() < 1e-9, "{shared:?}");
+    assert!(shared.tree_busbw_gb_s <= alone.tree_busbw_gb_s);
+}

@@ -391,10 +391,26 @@ fn measured_rows_are_compared_size_by_size() {
     };
     let mut f = Fabric::new(&c);
     let input = fabric::tuner_input(&mut f, &allreduce(ranks), &cfg).expect("valid");
-    let text = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n\
-                8 2 float sum -1 40.1 0.00 0.00 0 40.0 0.00 0.00 0\n\
-                8589934592 2147483648 float sum -1 47000 182.76 342.67 0 47100 182.4 342.0 0\n";
-    let measured = fabric::parse_nccl_tests(text).expect("valid");
+    // Rows as `formats::nccl_tests` reads them from lines 2 and 3 of an nccl-tests log.
+    let row = |line, size_bytes, time_us, algbw_gb_s, busbw_gb_s| {
+        let t = fabric::Timing {
+            time_us,
+            algbw_gb_s,
+            busbw_gb_s,
+        };
+        fabric::Measured {
+            line,
+            size_bytes,
+            count: size_bytes / 4,
+            dtype: "float".to_owned(),
+            out_of_place: t,
+            in_place: t,
+        }
+    };
+    let measured = [
+        row(2, 8, 40.1, 0.0, 0.0),
+        row(3, 8_589_934_592, 47000.0, 182.76, 342.67),
+    ];
     let rows = fabric::compare(&input, &cfg, &measured);
     assert_eq!(rows.len(), 2);
     assert_eq!((rows[0].line, rows[1].line), (2, 3));

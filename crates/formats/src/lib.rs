@@ -1,6 +1,6 @@
 //! Every wire format railyard reads and writes, into and out of `topology`, `sched` and `sim`
 //! types: Kubernetes objects (NodeList, Kueue and KAI objects, jobs), queue files, state files,
-//! the placement file, traces, Slurm topology files and hostlists. No argument parsing, no
+//! the placement file, traces, Slurm topology files and hostlists, nccl-tests output. No argument parsing, no
 //! printing: readers take text (or a path) and return values or a [`FormatError`] naming the file
 //! and the place.
 
@@ -12,7 +12,9 @@ pub mod jobs;
 pub mod k8s;
 pub mod live;
 pub mod names;
+pub mod nccl_tests;
 pub mod placement;
+pub mod policy;
 pub mod queues;
 pub mod slurm;
 pub mod state;

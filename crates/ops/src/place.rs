@@ -40,7 +40,10 @@ pub fn parse_feature_gates(text: &str) -> Result<sched::PlaceOptions, FormatErro
     let mut o = sched::PlaceOptions::default();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (name, value) = item.split_once('=').ok_or_else(|| {
-            FormatError::input("--feature-gates", format!("expected NAME=true|false, got \"{item}\""))
+            FormatError::input(
+                "--feature-gates",
+                format!("expected NAME=true|false, got \"{item}\""),
+            )
         })?;
         let on = match value.trim() {
             "true" => true,

@@ -101,8 +101,10 @@ pub enum TopoCommand {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum FabricCommand {
-    /// Bus bandwidth, hot links and latency a placement gets for a collective.
+    /// Bus bandwidth, hot links, NCCL's pick per size a placement gets (beside running jobs).
     Collective(Box<fabric::CollectiveArgs>),
+    /// A measured nccl-tests log beside the prediction for the same ranks, row by row.
+    Compare(Box<fabric::CompareArgs>),
     /// The most loaded of M equal paths when N flows are ECMP-hashed onto them.
     Ecmp(fabric::EcmpArgs),
     /// The active RoCE MTU a netdev MTU allows and the wire frame size.
@@ -122,6 +124,7 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
             simulate::run(&a)
         }
         Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),
+        Command::Fabric(FabricCommand::Compare(a)) => fabric::compare(&a),
         Command::Fabric(FabricCommand::Ecmp(a)) => fabric::ecmp(&a),
         Command::Fabric(FabricCommand::Mtu(a)) => fabric::mtu(&a),
         Command::Doctor(a) => doctor::doctor(&a),

@@ -1,11 +1,14 @@
 //! The CLI's error type: every variant is one line naming the file and the place.
 
-/// An error the CLI reports as `error: …` with exit code 1.
+/// An error the CLI reports as `error: …` with exit code 1 (2 for [`CliError::Usage`]).
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// Invalid input: a file, a field, a node, a queue. The message names the file and place.
     #[error("{0}")]
     Input(String),
+    /// A bad flag value found after parsing (e.g. every bad `--nccl` setting at once): exit 2.
+    #[error("{0}")]
+    Usage(String),
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

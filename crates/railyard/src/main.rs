@@ -24,7 +24,11 @@ fn main() -> ExitCode {
                 let _ = std::io::stdout().lock().write_all(report.as_bytes());
             }
             eprintln!("error: {e}");
-            ExitCode::from(1)
+            ExitCode::from(if matches!(e, CliError::Usage(_)) {
+                2
+            } else {
+                1
+            })
         }
     }
 }

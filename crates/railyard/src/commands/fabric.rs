@@ -1,28 +1,105 @@
-//! `railyard fabric collective`, `fabric ecmp` and `fabric mtu`: what a placement gets from the
-//! network, ECMP collisions as balls into bins, and the RoCE MTU rule.
+//! `railyard fabric collective`, `fabric compare`, `fabric ecmp` and `fabric mtu`: what a
+//! placement gets from the network (alone or beside the running jobs), a measured nccl-tests run
+//! beside the prediction, ECMP collisions as balls into bins, and the RoCE MTU rule.
 
 use std::path::PathBuf;
 
 use clap::ArgGroup;
 use fabric::ecmp::{expected_max_load, simulate_max_load, MAX_EXACT_BALLS};
 use fabric::{
-    Collective, Fabric, HashFn, JobTraffic, Rank, RoutingConfig, RoutingMode, SwitchSeeds,
+    Collective, Comparison, Fabric, HashFn, HotLinkGroup, JobTraffic, NcclConfig, RoutedJob,
+    RoutingConfig, RoutingMode, SweepRow, SwitchSeeds,
 };
 use serde::Serialize;
-use topology::roce;
+use topology::{roce, Cluster, NodeId};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
-use formats::placement;
+use formats::input::read_text;
+use formats::{nccl_tests, placement, state};
 use ops::place::{self, PlaceInputs};
 use report::fmt::trim_float;
 
-/// Arguments of `fabric collective`.
-#[derive(Debug, clap::Args)]
+/// `--routing`: how switches spread flows over equal-cost paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RoutingArg {
+    /// Per-flow ECMP: every switch hashes the RoCEv2 5-tuple.
+    Ecmp,
+    /// Adaptive routing: every switch sprays a flow evenly over all shortest next hops.
+    Adaptive,
+}
+
+impl From<RoutingArg> for RoutingMode {
+    fn from(r: RoutingArg) -> Self {
+        match r {
+            RoutingArg::Ecmp => RoutingMode::Ecmp,
+            RoutingArg::Adaptive => RoutingMode::Adaptive,
+        }
+    }
+}
+
+/// `--hash`: the switches' ECMP hash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum HashArg {
+    /// Independent per switch (a strong mixer keyed by each switch's seed), like real switches.
+    #[default]
+    Mix,
+    /// CRC-32 with per-switch seeds: linear, so tiers stay correlated (hash polarisation).
+    Crc32,
+    /// XOR of the tuple's words: weak spreading.
+    Xor,
+}
+
+impl From<HashArg> for HashFn {
+    fn from(h: HashArg) -> Self {
+        match h {
+            HashArg::Mix => HashFn::Mix,
+            HashArg::Crc32 => HashFn::Crc32,
+            HashArg::Xor => HashFn::Xor,
+        }
+    }
+}
+
+/// NCCL settings, shared by `fabric collective`, `fabric compare` and `simulate`.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct NcclArgs {
+    /// An NCCL setting NAME=VALUE (repeatable): NCCL_IB_QPS_PER_CONNECTION,
+    /// NCCL_IB_SPLIT_DATA_ON_QPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_PROTO.
+    /// Unset: NCCL's defaults (1 QP per connection, NCCL's own channel count).
+    #[arg(long = "nccl", value_name = "NAME=VALUE")]
+    pub nccl: Vec<String>,
+    /// Shorthand for --nccl NCCL_IB_QPS_PER_CONNECTION=N (both given must agree).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=128))]
+    pub qps: Option<u32>,
+}
+
+impl NcclArgs {
+    /// The configuration: every bad setting in one line naming `--nccl` (exit 2).
+    pub fn config(&self) -> Result<NcclConfig, CliError> {
+        let usage = |m: String| CliError::Usage(format!("--nccl: {m}"));
+        let cfg = fabric::parse_nccl_env(self.nccl.iter().map(String::as_str))
+            .map_err(|e| usage(e.to_string()))?;
+        let Some(qps) = self.qps else { return Ok(cfg) };
+        let named = |s: &String| s.trim_start().starts_with("NCCL_IB_QPS_PER_CONNECTION=");
+        if self.nccl.iter().any(named) && cfg.qps_per_connection != qps {
+            return Err(usage(format!(
+                "NCCL_IB_QPS_PER_CONNECTION={} disagrees with --qps {qps}",
+                cfg.qps_per_connection
+            )));
+        }
+        Ok(NcclConfig {
+            qps_per_connection: qps,
+            ..cfg
+        })
+    }
+}
+
+/// Which ranks, which collective, which fabric settings: shared by `collective` and `compare`.
+#[derive(Clone, Debug, clap::Args)]
 #[command(group(ArgGroup::new("ranks").required(true).args(["placement", "job"])))]
-pub struct CollectiveArgs {
+pub struct JobArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// The placement (`railyard place --output json`): pods in rank order; each GPU is a rank.
@@ -31,35 +108,55 @@ pub struct CollectiveArgs {
     /// A job file instead of a placement: placed first exactly as `railyard place` does.
     #[arg(long, value_name = "FILE")]
     pub job: Option<PathBuf>,
-    /// With --job: running jobs, as `railyard place --state` reads them.
+    /// With --job: running jobs, as `railyard place --state` reads them; each running
+    /// multi-node job runs a Ring AllReduce beside the new job.
     // `conflicts_with` rather than `requires = "job"`: clap lets any member of the required
     // group satisfy `requires` (clap-rs/clap#4707), so `--placement` would.
     #[arg(long, value_name = "FILE", conflicts_with = "placement")]
     pub state: Vec<PathBuf>,
     /// allreduce, allgather, reducescatter or alltoall.
-    #[arg(long, value_name = "NAME")]
-    pub collective: String,
-    /// ecmp (hash the 5-tuple per flow) or adaptive (spray evenly over all shortest paths).
-    #[arg(long, value_name = "MODE", default_value = "ecmp")]
-    pub routing: String,
-    /// QPs per connection (NCCL_IB_QPS_PER_CONNECTION); each QP is its own flow.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub qps: u32,
-    /// Buffer size for the completion-time estimate: bytes, or with K, M, G (powers of 1024).
-    #[arg(long, value_name = "BYTES", default_value = "1G")]
-    pub size: String,
+    #[arg(long, value_name = "NAME", value_parser = parse_collective)]
+    pub collective: Collective,
+    /// How switches spread flows over equal-cost paths.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "ecmp")]
+    pub routing: RoutingArg,
+    #[command(flatten)]
+    pub nccl: NcclArgs,
     /// Seed for QP numbers and switch hash seeds.
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
-    /// The switches' ECMP hash: crc32, xor or mix.
-    #[arg(long, value_name = "FN", default_value = "crc32")]
-    pub hash: String,
+    /// The switches' ECMP hash.
+    #[arg(long, value_enum, value_name = "FN", default_value = "mix")]
+    pub hash: HashArg,
     /// Give every switch the same hash seed (shows hash polarisation).
     #[arg(long)]
     pub same_seed: bool,
-    /// How many of the hottest links to list.
-    #[arg(long, value_name = "N", default_value_t = 10)]
-    pub top: usize,
+}
+
+/// Arguments of `fabric collective`.
+#[derive(Debug, clap::Args)]
+pub struct CollectiveArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Buffer size of the headline time: bytes, or with K, M, G (powers of 1024).
+    #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = parse_size)]
+    pub size: u64,
+    /// An nccl-tests style sweep from MIN to MAX bytes, doubling (`-b MIN -e MAX -f 2`).
+    #[arg(long, value_name = "MIN:MAX", value_parser = parse_sizes)]
+    pub sizes: Option<(u64, u64)>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+}
+
+/// Arguments of `fabric compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// nccl-tests output (`all_reduce_perf …` as printed).
+    #[arg(value_name = "LOG")]
+    pub log: PathBuf,
+    #[command(flatten)]
+    pub job: JobArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub output: OutputFormat,
@@ -83,9 +180,9 @@ pub struct EcmpArgs {
     /// Seed.
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
-    /// The hash: crc32, xor or mix.
-    #[arg(long, value_name = "FN", default_value = "crc32")]
-    pub hash: String,
+    /// The hash.
+    #[arg(long, value_enum, value_name = "FN", default_value = "mix")]
+    pub hash: HashArg,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub output: OutputFormat,
@@ -102,17 +199,19 @@ pub struct MtuArgs {
     pub output: OutputFormat,
 }
 
-/// A hot link in the JSON report.
+/// A running job in the report of `fabric collective --job … --state …`.
 #[derive(Debug, Serialize)]
-pub struct HotLink {
-    /// Sending end.
-    pub from: String,
-    /// Receiving end.
-    pub to: String,
-    /// Tier of the link's upper switch (0 = NIC to leaf).
-    pub tier: u8,
-    /// Load over capacity at the job's achieved pace.
-    pub utilization: f64,
+pub struct RunningJobReport {
+    /// Its name in the state.
+    pub name: String,
+    /// Ranks (GPUs).
+    pub ranks: usize,
+    /// Bus bandwidth before the new job starts, GB/s.
+    pub busbw_before_gb_s: f64,
+    /// Bus bandwidth once it runs, GB/s.
+    pub busbw_after_gb_s: f64,
+    /// before / after (1 = not slowed).
+    pub slowdown: f64,
 }
 
 /// The report of `fabric collective`.
@@ -124,8 +223,12 @@ pub struct CollectiveReport {
     pub collective: String,
     /// ecmp or adaptive.
     pub routing: String,
+    /// The `--nccl` settings given (NCCL's defaults for the rest).
+    pub nccl: Vec<String>,
     /// QPs per connection.
     pub qps: u32,
+    /// NCCL channels.
+    pub channels: u32,
     /// Ranks (GPUs).
     pub ranks: usize,
     /// Hosts the ranks are on.
@@ -134,84 +237,54 @@ pub struct CollectiveReport {
     pub flows: usize,
     /// Flows crossing the switch fabric (one per QP).
     pub network_flows: usize,
-    /// Algorithm bandwidth, GB/s.
+    /// Algorithm bandwidth, GB/s (beside the running jobs, if any).
     pub algbw_gb_s: f64,
-    /// nccl-tests bus bandwidth, GB/s.
+    /// nccl-tests bus bandwidth, GB/s (beside the running jobs, if any).
     pub busbw_gb_s: f64,
-    /// Bus bandwidth with perfect load balance, GB/s.
+    /// Bus bandwidth alone on the fabric, GB/s.
+    pub busbw_alone_gb_s: f64,
+    /// Bus bandwidth alone with perfect load balance, GB/s.
     pub ideal_busbw_gb_s: f64,
     /// busbw / ideal.
     pub efficiency: f64,
-    /// Highest link utilisation at the achieved pace.
+    /// Highest link utilisation at the achieved paces.
     pub max_link_utilization: f64,
-    /// The hottest link directions.
-    pub hot_links: Vec<HotLink>,
+    /// Loaded link ports by tier and direction, hottest first.
+    pub hot_links: Vec<HotLinkGroup>,
     /// Worst one-way latency between ranks that exchange data, µs.
     pub latency_us: f64,
-    /// Buffer size of the time estimate, bytes.
-    pub size_bytes: u64,
-    /// Alpha-beta time for `size_bytes`: latency steps × latency + size / algbw, µs.
-    pub time_us: f64,
-    /// Alpha-beta time for an 8-byte buffer (latency-bound), µs.
-    pub small_message_time_us: f64,
+    /// NCCL's tuner at `--size`: algorithm, protocol, time and bandwidths.
+    pub at_size: Option<SweepRow>,
+    /// The `--sizes` sweep (empty without it).
+    pub sweep: Vec<SweepRow>,
+    /// The running multi-node jobs of `--state` and what the new job does to them.
+    pub running: Vec<RunningJobReport>,
 }
 
-fn parse_collective(s: &str) -> Result<Collective, CliError> {
+/// A collective name (clap value parser).
+fn parse_collective(s: &str) -> Result<Collective, String> {
     Collective::from_name(&s.to_ascii_lowercase()).ok_or_else(|| {
-        CliError::input(
-            "--collective",
-            format!("unknown collective `{s}`; expected allreduce, allgather, reducescatter or alltoall"),
+        format!(
+            "unknown collective `{s}`; expected allreduce, allgather, reducescatter or alltoall"
         )
     })
 }
 
-fn parse_routing(s: &str) -> Result<RoutingMode, CliError> {
-    match s.to_ascii_lowercase().as_str() {
-        "ecmp" => Ok(RoutingMode::Ecmp),
-        "adaptive" => Ok(RoutingMode::Adaptive),
-        _ => Err(CliError::input(
-            "--routing",
-            format!("unknown routing `{s}`; expected ecmp or adaptive"),
-        )),
-    }
+/// Bytes from `123`, `4K`, `256M`, `1G` (powers of 1024; clap value parser).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    fabric::parse_bytes(s).filter(|&b| b > 0).ok_or_else(|| {
+        format!("expected a positive byte count such as 1048576, 256M or 1G, got `{s}`")
+    })
 }
 
-fn parse_hash(s: &str) -> Result<HashFn, CliError> {
-    match s.to_ascii_lowercase().as_str() {
-        "crc32" => Ok(HashFn::Crc32),
-        "xor" => Ok(HashFn::Xor),
-        "mix" => Ok(HashFn::Mix),
-        _ => Err(CliError::input(
-            "--hash",
-            format!("unknown hash `{s}`; expected crc32, xor or mix"),
-        )),
+/// `MIN:MAX` sizes (clap value parser).
+fn parse_sizes(s: &str) -> Result<(u64, u64), String> {
+    let (lo, hi) = s.split_once(':').ok_or("expected MIN:MAX, e.g. 8:8G")?;
+    let (lo, hi) = (parse_size(lo)?, parse_size(hi)?);
+    if lo > hi {
+        return Err(format!("MIN {lo} is above MAX {hi}"));
     }
-}
-
-/// Bytes from `123`, `4K`, `256M`, `1G` (powers of 1024).
-pub fn parse_size(s: &str) -> Result<u64, CliError> {
-    let t = s.trim();
-    let (digits, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m: u64 = match c.to_ascii_uppercase() {
-                'K' => 1 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                _ => 0,
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    let n: Option<u64> = digits.parse().ok();
-    match n.and_then(|n| n.checked_mul(mult)) {
-        Some(b) if b > 0 && mult > 0 => Ok(b),
-        _ => Err(CliError::input(
-            "--size",
-            format!("expected a positive byte count such as 1048576, 256M or 1G, got `{s}`"),
-        )),
-    }
+    Ok((lo, hi))
 }
 
 /// `fabric collective`.
@@ -223,31 +296,26 @@ pub fn collective(args: &CollectiveArgs) -> Result<String, CliError> {
     })
 }
 
-/// Most QPs per connection `fabric collective` takes (as `simulate --qps`).
-pub const MAX_QPS: u32 = 64;
+/// A job priced on the fabric: its routed Ring, its tuner input and the shared solve.
+struct Priced {
+    cluster_name: String,
+    cfg: RoutingConfig,
+    routed: RoutedJob,
+    nodes: usize,
+    input: fabric::nccl::TunerInput,
+    contention: fabric::Contention,
+    running: Vec<(String, usize)>,
+    hot_links: Vec<HotLinkGroup>,
+    max_link_utilization: f64,
+}
 
-/// Most flows `fabric collective` routes (about 200 bytes each, and seconds per million to
-/// solve): estimated from the ranks, nodes and `--qps` before any flow is made.
-pub const MAX_FLOWS: u64 = 4_000_000;
-
-/// The report of `fabric collective`, for callers that want the figures.
-pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliError> {
-    let coll = parse_collective(&args.collective)?;
-    let mode = parse_routing(&args.routing)?;
-    let hash = parse_hash(&args.hash)?;
-    let size = parse_size(&args.size)?;
-    if args.qps == 0 || args.qps > MAX_QPS {
-        return Err(CliError::input(
-            "--qps",
-            format!(
-                "expected 1..={MAX_QPS} QPs per connection, got {}",
-                args.qps
-            ),
-        ));
-    }
+/// Route the job (and the running jobs of `--state`, job IDs 1…), solve them together and
+/// derive the tuner's input: what `collective` and `compare` report.
+fn price(args: &JobArgs) -> Result<Priced, CliError> {
+    let nccl = args.nccl.config()?;
     let cluster = load_cluster(&args.cluster)?;
-    let (file, pods) = ranks_source(args, &cluster)?;
-    let mut ranks: Vec<Rank> = Vec::new();
+    let (file, pods, preempted) = ranks_source(args, &cluster)?;
+    let mut pairs = Vec::with_capacity(pods.len());
     for p in &pods {
         if p.gpus.fract() != 0.0 {
             return Err(CliError::input(
@@ -258,45 +326,21 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
                 ),
             ));
         }
-        ranks.extend(p.gpu_ids.iter().map(|&gpu| Rank { node: p.node, gpu }));
+        pairs.push((p.node, p.gpu_ids.clone()));
     }
-    let mut nodes: Vec<u32> = pods.iter().map(|p| p.node.0).collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    // Flows before they are made: AllToAll connects every ordered pair of nodes (PXN), a ring
-    // each node to the next once per rail; each network connection has `qps` flows, and every
-    // rank adds its NVLink traffic.
-    let n_nodes = nodes.len() as u64;
-    let rails = nodes
-        .iter()
-        .map(|&n| u64::from(cluster.node(topology::NodeId(n)).nics.rails))
-        .max()
-        .unwrap_or(1);
-    let connections = match coll {
-        Collective::AllToAll => n_nodes * n_nodes.saturating_sub(1),
-        _ => n_nodes * rails,
-    };
-    let flows = connections
-        .saturating_mul(u64::from(args.qps))
-        .saturating_add(ranks.len() as u64);
-    if flows > MAX_FLOWS {
-        return Err(CliError::input(
-            "--qps",
-            format!(
-                "{} over {} ranks on {n_nodes} nodes with {} QPs per connection makes about {flows} flows, more than the limit of {MAX_FLOWS}; use fewer QPs",
-                coll.name(),
-                ranks.len(),
-                args.qps
-            ),
-        ));
-    }
+    let nodes_gpus: Vec<(topology::NodeId, usize)> =
+        pods.iter().map(|p| (p.node, p.gpu_ids.len())).collect();
+    fabric::check_flow_budget(
+        &cluster,
+        &nodes_gpus,
+        args.collective,
+        nccl.qps_per_connection,
+    )
+    .map_err(|m| CliError::input("--nccl", m))?;
     let cfg = RoutingConfig {
-        mode,
-        nccl: fabric::NcclConfig {
-            qps_per_connection: args.qps,
-            ..fabric::NcclConfig::default()
-        },
-        hash,
+        mode: args.routing.into(),
+        nccl,
+        hash: args.hash.into(),
         seeds: if args.same_seed {
             SwitchSeeds::Same
         } else {
@@ -306,57 +350,135 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
     };
     let mut fabric = Fabric::new(&cluster);
     let job = JobTraffic {
-        ranks,
-        collective: coll,
+        ranks: fabric::ranks_of(&pairs),
+        collective: args.collective,
     };
     let routed = fabric
         .route(&job, &cfg, 0)
         .map_err(|e| CliError::input(&file, e))?;
-    let alloc = fabric.solve(&[&routed]);
-    let r = fabric.job_result(&routed, alloc.busbw_gbps[0]);
-    let hot = fabric.hot_links(&alloc.load_gbps, args.top);
-    Ok(CollectiveReport {
-        cluster: cluster.name.clone(),
-        collective: coll.name().to_owned(),
-        routing: match mode {
-            RoutingMode::Ecmp => "ecmp",
-            RoutingMode::Adaptive => "adaptive",
-        }
-        .to_owned(),
-        qps: args.qps,
-        ranks: r.n_ranks,
+    let (mut running, mut routed_running) = (Vec::new(), Vec::new());
+    for (name, pods) in running_jobs(args, &cluster, &preempted)? {
+        let ranks = fabric::ranks_of(&pods);
+        let traffic = JobTraffic {
+            ranks,
+            collective: Collective::AllReduce,
+        };
+        let id = routed_running.len() as u64 + 1;
+        let r = fabric
+            .route(&traffic, &cfg, id)
+            .map_err(|e| CliError::input("--state", format!("running job `{name}`: {e}")))?;
+        running.push((name, traffic.ranks.len()));
+        routed_running.push(r);
+    }
+    let contention = fabric::contention(&fabric, &routed, &routed_running);
+    let input = fabric::tuner_input_with(&mut fabric, &job, &cfg, &routed_running)
+        .map_err(|e| CliError::input(&file, e))?;
+    let mut nodes: Vec<NodeId> = pods.iter().map(|p| p.node).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    Ok(Priced {
+        cluster_name: cluster.name.clone(),
+        cfg,
         nodes: nodes.len(),
-        flows: routed.flows.len(),
-        network_flows: routed.network_flows,
-        algbw_gb_s: r.algbw_gb_s,
-        busbw_gb_s: r.busbw_gb_s,
-        ideal_busbw_gb_s: r.ideal_busbw_gb_s,
-        efficiency: r.efficiency,
-        max_link_utilization: fabric.max_link_utilization(&alloc.load_gbps),
-        hot_links: hot
-            .into_iter()
-            .map(|h| HotLink {
-                from: h.from,
-                to: h.to,
-                tier: h.tier,
-                utilization: h.utilization,
-            })
-            .collect(),
-        latency_us: r.latency_us,
-        size_bytes: size,
-        time_us: r.time_us(size as f64),
-        small_message_time_us: r.time_us(8.0),
+        input,
+        hot_links: fabric::hot_link_groups(&fabric, &contention.shared.load_gbps),
+        max_link_utilization: fabric.max_link_utilization(&contention.shared.load_gbps),
+        routed,
+        contention,
+        running,
     })
 }
 
-/// The placed pods the collective runs on, and the file they come from: the placement file, or
-/// the job placed by [`place::decide`] (the code path of `railyard place`).
+/// The running jobs of `--state` that cross the network (GPUs on several hosts, whole GPUs),
+/// minus those the new job preempts: name and `(node, GPUs)` per pod in rank order.
+#[allow(clippy::type_complexity)] // a plain list of pods per job
+fn running_jobs(
+    args: &JobArgs,
+    cluster: &Cluster,
+    preempted: &[String],
+) -> Result<Vec<(String, Vec<(NodeId, Vec<u32>)>)>, CliError> {
+    if args.state.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut files = Vec::new();
+    for p in &args.state {
+        files.push((p.display().to_string(), read_text(p)?));
+    }
+    let occupancy = state::read_all(&files, cluster)?;
+    let mut out = Vec::new();
+    for (name, a) in occupancy.jobs() {
+        let whole = a.pods.iter().all(|p| p.milli == sched::MILLI_PER_GPU);
+        let first = a.pods.first().map(|p| p.node);
+        if preempted.contains(name) || !whole || a.pods.iter().all(|p| Some(p.node) == first) {
+            continue;
+        }
+        out.push((
+            name.clone(),
+            a.pods.iter().map(|p| (p.node, p.gpu_ids.clone())).collect(),
+        ));
+    }
+    Ok(out)
+}
+
+/// The report of `fabric collective`, for callers that want the figures.
+pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliError> {
+    let p = price(&args.job)?;
+    let c = &p.contention;
+    let fabric_sweep = |sizes: &[u64]| fabric::sweep(&p.input, &p.cfg, sizes);
+    let busbw = c.new_shared_gbps / 8.0;
+    let ideal = p.routed.ideal_busbw_gbps / 8.0;
+    Ok(CollectiveReport {
+        cluster: p.cluster_name.clone(),
+        collective: p.routed.collective.name().to_owned(),
+        routing: format!("{:?}", args.job.routing).to_ascii_lowercase(),
+        nccl: args.job.nccl.nccl.clone(),
+        qps: p.cfg.qps(),
+        channels: p.routed.channels,
+        ranks: p.routed.n_ranks,
+        nodes: p.nodes,
+        flows: p.routed.flows.len(),
+        network_flows: p.routed.network_flows,
+        algbw_gb_s: busbw / p.routed.collective.bus_factor(p.routed.n_ranks),
+        busbw_gb_s: busbw,
+        busbw_alone_gb_s: c.new_alone_gbps / 8.0,
+        ideal_busbw_gb_s: ideal,
+        efficiency: if ideal > 0.0 { busbw / ideal } else { 1.0 },
+        max_link_utilization: p.max_link_utilization,
+        latency_us: p.routed.latency_ns / 1000.0,
+        at_size: fabric_sweep(&[args.size]).into_iter().next(),
+        sweep: args
+            .sizes
+            .map(|(lo, hi)| fabric_sweep(&fabric::doubling_sizes(lo, hi)))
+            .unwrap_or_default(),
+        running: p
+            .running
+            .iter()
+            .zip(c.before_gbps.iter().zip(&c.after_gbps))
+            .map(|((name, ranks), (&b, &a))| RunningJobReport {
+                name: name.clone(),
+                ranks: *ranks,
+                busbw_before_gb_s: b / 8.0,
+                busbw_after_gb_s: a / 8.0,
+                slowdown: if a > 0.0 { b / a } else { f64::INFINITY },
+            })
+            .collect(),
+        hot_links: p.hot_links,
+    })
+}
+
+/// The placed pods the collective runs on, the file they come from and the jobs preempted to
+/// place them: the placement file, or the job placed by [`place::decide`] (the code path of
+/// `railyard place`).
 fn ranks_source(
-    args: &CollectiveArgs,
-    cluster: &topology::Cluster,
-) -> Result<(String, Vec<placement::ResolvedPod>), CliError> {
+    args: &JobArgs,
+    cluster: &Cluster,
+) -> Result<(String, Vec<placement::ResolvedPod>, Vec<String>), CliError> {
     match (&args.placement, &args.job) {
-        (Some(p), None) => Ok((p.display().to_string(), placement::read(p, cluster)?)),
+        (Some(p), None) => Ok((
+            p.display().to_string(),
+            placement::read(p, cluster)?,
+            Vec::new(),
+        )),
         (None, Some(job)) => {
             let file = job.display().to_string();
             let decided = place::decide(
@@ -382,7 +504,7 @@ fn ranks_source(
                 ));
             }
             let pods = placement::resolve(&file, &decided, cluster)?;
-            Ok((file, pods))
+            Ok((file, pods, decided.preempted))
         }
         _ => Err(CliError::input(
             "--placement/--job",
@@ -406,59 +528,129 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+fn gb(x: f64) -> String {
+    format!("{x:.2} GB/s")
+}
+
 fn collective_text(r: &CollectiveReport) -> String {
     let mut out = format!(
-        "{} over {} ranks on {} nodes of {}, {} routing, {} QP{} per connection\n\n",
+        "{} over {} ranks on {} nodes of {}, {} routing, {} QP{} per connection, {} channels\n\n",
         r.collective,
         r.ranks,
         r.nodes,
         r.cluster,
         r.routing,
         r.qps,
-        if r.qps == 1 { "" } else { "s" }
+        if r.qps == 1 { "" } else { "s" },
+        r.channels
     );
     let mut t = Table::new(&["figure", "value"]);
-    let rows: Vec<(&str, String)> = vec![
-        ("algorithm bandwidth", format!("{:.2} GB/s", r.algbw_gb_s)),
-        ("bus bandwidth", format!("{:.2} GB/s", r.busbw_gb_s)),
-        (
-            "ideal bus bandwidth",
-            format!("{:.2} GB/s", r.ideal_busbw_gb_s),
-        ),
+    let mut rows: Vec<(&str, String)> = vec![
+        ("algorithm bandwidth", gb(r.algbw_gb_s)),
+        ("bus bandwidth", gb(r.busbw_gb_s)),
+    ];
+    if !r.running.is_empty() {
+        rows.push(("bus bandwidth alone", gb(r.busbw_alone_gb_s)));
+    }
+    rows.extend([
+        ("ideal bus bandwidth", gb(r.ideal_busbw_gb_s)),
         ("efficiency", pct(r.efficiency)),
         ("max link utilization", pct(r.max_link_utilization)),
         ("worst latency", fmt_us(r.latency_us)),
         (
-            "time (alpha-beta)",
-            format!("{} for {} bytes", fmt_us(r.time_us), r.size_bytes),
-        ),
-        (
-            "small-message time",
-            format!("{} for 8 bytes", fmt_us(r.small_message_time_us)),
-        ),
-        (
             "flows",
             format!("{} ({} across the fabric)", r.flows, r.network_flows),
         ),
-    ];
+    ]);
+    if let Some(s) = &r.at_size {
+        let pick = format!("{}/{}", s.algorithm.name(), s.protocol.name());
+        let time = format!("{} for {} bytes ({pick})", fmt_us(s.time_us), s.size_bytes);
+        rows.push(("time (NCCL tuner)", time));
+    }
     for (k, v) in rows {
         t.row(vec![k.to_owned(), v]);
     }
     out.push_str(&t.render());
-    if !r.hot_links.is_empty() {
-        out.push_str("\nhottest links\n");
-        let mut t = Table::new(&["from", "to", "tier", "utilization"]);
-        for h in &r.hot_links {
+    if !r.running.is_empty() {
+        out.push_str("\nrunning jobs (Ring AllReduce each) before and after this job starts\n");
+        let mut t = Table::new(&["job", "ranks", "busbw before", "busbw after", "slowdown"]);
+        for j in &r.running {
             t.row(vec![
-                h.from.clone(),
-                h.to.clone(),
-                h.tier.to_string(),
-                pct(h.utilization),
+                j.name.clone(),
+                j.ranks.to_string(),
+                gb(j.busbw_before_gb_s),
+                gb(j.busbw_after_gb_s),
+                format!("{:.2}×", j.slowdown),
             ]);
         }
         out.push_str(&t.render());
     }
+    if !r.hot_links.is_empty() {
+        out.push_str("\nhot links by tier and direction\n");
+        let mut t = Table::new(&["tier", "dir", "ports", "at max", "max", "mean", "example"]);
+        for h in &r.hot_links {
+            t.row(vec![
+                h.tier.to_string(),
+                if h.up { "up" } else { "down" }.to_owned(),
+                h.loaded_ports.to_string(),
+                h.ports_at_max.to_string(),
+                pct(h.max_utilization),
+                pct(h.mean_utilization),
+                h.example.clone(),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
+    if !r.sweep.is_empty() {
+        out.push_str(&format!("\n{}", nccl_tests::write_table(&r.sweep)));
+    }
     out
+}
+
+/// The report of `fabric compare`.
+#[derive(Debug, Serialize)]
+pub struct CompareReport {
+    /// The nccl-tests log.
+    pub log: String,
+    /// Cluster name.
+    pub cluster: String,
+    /// Ranks (GPUs).
+    pub ranks: usize,
+    /// Per measured row: measured and predicted busbw and the relative error.
+    pub rows: Vec<Comparison>,
+}
+
+/// `fabric compare`: a measured nccl-tests run beside the prediction, row by row.
+pub fn compare(args: &CompareArgs) -> Result<String, CliError> {
+    let log = args.log.display().to_string();
+    let measured = nccl_tests::read(&log, &read_text(&args.log)?)?;
+    let p = price(&args.job)?;
+    let r = CompareReport {
+        rows: fabric::compare(&p.input, &p.cfg, &measured),
+        log,
+        cluster: p.cluster_name,
+        ranks: p.routed.n_ranks,
+    };
+    if args.output == OutputFormat::Json {
+        return Ok(to_json(&r));
+    }
+    let mut out = format!(
+        "{} beside railyard's prediction for {} ranks on {} (out-of-place busbw)\n\n",
+        r.log, r.ranks, r.cluster
+    );
+    let mut t = Table::new(&["line", "size", "measured", "predicted", "error", "pick"]);
+    for c in &r.rows {
+        t.row(vec![
+            c.line.to_string(),
+            c.size_bytes.to_string(),
+            gb(c.measured_busbw_gb_s),
+            gb(c.predicted_busbw_gb_s),
+            format!("{:+.1}%", c.relative_error * 100.0),
+            format!("{}/{}", c.algorithm.name(), c.protocol.name()),
+        ]);
+    }
+    out.push_str(&t.render());
+    Ok(out)
 }
 
 /// The report of `fabric ecmp`.
@@ -484,13 +676,13 @@ pub struct EcmpReport {
     pub worst_max_load: f64,
     /// Balls-into-bins expectation of the most loaded path's load (exact), when computed.
     pub expected_max_load: Option<f64>,
-    /// ideal_load / mean_max_load: the bandwidth fraction the most loaded path leaves a flow.
+    /// Mean over trials of ideal ÷ most loaded path: the bandwidth fraction a flow gets.
     pub efficiency: f64,
 }
 
 /// `fabric ecmp`.
 pub fn ecmp(args: &EcmpArgs) -> Result<String, CliError> {
-    let hash = parse_hash(&args.hash)?;
+    let hash = args.hash.into();
     for (v, flag) in [
         (args.paths, "--paths"),
         (args.flows, "--flows"),
@@ -528,7 +720,7 @@ pub fn ecmp(args: &EcmpArgs) -> Result<String, CliError> {
         p99_max_load: s.p99,
         worst_max_load: s.max,
         expected_max_load: expected_max_load(args.paths, args.flows, args.qps),
-        efficiency: ideal / s.mean,
+        efficiency: s.efficiency,
     };
     Ok(match args.output {
         OutputFormat::Json => to_json(&r),
@@ -555,7 +747,7 @@ pub fn ecmp(args: &EcmpArgs) -> Result<String, CliError> {
             t.row(vec!["perfect balance".into(), f(r.ideal_load)]);
             out.push_str(&t.render());
             out.push_str(&format!(
-                "\nthe most loaded path leaves {} of a balanced share\n",
+                "\nefficiency {} (mean over trials of ideal ÷ most loaded path)\n",
                 pct(r.efficiency)
             ));
             out
@@ -651,10 +843,11 @@ mod tests {
     fn sizes() {
         assert_eq!(parse_size("1G").unwrap(), 1 << 30);
         assert_eq!(parse_size("256m").unwrap(), 256 << 20);
-        assert_eq!(parse_size("1000").unwrap(), 1000);
         assert!(parse_size("0").is_err());
         assert!(parse_size("1X").is_err());
-        assert!(parse_size("-3").is_err());
+        assert_eq!(parse_sizes("8:8G").unwrap(), (8, 8 << 30));
+        assert!(parse_sizes("8G:8").is_err());
+        assert!(parse_sizes("8").is_err());
     }
 
     #[test]

@@ -7,17 +7,17 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use sched::{fair_share_in, Dialect, Resource, Resources};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
 
-use ops::queues::{dialect, problems, read_files, tree_in};
+use ops::queues::{
+    dialect, inline_capacity, inline_demand, problems, read_demand, read_files, tree_in,
+};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
-use formats::input::{parse_typed, read_text};
-use formats::jobs::{self, parse_cpu_millis, parse_memory_mib};
+use formats::input::read_text;
 use report::fmt::trim_float;
 
 /// Arguments of `queues validate`.
@@ -63,112 +63,6 @@ pub fn validate(args: &ValidateArgs) -> Result<String, CliError> {
         read.queues.len(),
         read.jobs.len()
     ))
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DemandFile {
-    #[serde(default)]
-    capacity: Option<BTreeMap<String, Value>>,
-    demand: BTreeMap<String, BTreeMap<String, Value>>,
-}
-
-fn amounts(at: &str, map: &BTreeMap<String, Value>, inline: bool) -> Result<Resources, CliError> {
-    given_amounts(at, map, inline).map(|(r, _)| r)
-}
-
-/// Amounts and which resources were given.
-fn given_amounts(
-    at: &str,
-    map: &BTreeMap<String, Value>,
-    inline: bool,
-) -> Result<(Resources, [bool; 3]), CliError> {
-    let mut r = Resources::default();
-    let mut given = [false; 3];
-    for (k, v) in map {
-        let (res, val) = match k.as_str() {
-            // A file gives GPUs as a number (`"8"` is refused); inline amounts are all text.
-            "gpu" => (
-                Resource::Gpu,
-                v.as_f64()
-                    .or_else(|| inline.then(|| v.as_str()?.parse().ok()).flatten()),
-            ),
-            "cpu" => (Resource::Cpu, parse_cpu_millis(v).map(|m| m as f64)),
-            "memory" => (Resource::Memory, parse_memory_mib(v).map(|m| m as f64)),
-            other => {
-                return Err(CliError::input(
-                    at,
-                    format!("{other}: expected gpu, cpu (cores) or memory (e.g. 64Gi)"),
-                ))
-            }
-        };
-        let val = val
-            .filter(|x| x.is_finite() && (0.0..=sched::MAX_AMOUNT).contains(x))
-            .ok_or_else(|| {
-                CliError::input(
-                    at,
-                    format!("{k}: expected a non-negative amount up to 1e15, got {v}"),
-                )
-            })?;
-        r.set(res, val);
-        given[res as usize] = true;
-    }
-    Ok((r, given))
-}
-
-/// What a `--demand` file says: the capacity (with which resources it gives) and each queue's
-/// demand, in file order.
-#[derive(Debug, Default)]
-pub struct DemandRead {
-    /// `capacity`, and which of gpu, cpu, memory it gives.
-    pub capacity: Option<(Resources, [bool; 3])>,
-    /// (queue, demand) in file order.
-    pub demand: Vec<(String, Resources)>,
-}
-
-/// Read a `--demand` file (`file` names it in errors): a demand file (`demand:`, optional
-/// `capacity:`) or job files, whose jobs' full requests count for their queues. Every amount
-/// is finite, non-negative and at most [`sched::MAX_AMOUNT`].
-pub fn read_demand(file: &str, text: &str) -> Result<DemandRead, CliError> {
-    let docs = formats::input::parse_documents(file, text)?;
-    let is_demand = docs.len() == 1 && docs[0].get("demand").is_some();
-    let mut out = DemandRead::default();
-    if is_demand {
-        let f: DemandFile = parse_typed(file, text)?;
-        if let Some(c) = &f.capacity {
-            out.capacity = Some(given_amounts(&format!("{file}: capacity"), c, false)?);
-        }
-        for (queue, m) in &f.demand {
-            let r = amounts(&format!("{file}: demand.{queue}"), m, false)?;
-            out.demand.push((queue.clone(), r));
-        }
-    } else {
-        for j in jobs::read_jobs(file, text)? {
-            out.demand.push((j.queue.clone(), j.request()));
-        }
-    }
-    Ok(out)
-}
-
-/// An inline `--demand QUEUE=gpu:N,cpu:N,memory:64Gi`; `None` when `spec` has no `=`.
-pub fn inline_demand(spec: &str) -> Result<Option<(String, Resources)>, CliError> {
-    let Some((queue, amounts_text)) = spec.split_once('=') else {
-        return Ok(None);
-    };
-    let r = amounts("--demand", &inline_map("--demand", amounts_text)?, true)?;
-    Ok(Some((queue.to_owned(), r)))
-}
-
-/// `gpu:8,cpu:4,memory:64Gi` as a map.
-fn inline_map(at: &str, s: &str) -> Result<BTreeMap<String, Value>, CliError> {
-    let mut m = BTreeMap::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        let (k, v) = part
-            .split_once(':')
-            .ok_or_else(|| CliError::input(at, format!("`{part}`: expected RESOURCE:AMOUNT")))?;
-        m.insert(k.trim().to_owned(), Value::String(v.trim().to_owned()));
-    }
-    Ok(m)
 }
 
 #[derive(Debug, Serialize)]
@@ -253,11 +147,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         known[0] = true;
     }
     let explicit = match &args.capacity {
-        Some(s) => Some(given_amounts(
-            "--capacity",
-            &inline_map("--capacity", s)?,
-            true,
-        )?),
+        Some(s) => Some(inline_capacity(s)?),
         None => capacity,
     };
     if let Some((c, given)) = explicit {

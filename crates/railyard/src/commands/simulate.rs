@@ -5,14 +5,13 @@ use std::time::{Duration, Instant};
 
 use fabric::{RoutingConfig, RoutingMode};
 use serde::Serialize;
-use sim::engine::{
-    simulate, CommDefaults, Order, Policy, SimConfig, SimResult, Summary, TopologyMode,
-};
+use sim::engine::{simulate, CommDefaults, SimConfig, SimResult, Summary};
 use sim::network::fabric_network;
 use sim::SimTime;
 use topology::Cluster;
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
+use crate::commands::fabric::{NcclArgs, RoutingArg};
 use crate::error::CliError;
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
@@ -50,10 +49,9 @@ pub struct SimulateArgs {
     pub horizon_s: Option<f64>,
     /// How the fabric spreads flows over equal-cost paths.
     #[arg(long, value_enum, default_value = "ecmp")]
-    pub routing: SimRouting,
-    /// QPs per connection (NCCL_IB_QPS_PER_CONNECTION).
-    #[arg(long, default_value_t = 1)]
-    pub qps: u32,
+    pub routing: RoutingArg,
+    #[command(flatten)]
+    pub nccl: NcclArgs,
     /// Seed for QP numbers and switch hash seeds.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -98,73 +96,7 @@ impl From<TraceFormatArg> for TraceFormat {
     }
 }
 
-/// Routing for the simulated fabric.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum SimRouting {
-    /// Per-flow ECMP on the RoCEv2 5-tuple.
-    Ecmp,
-    /// Adaptive routing: flows spread evenly over all shortest paths.
-    Adaptive,
-}
-
-/// Parse a policy spec (`fair-share+required:tier0`); `flag` (`--policy` or `--compare`) is
-/// the flag errors name.
-pub fn parse_policy(spec: &str, cluster: &Cluster, flag: &str) -> Result<Policy, CliError> {
-    let bad = |m: String| CliError::input(flag, m);
-    let spec = spec.trim();
-    if spec.is_empty() {
-        return Err(bad(
-            "empty policy; expected ORDER[+TOPOLOGY], e.g. fifo or best-effort+required:tier0"
-                .to_owned(),
-        ));
-    }
-    let (order_s, topo_s) = spec.split_once('+').unwrap_or((spec, "none"));
-    let order = match order_s {
-        "fifo" => Order::Fifo,
-        "best-effort" => Order::BestEffortFifo,
-        "fair-share" => Order::FairShare,
-        o => {
-            return Err(bad(format!(
-                "`{spec}`: unknown order `{o}`; expected fifo, best-effort or fair-share"
-            )))
-        }
-    };
-    let level = |l: &str| -> Result<usize, CliError> {
-        if let Some(t) = l.strip_prefix("tier").and_then(|t| t.parse::<usize>().ok()) {
-            return cluster
-                .tiers
-                .get(t)
-                .and_then(|tier| tier.level)
-                .ok_or_else(|| bad(format!("`{spec}`: tier {t} has no level in this cluster")));
-        }
-        cluster.level_by_label(l).ok_or_else(|| {
-            bad(format!(
-                "`{spec}`: unknown level `{l}`; expected tierN or one of {}",
-                cluster
-                    .levels
-                    .iter()
-                    .map(|x| x.label.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })
-    };
-    let topology = match topo_s.split_once(':') {
-        None if topo_s == "none" => TopologyMode::None,
-        Some(("preferred", l)) => TopologyMode::Preferred(level(l)?),
-        Some(("required", l)) => TopologyMode::Required(level(l)?),
-        _ => {
-            return Err(bad(format!(
-                "`{spec}`: expected none, preferred:LEVEL or required:LEVEL after `+`"
-            )))
-        }
-    };
-    Ok(Policy {
-        name: spec.to_owned(),
-        order,
-        topology,
-    })
-}
+pub use formats::policy::parse_policy;
 
 #[derive(Serialize)]
 struct JsonRun<'a> {
@@ -191,6 +123,7 @@ struct RunMeta {
     cluster: String,
     routing: String,
     qps: u32,
+    nccl: Vec<String>,
     seed: u64,
     cycle_s: f64,
     horizon_s: Option<f64>,
@@ -205,8 +138,14 @@ impl RunMeta {
             (
                 "routing".to_owned(),
                 format!(
-                    "{}, {} QP(s) per connection, seed {}",
-                    self.routing, self.qps, self.seed
+                    "{}, {} QP(s) per connection, seed {}{}",
+                    self.routing,
+                    self.qps,
+                    self.seed,
+                    self.nccl
+                        .iter()
+                        .map(|s| format!(", {s}"))
+                        .collect::<String>()
                 ),
             ),
             ("cycle".to_owned(), format!("{} s", self.cycle_s)),
@@ -276,21 +215,9 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             ));
         }
     }
-    if args.qps == 0 || args.qps > 64 {
-        return Err(CliError::input(
-            "--qps",
-            "expected 1..=64 QPs per connection",
-        ));
-    }
     let routing = RoutingConfig {
-        mode: match args.routing {
-            SimRouting::Ecmp => RoutingMode::Ecmp,
-            SimRouting::Adaptive => RoutingMode::Adaptive,
-        },
-        nccl: fabric::NcclConfig {
-            qps_per_connection: args.qps,
-            ..fabric::NcclConfig::default()
-        },
+        mode: args.routing.into(),
+        nccl: args.nccl.config()?,
         seed: args.seed,
         ..RoutingConfig::default()
     };
@@ -320,11 +247,9 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         command: args.command_line.clone(),
         trace: trace_name.clone(),
         cluster: args.cluster.cluster.clone(),
-        routing: match args.routing {
-            SimRouting::Ecmp => "ecmp".to_owned(),
-            SimRouting::Adaptive => "adaptive".to_owned(),
-        },
-        qps: args.qps,
+        routing: format!("{:?}", args.routing).to_ascii_lowercase(),
+        qps: routing.qps(),
+        nccl: args.nccl.nccl.clone(),
         seed: args.seed,
         cycle_s: args.cycle_s,
         horizon_s: args.horizon_s,

@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use railyard::cluster_arg::ClusterArgs;
-use railyard::commands::fabric::{collective_report, ecmp, CollectiveArgs, EcmpArgs};
+use railyard::commands::fabric::{
+    collective_report, ecmp, CollectiveArgs, EcmpArgs, HashArg, JobArgs, NcclArgs, RoutingArg,
+};
 use railyard::output::OutputFormat;
 
 fn example(name: &str) -> PathBuf {
@@ -12,23 +14,28 @@ fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn args(cluster: &str, placement: PathBuf, routing: &str, qps: u32) -> CollectiveArgs {
+fn args(cluster: &str, placement: PathBuf, routing: RoutingArg, qps: u32) -> CollectiveArgs {
     CollectiveArgs {
-        cluster: ClusterArgs {
-            cluster: cluster.to_owned(),
-            ..ClusterArgs::default()
+        job: JobArgs {
+            cluster: ClusterArgs {
+                cluster: cluster.to_owned(),
+                ..ClusterArgs::default()
+            },
+            placement: Some(placement),
+            job: None,
+            state: Vec::new(),
+            collective: fabric::Collective::AllReduce,
+            routing,
+            nccl: NcclArgs {
+                nccl: Vec::new(),
+                qps: Some(qps),
+            },
+            seed: 0,
+            hash: HashArg::Mix,
+            same_seed: false,
         },
-        placement: Some(placement),
-        job: None,
-        state: Vec::new(),
-        collective: "allreduce".to_owned(),
-        routing: routing.to_owned(),
-        qps,
-        size: "1G".to_owned(),
-        seed: 0,
-        hash: "crc32".to_owned(),
-        same_seed: false,
-        top: 5,
+        size: 1 << 30,
+        sizes: None,
         output: OutputFormat::Json,
     }
 }
@@ -50,10 +57,10 @@ fn cross_pod_ring_on_fat_tree_k8_ecmp_qps_and_adaptive() {
     let eff = |routing, qps| {
         collective_report(&args("preset:fat-tree-k8", p.clone(), routing, qps)).expect("valid")
     };
-    let e1 = eff("ecmp", 1);
-    let e4 = eff("ecmp", 4);
-    let e16 = eff("ecmp", 16);
-    let ad = eff("adaptive", 1);
+    let e1 = eff(RoutingArg::Ecmp, 1);
+    let e4 = eff(RoutingArg::Ecmp, 4);
+    let e16 = eff(RoutingArg::Ecmp, 16);
+    let ad = eff(RoutingArg::Adaptive, 1);
     assert_eq!(e1.ranks, 1024);
     assert_eq!(e1.nodes, 128);
     // One 400G NIC per host: a ring across whole nodes is NIC-bound at NCCL's 48 GB/s.
@@ -72,8 +79,14 @@ fn cross_pod_ring_on_fat_tree_k8_ecmp_qps_and_adaptive() {
         e16.efficiency
     );
     assert!(ad.efficiency > 0.999, "adaptive: {}", ad.efficiency);
-    // The hottest links of ECMP are switch-to-switch links, saturated.
-    assert!(e1.hot_links[0].tier >= 1);
+    // The hottest links of ECMP are switch-to-switch ports, saturated; grouped by tier and
+    // direction, hottest first, each group counting its ports at the maximum.
+    let hot = &e1.hot_links[0];
+    assert!(hot.tier >= 1, "{hot:?}");
+    assert!((hot.max_utilization - 1.0).abs() < 1e-9);
+    assert!(hot.ports_at_max >= 1 && hot.ports_at_max <= hot.loaded_ports);
+    assert!(hot.mean_utilization <= hot.max_utilization);
+    assert!(e1.hot_links.len() <= 6, "3 tiers × 2 directions");
     assert!((e1.max_link_utilization - 1.0).abs() < 1e-9);
     assert!((e1.latency_us - 3.0).abs() < 1e-12);
 }
@@ -111,7 +124,15 @@ fn collective_json_has_the_documented_fields() {
         assert!(v.get(key).is_some(), "missing {key}");
     }
     let hot = &v["hot_links"][0];
-    for key in ["from", "to", "tier", "utilization"] {
+    for key in [
+        "tier",
+        "up",
+        "loaded_ports",
+        "ports_at_max",
+        "max_utilization",
+        "mean_utilization",
+        "example",
+    ] {
         assert!(hot.get(key).is_some(), "hot_links lacks {key}");
     }
     // AllGather busbw = algbw × (n−1)/n.
@@ -129,7 +150,7 @@ fn ecmp_mean(flows: u32) -> (f64, Option<f64>) {
         qps: 1,
         trials: 20_000,
         seed: 1,
-        hash: "crc32".to_owned(),
+        hash: HashArg::Crc32,
         output: OutputFormat::Json,
     })
     .expect("valid");
@@ -142,6 +163,18 @@ fn ecmp_mean(flows: u32) -> (f64, Option<f64>) {
 
 #[test]
 fn ecmp_reproduces_balls_into_bins_figures() {
+    // Efficiency is the mean over trials of ideal ÷ max, which exceeds ideal ÷ mean(max)
+    // (Jensen) unless every trial has the same maximum.
+    let v: serde_json::Value = serde_json::from_str(&crate::ok(&[
+        "fabric", "ecmp", "--paths", "8", "--flows", "32", "--trials", "2000", "--output", "json",
+    ]))
+    .expect("JSON");
+    let (eff, ideal, mean) = (
+        v["efficiency"].as_f64().expect("efficiency"),
+        v["ideal_load"].as_f64().expect("ideal"),
+        v["mean_max_load"].as_f64().expect("mean"),
+    );
+    assert!(eff > ideal / mean && eff < 1.0, "{eff} {ideal} {mean}");
     for (flows, design) in [(8, 2.597), (32, 7.048)] {
         let (sim, exact) = ecmp_mean(flows);
         assert!((sim - design).abs() / design < 0.02, "{flows} flows: {sim}");
@@ -170,7 +203,7 @@ fn mtu_rule() {
 fn bad_input_is_one_line_and_exit_1() {
     let p = example("fat-tree-k8-cross-pod.json");
     let p = p.to_str().expect("utf-8 path");
-    let base = |extra: &[&'static str]| -> Vec<String> {
+    let base = |extra: &[&str]| -> Vec<String> {
         let mut v: Vec<String> = [
             "fabric",
             "collective",
@@ -185,20 +218,29 @@ fn bad_input_is_one_line_and_exit_1() {
         v.extend(extra.iter().map(|s| (*s).to_owned()));
         v
     };
-    let run = |extra: &[&'static str], needle: &str| {
-        let v = base(extra);
+    // Bad flag values are usage errors: exit 2, naming the flag.
+    for (extra, needle) in [
+        (
+            vec!["--collective", "broadcast"],
+            "unknown collective `broadcast`",
+        ),
+        (vec!["--collective", "allreduce", "--qps", "0"], "--qps"),
+        (
+            vec!["--collective", "allreduce", "--routing", "magic"],
+            "--routing",
+        ),
+        (vec!["--collective", "allreduce", "--hash", "md5"], "--hash"),
+        (
+            vec!["--collective", "allreduce", "--sizes", "8G:8"],
+            "--sizes",
+        ),
+    ] {
+        let v = base(&extra);
         let refs: Vec<&str> = v.iter().map(String::as_str).collect();
-        check_error(&refs, needle);
-    };
-    run(
-        &["--collective", "broadcast"],
-        "unknown collective `broadcast`",
-    );
-    run(&["--collective", "allreduce", "--qps", "0"], "--qps");
-    run(
-        &["--collective", "allreduce", "--routing", "magic"],
-        "--routing",
-    );
+        let r = crate::railyard(&refs);
+        assert_eq!(r.code, 2, "{extra:?}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{extra:?}: {}", r.stderr);
+    }
 
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let bad = dir.join("fabric-unknown-node.json");
@@ -245,8 +287,13 @@ fn whole_node_placement(name: &str, nodes: usize) -> PathBuf {
 fn ring_across_whole_nodes_is_bound_by_the_node_nic_aggregate() {
     let placement = whole_node_placement("fabric-64-nodes.json", 64);
     // oci-h100-16k: 8 rails × 2 × 200G = 3.2 Tb/s per node → 16 × NCCL's 24 GB/s.
-    let r = collective_report(&args("preset:oci-h100-16k", placement.clone(), "ecmp", 1))
-        .expect("valid");
+    let r = collective_report(&args(
+        "preset:oci-h100-16k",
+        placement.clone(),
+        RoutingArg::Ecmp,
+        1,
+    ))
+    .expect("valid");
     assert!((r.ideal_busbw_gb_s - 384.0).abs() < 1e-9, "{r:?}");
     // The same cluster with one 200G port per rail (BM.GPU4.8, 1.6 Tb/s per node) → 192 GB/s.
     let preset = std::fs::read_to_string(
@@ -262,7 +309,7 @@ fn ring_across_whole_nodes_is_bound_by_the_node_nic_aggregate() {
     let r = collective_report(&args(
         spec_path.to_str().expect("utf-8 path"),
         placement,
-        "adaptive",
+        RoutingArg::Adaptive,
         1,
     ))
     .expect("valid");
@@ -321,14 +368,349 @@ fn job_gives_the_figures_of_place_then_placement() {
         let mut by_job = vec!["fabric", "collective", "--job", RING_24];
         by_job.extend(state.map(|s| ["--state", s]).into_iter().flatten());
         by_job.extend_from_slice(&common);
-        let expected = crate::ok(&by_placement);
-        let got = crate::ok(&by_job);
-        assert_eq!(got, expected, "case {i}");
-        let v: serde_json::Value = serde_json::from_str(&got).expect("JSON");
+        let expected: serde_json::Value =
+            serde_json::from_str(&crate::ok(&by_placement)).expect("JSON");
+        let mut v: serde_json::Value = serde_json::from_str(&crate::ok(&by_job)).expect("JSON");
         assert_eq!(v["ranks"], 192);
         assert_eq!(v["nodes"], 24);
         assert!(v["busbw_gb_s"].as_f64().expect("busbw") > 0.0);
+        if state.is_some() {
+            // The running multi-node jobs run beside it (each on its own hosts, sharing no
+            // port at the maximum here, so nobody slows); the new job's own figures are those
+            // of the placement alone.
+            let names: Vec<&str> = v["running"]
+                .as_array()
+                .expect("running")
+                .iter()
+                .map(|j| j["name"].as_str().expect("name"))
+                .collect();
+            assert_eq!(names, ["edge-0-job", "pod-1-pair"]);
+            for key in ["running", "hot_links"] {
+                v[key] = expected[key].clone();
+            }
+        }
+        assert_eq!(v, expected, "case {i}");
     }
+}
+
+/// Job A runs on two hosts under each leaf of a 4:1 oversubscribed two-leaf fabric; job B gets
+/// the other four. Each ring crosses each leaf's single 400G uplink once per direction. Alone,
+/// each job is NIC-bound at NCCL's 48 GB/s (384 Gb/s < 400); together they split the uplink,
+/// 200 Gb/s = 25 GB/s each, so A slows by 48/25 = 1.92.
+#[test]
+fn running_jobs_share_an_oversubscribed_uplink() {
+    let f = "tests/fixtures/fabric/";
+    let (cluster, job, state) = (
+        format!("{f}two-leaves-4to1.yaml"),
+        format!("{f}job-b.yaml"),
+        format!("{f}job-a-state.yaml"),
+    );
+    let out = crate::ok(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        &cluster,
+        "--job",
+        &job,
+        "--state",
+        &state,
+        "--collective",
+        "allreduce",
+        "--output",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let close = |key: &serde_json::Value, want: f64| {
+        let got = key.as_f64().expect("number");
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}: {out}");
+    };
+    close(&v["busbw_alone_gb_s"], 48.0);
+    close(&v["busbw_gb_s"], 25.0);
+    close(&v["efficiency"], 25.0 / 48.0);
+    let a = &v["running"][0];
+    assert_eq!(a["name"], "job-a");
+    assert_eq!(a["ranks"], 32);
+    close(&a["busbw_before_gb_s"], 48.0);
+    close(&a["busbw_after_gb_s"], 25.0);
+    close(&a["slowdown"], 48.0 / 25.0);
+    // The saturated ports are the uplinks (tier 1), both directions, two ports each.
+    let hot = &v["hot_links"][0];
+    assert_eq!(
+        (hot["tier"].as_u64(), hot["ports_at_max"].as_u64()),
+        (Some(1), Some(2))
+    );
+    close(&hot["max_utilization"], 1.0);
+    // Without the state the same hosts give job B its alone figure and no running jobs.
+    let text = crate::ok(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        &cluster,
+        "--job",
+        &job,
+        "--state",
+        &state,
+        "--collective",
+        "allreduce",
+    ]);
+    assert!(
+        text.contains("job-a     32    48.00 GB/s   25.00 GB/s     1.92×"),
+        "{text}"
+    );
+    // The running job given as a placement file (`place --output json`) instead of a native
+    // state: the same figures.
+    let dir = crate::temp_dir("fabric-running-placement");
+    let placed = dir.join("job-a-placement.json");
+    std::fs::write(
+        &placed,
+        r#"{"job": "job-a", "placed": true, "pods": [{"rank": 0, "node": "n-000", "gpus": 8},
+            {"rank": 1, "node": "n-001", "gpus": 8}, {"rank": 2, "node": "n-004", "gpus": 8},
+            {"rank": 3, "node": "n-005", "gpus": 8}]}"#,
+    )
+    .expect("write");
+    let by_placement = crate::ok(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        &cluster,
+        "--job",
+        &job,
+        "--state",
+        placed.to_str().expect("UTF-8 path"),
+        "--collective",
+        "allreduce",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(by_placement, out);
+}
+
+/// `simulate --nccl` reads the same settings: `--qps 4` and the variable give the same run, and
+/// NCCL's settings are recorded in the run's metadata.
+#[test]
+fn simulate_takes_nccl_settings() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--cluster",
+            "preset:philly-512",
+            "--trace",
+            "tests/fixtures/traces/small.csv",
+            "--output",
+            "json",
+        ];
+        a.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&crate::ok(&a)).expect("JSON");
+        v
+    };
+    let mut by_var = run(&["--nccl", "NCCL_IB_QPS_PER_CONNECTION=4"]);
+    let mut by_qps = run(&["--qps", "4"]);
+    assert_eq!(by_var["run"]["qps"], 4);
+    assert_eq!(
+        by_var["run"]["nccl"],
+        serde_json::json!(["NCCL_IB_QPS_PER_CONNECTION=4"])
+    );
+    for v in [&mut by_var, &mut by_qps] {
+        v["run"]["nccl"] = serde_json::Value::Null;
+        v["run"]["command"] = serde_json::Value::Null;
+    }
+    assert_eq!(by_var, by_qps);
+    assert_eq!(run(&[])["run"]["qps"], 1, "NCCL's default");
+}
+
+fn cross_pod(extra: &[&str]) -> crate::Run {
+    let p = example("fat-tree-k8-cross-pod.json");
+    let mut args = vec![
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--placement",
+        p.to_str().expect("UTF-8 path"),
+        "--collective",
+        "allreduce",
+    ];
+    args.extend_from_slice(extra);
+    crate::railyard(&args)
+}
+
+fn json_of(run: &crate::Run) -> serde_json::Value {
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    serde_json::from_str(&run.stdout).expect("JSON")
+}
+
+#[test]
+fn nccl_settings_qps_shorthand_and_defaults() {
+    let default = json_of(&cross_pod(&["--output", "json"]));
+    // NCCL's defaults: 1 QP per connection, NCCL's own channel count (2 per 400G NIC port ×
+    // NCCL's doublings: 4 on one NIC).
+    assert_eq!(default["qps"], 1);
+    assert_eq!(default["channels"], 4);
+    let by_nccl = cross_pod(&["--nccl", "NCCL_IB_QPS_PER_CONNECTION=4", "--output", "json"]);
+    let by_qps = cross_pod(&["--qps", "4", "--output", "json"]);
+    let both = cross_pod(&[
+        "--qps",
+        "4",
+        "--nccl",
+        "NCCL_IB_QPS_PER_CONNECTION=4",
+        "--output",
+        "json",
+    ]);
+    let (a, b, c) = (json_of(&by_nccl), json_of(&by_qps), json_of(&both));
+    assert_eq!(a["qps"], 4);
+    assert_eq!(a["busbw_gb_s"], b["busbw_gb_s"]);
+    assert_eq!(b["busbw_gb_s"], c["busbw_gb_s"]);
+    assert_ne!(a["network_flows"], default["network_flows"]);
+    let capped = json_of(&cross_pod(&[
+        "--nccl",
+        "NCCL_MAX_NCHANNELS=2",
+        "--output",
+        "json",
+    ]));
+    assert_eq!(capped["channels"], 2);
+    let ring = json_of(&cross_pod(&[
+        "--nccl",
+        "NCCL_ALGO=Ring",
+        "--nccl",
+        "NCCL_PROTO=Simple",
+        "--sizes",
+        "8:1M",
+        "--output",
+        "json",
+    ]));
+    let picks: std::collections::BTreeSet<String> = ring["sweep"]
+        .as_array()
+        .expect("sweep")
+        .iter()
+        .map(|r| format!("{}/{}", r["algorithm"], r["protocol"]))
+        .collect();
+    assert_eq!(
+        picks.into_iter().collect::<Vec<_>>(),
+        ["\"Ring\"/\"Simple\""]
+    );
+
+    // Every bad setting in one line naming --nccl; exit 2.
+    let bad = cross_pod(&[
+        "--nccl",
+        "NCCL_IB_QPS=4",
+        "--nccl",
+        "NCCL_MIN_NCHANNELS=0",
+        "--nccl",
+        "NCCL_ALGO=Ring",
+    ]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert_eq!(bad.stderr.lines().count(), 1, "{}", bad.stderr);
+    for needle in ["--nccl", "NCCL_IB_QPS", "NCCL_MIN_NCHANNELS"] {
+        assert!(bad.stderr.contains(needle), "{needle}: {}", bad.stderr);
+    }
+    let disagree = cross_pod(&["--qps", "2", "--nccl", "NCCL_IB_QPS_PER_CONNECTION=4"]);
+    assert_eq!(disagree.code, 2, "{}", disagree.stderr);
+    assert!(
+        disagree.stderr.contains("disagrees with --qps 2"),
+        "{}",
+        disagree.stderr
+    );
+}
+
+/// `--sizes 8:8G` prints nccl-tests' columns (size, count, type, then the tuner's algorithm and
+/// protocol, time, algbw, busbw), one doubling size per row, and the same rows in JSON.
+#[test]
+fn sizes_sweep_is_laid_out_like_nccl_tests() {
+    let text = cross_pod(&["--sizes", "8:8G", "--routing", "adaptive"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let table = &text.stdout[text.stdout.find("#       size").expect("sweep header")..];
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 31, "8 B to 8 GiB doubling");
+    let mut size = 8u64;
+    for r in &rows {
+        assert_eq!(r.len(), 8, "{r:?}");
+        assert_eq!(r[0].parse::<u64>().expect("size"), size);
+        assert_eq!(r[1].parse::<u64>().expect("count"), size / 4);
+        assert_eq!(r[2], "float");
+        assert!(["Ring", "Tree"].contains(&r[3]) && ["LL", "LL128", "Simple"].contains(&r[4]));
+        size *= 2;
+    }
+    // Small messages are latency-bound (LL); large ones approach the modelled Ring busbw
+    // (adaptive routing, where Ring wins at 8 GiB).
+    assert_eq!(rows[0][4], "LL");
+    assert_eq!(rows[30][3], "Ring");
+    let v = json_of(&cross_pod(&[
+        "--sizes",
+        "8:8G",
+        "--routing",
+        "adaptive",
+        "--output",
+        "json",
+    ]));
+    let sweep = v["sweep"].as_array().expect("sweep");
+    assert_eq!(sweep.len(), 31);
+    let last = sweep[30]["busbw_gb_s"].as_f64().expect("busbw");
+    let modelled = v["busbw_gb_s"].as_f64().expect("busbw");
+    assert!(
+        last <= modelled && last > 0.95 * modelled,
+        "{last} vs {modelled}"
+    );
+    assert_eq!(rows[30][7], format!("{last:.2}"));
+}
+
+const DGX: &str = "tests/fixtures/fabric/dgx-h100-2n.yaml";
+const DGX_PLACEMENT: &str = "tests/fixtures/fabric/dgx-h100-2n-placement.json";
+const DGX_LOG: &str = "tests/fixtures/fabric/dgx-h100-2n-ring.log";
+
+fn compare(log: &str, extra: &[&str]) -> crate::Run {
+    let mut args = vec![
+        "fabric",
+        "compare",
+        log,
+        "--cluster",
+        DGX,
+        "--placement",
+        DGX_PLACEMENT,
+        "--collective",
+        "allreduce",
+        "--nccl",
+        "NCCL_ALGO=Ring",
+    ];
+    args.extend_from_slice(extra);
+    crate::railyard(&args)
+}
+
+/// The published 2 × 8 H100 Ring figure (376 GB/s) against railyard's 8 × 48 GB/s less NCCL's
+/// tuner overheads: the same +1.7% as the calibration table.
+#[test]
+fn compare_lays_a_measured_run_beside_the_prediction() {
+    let v = json_of(&compare(DGX_LOG, &["--output", "json"]));
+    assert_eq!(v["ranks"], 16);
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["line"], 15);
+    assert_eq!(rows[0]["measured_busbw_gb_s"], 376.0);
+    let err = rows[0]["relative_error"].as_f64().expect("error");
+    assert!((0.0..0.03).contains(&err), "{err}");
+    assert_eq!(rows[0]["algorithm"], "Ring");
+    let text = compare(DGX_LOG, &[]);
+    assert!(
+        text.stdout.contains("+1.7%  Ring/Simple"),
+        "{}",
+        text.stdout
+    );
+
+    let dir = crate::temp_dir("fabric-compare");
+    let bad = dir.join("short-row.log");
+    std::fs::write(&bad, "# header\n8 2 float sum -1 30.1 0.00\n").expect("write");
+    let bad = bad.to_str().expect("UTF-8 path");
+    crate::assert_one_line_error(
+        &compare(bad, &[]),
+        &format!("{bad}: line 2: a result row has 7 fields"),
+    );
+    let empty = dir.join("empty.log");
+    std::fs::write(&empty, "# nothing\n").expect("write");
+    let empty = empty.to_str().expect("UTF-8 path");
+    crate::assert_one_line_error(&compare(empty, &[]), "no nccl-tests result rows found");
 }
 
 #[test]
@@ -431,5 +813,152 @@ fn bad_job_is_the_error_place_gives_and_placement_or_job_is_required() {
         args.extend(extra);
         let run = crate::railyard(&args);
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+    }
+}
+
+/// The placements of the README's ECMP experiment on fat-tree-k8 (128 hosts: 8 pods of 4 edge
+/// switches of 4 hosts), host indices in rank order: `in-order` (consecutive hosts), `random`
+/// (hosts drawn and ordered by a seeded shuffle) and `pod-interleaved` (ring neighbours in
+/// different pods: rank i on host (i mod 8)·16 + i / 8).
+fn experiment_hosts(order: &str, n: usize) -> Vec<usize> {
+    match order {
+        "in-order" => (0..n).collect(),
+        "random" => {
+            // Fisher–Yates with SplitMix64 (seed 13), so the file never changes.
+            let mut hosts: Vec<usize> = (0..128).collect();
+            let mut state = 13u64;
+            for i in (1..hosts.len()).rev() {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let j = (fabric::sport::mix64(state) % (i as u64 + 1)) as usize;
+                hosts.swap(i, j);
+            }
+            hosts.truncate(n);
+            hosts
+        }
+        "pod-interleaved" => (0..n).map(|i| (i % 8) * 16 + i / 8).collect(),
+        other => panic!("unknown order {other}"),
+    }
+}
+
+/// `crates/railyard/examples/placements/fat-tree-k8-ORDER-N.json`, written from
+/// [`experiment_hosts`] with `RAILYARD_BLESS=1`, otherwise checked to be what it would write.
+fn experiment_placement(order: &str, n: usize) -> PathBuf {
+    let hosts = experiment_hosts(order, n);
+    let mut distinct = hosts.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), n, "{order}: hosts repeat");
+    let file = formats::placement::PlacementFile {
+        job: Some(format!("allreduce-{order}-{n}")),
+        placed: true,
+        reason: None,
+        pods: hosts
+            .iter()
+            .enumerate()
+            .map(|(rank, h)| formats::placement::PlacedPod {
+                rank: rank as u32,
+                node: format!("host-{h:03}"),
+                gpus: 8.0,
+                gpu_ids: Vec::new(),
+            })
+            .collect(),
+        highest_tier: None,
+        worst_latency_us: None,
+        preempted: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let text = serde_json::to_string_pretty(&file).expect("JSON") + "\n";
+    let path = example(&format!("fat-tree-k8-{order}-{n}.json"));
+    if std::env::var_os("RAILYARD_BLESS").is_some() {
+        std::fs::write(&path, &text).expect("write the placement");
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        committed,
+        text,
+        "{}: rerun with RAILYARD_BLESS=1",
+        path.display()
+    );
+    path
+}
+
+/// README "ECMP on a fat-tree, by placement": AllReduce on fat-tree-k8 with NCCL's defaults (1
+/// QP per connection, NCCL's 4 channels on one 400G NIC), ECMP with the `mix` hash (8 routing
+/// seeds) and adaptive routing, for three placements of 64 and 128 hosts; and ECMP with 4 QPs
+/// per connection beside them.
+/// `cargo test -p railyard --test it ecmp_by_placement -- --nocapture` prints the table.
+#[test]
+fn ecmp_by_placement_on_fat_tree_k8() {
+    const SEEDS: u64 = 8;
+    // NCCL's usable figure for one 400G port (48 GB/s) and the port's line rate (50 GB/s).
+    const IDEAL: f64 = 48.0;
+    const LINE: f64 = 50.0;
+    let mut table = String::from(
+        "| placement | hosts | routing | busbw GB/s (mean; min–max over seeds) | efficiency (÷ ideal 48) | ÷ line rate 50 |\n|---|---|---|---|---|---|\n",
+    );
+    let mut ecmp_mean = std::collections::BTreeMap::new();
+    for n in [64, 128] {
+        for order in ["in-order", "random", "pod-interleaved"] {
+            let placement = experiment_placement(order, n);
+            // (routing, QPs per connection): NCCL's default of 1, and 4 beside it for ECMP.
+            for (routing, qps) in [
+                (RoutingArg::Ecmp, 1),
+                (RoutingArg::Adaptive, 1),
+                (RoutingArg::Ecmp, 4),
+            ] {
+                let seeds = if routing == RoutingArg::Ecmp {
+                    SEEDS
+                } else {
+                    1
+                };
+                let busbw: Vec<f64> = (0..seeds)
+                    .map(|seed| {
+                        let mut a = args("preset:fat-tree-k8", placement.clone(), routing, qps);
+                        if qps == 1 {
+                            a.job.nccl.qps = None; // NCCL's default, not a setting
+                        }
+                        a.job.seed = seed;
+                        let r = collective_report(&a).expect("valid");
+                        assert!((r.ideal_busbw_gb_s - IDEAL).abs() < 1e-9, "{r:?}");
+                        assert_eq!((r.qps, r.channels), (qps, 4));
+                        r.busbw_gb_s
+                    })
+                    .collect();
+                let mean = busbw.iter().sum::<f64>() / busbw.len() as f64;
+                let (lo, hi) = busbw
+                    .iter()
+                    .fold((f64::MAX, 0.0f64), |(l, h), &b| (l.min(b), h.max(b)));
+                let mut name = format!("{routing:?}").to_ascii_lowercase();
+                if qps > 1 {
+                    name.push_str(&format!(", NCCL_IB_QPS_PER_CONNECTION={qps}"));
+                }
+                table.push_str(&format!(
+                    "| {order} | {n} | {name} | {mean:.1}; {lo:.1}–{hi:.1} | {:.0}% | {:.0}% |\n",
+                    100.0 * mean / IDEAL,
+                    100.0 * mean / LINE
+                ));
+                if routing == RoutingArg::Adaptive {
+                    // A full-bisection fat-tree with perfect spreading loses nothing.
+                    assert!((mean - IDEAL).abs() < 1e-9, "{order} {n}: {mean}");
+                } else {
+                    ecmp_mean.insert((order, n, qps), mean / IDEAL);
+                }
+            }
+        }
+    }
+    println!("{table}");
+    for n in [64, 128] {
+        let e = |o| ecmp_mean[&(o, n, 1)];
+        // Consecutive hosts: only one ring hop leaves each edge switch (host 4j+3 → 4j+4), and
+        // its 4 channels carry one NIC's 384 Gb/s, under one 400G uplink even if all 4 flows
+        // hash onto it. Nothing is lost whatever the hash.
+        assert!((e("in-order") - 1.0).abs() < 1e-9, "{n}: {ecmp_mean:?}");
+        // Random and pod-interleaved rings cross the core on most hops with one flow per
+        // channel: collisions cost about half.
+        for o in ["random", "pod-interleaved"] {
+            assert!(e(o) > 0.3 && e(o) < 0.7, "{o} {n}: {}", e(o));
+            // Four QPs per connection: four times the flows to hash, fewer collisions.
+            assert!(ecmp_mean[&(o, n, 4)] > e(o), "{o} {n}: {ecmp_mean:?}");
+        }
     }
 }

@@ -224,7 +224,8 @@ fn flags_are_blamed_by_name() {
         e.starts_with("error: --port: expected a TCP port in 1..=65535"),
         "{e}"
     );
-    let e = fails(&[
+    // A QP count out of range is a usage error (exit 2) naming the flag.
+    let run = crate::railyard(&[
         "fabric",
         "collective",
         "--cluster",
@@ -236,7 +237,34 @@ fn flags_are_blamed_by_name() {
         "--qps",
         "1000",
     ]);
-    assert!(e.starts_with("error: --qps: expected 1..=64"), "{e}");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("'--qps <N>': 1000 is not in 1..=128"),
+        "{}",
+        run.stderr
+    );
+    // Within range, the flows a collective would make are bounded before any is made.
+    let dir = crate::temp_dir("hardening-flows");
+    let job = dir.join("job.yaml");
+    std::fs::write(&job, "name: a2a\npod_sets:\n  - {count: 256, gpus: 8}\n").unwrap();
+    let e = fails(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:oci-h100-16k",
+        "--job",
+        job.to_str().unwrap(),
+        "--collective",
+        "alltoall",
+        "--qps",
+        "64",
+    ]);
+    assert!(
+        e.contains(
+            "--nccl: alltoall over 2048 ranks on 256 nodes with 64 QPs per connection makes about"
+        ),
+        "{e}"
+    );
     let e = fails(&[
         "topo",
         "show",

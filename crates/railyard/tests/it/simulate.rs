@@ -119,8 +119,21 @@ fn bad_policies_and_levels_are_rejected() {
     assert!(with(&["--policy", "lifo"]).contains("unknown order `lifo`"));
     assert!(with(&["--policy", "fifo+required:tier7"]).contains("tier 7 has no level"));
     assert!(with(&["--policy", "fifo+required:rack"]).contains("unknown level `rack`"));
-    assert!(with(&["--qps", "0"]).contains("--qps"));
     assert!(with(&["--cycle-s=-1"]).contains("--cycle-s"));
+    // Bad NCCL settings are usage errors (exit 2) naming the flag.
+    for (extra, needle) in [
+        (["--qps", "0"], "--qps"),
+        (
+            ["--nccl", "NCCL_FOO=1"],
+            "--nccl: `NCCL_FOO=1`: unknown variable NCCL_FOO",
+        ),
+    ] {
+        let mut a = base.to_vec();
+        a.extend_from_slice(&extra);
+        let r = crate::railyard(&a);
+        assert_eq!(r.code, 2, "{extra:?}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{extra:?}: {}", r.stderr);
+    }
 }
 
 #[test]

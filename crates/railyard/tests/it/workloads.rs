@@ -421,7 +421,11 @@ fn kueue_feature_gates_switch_balanced_placement_on() {
     let nodes = dir.join("nodes.json");
     std::fs::write(
         &nodes,
-        format!(r#"{{"apiVersion":"v1","kind":"List","items":[{},{}]}}"#, node("x1", "r1"), node("x2", "r2")),
+        format!(
+            r#"{{"apiVersion":"v1","kind":"List","items":[{},{}]}}"#,
+            node("x1", "r1"),
+            node("x2", "r2")
+        ),
     )
     .unwrap();
     let job = dir.join("job.yaml");
@@ -464,5 +468,8 @@ fn kueue_feature_gates_switch_balanced_placement_on() {
         "--feature-gates",
         "TASBalancedPlacement=yes",
     ]);
-    assert!(line.contains("--feature-gates: TASBalancedPlacement: expected true or false"), "{line}");
+    assert!(
+        line.contains("--feature-gates: TASBalancedPlacement: expected true or false"),
+        "{line}"
+    );
 }
