@@ -608,45 +608,12 @@ fn fraction(f: f64) -> Result<sched::GpuRequest, String> {
 
 /// CPU as Kubernetes writes it (`2`, `0.5`, `"500m"`), in millicores.
 pub fn parse_cpu_millis(v: &Value) -> Option<u64> {
-    let s = match v {
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s.trim().to_owned(),
-        _ => return None,
-    };
-    let millis = match s.strip_suffix('m') {
-        Some(m) => m.parse::<f64>().ok()?,
-        None => s.parse::<f64>().ok()? * 1000.0,
-    };
-    (millis.is_finite() && millis >= 0.0).then(|| millis.ceil() as u64)
+    crate::k8s::quantity("cpu", v)
 }
 
-/// Memory as Kubernetes writes it (`"200Mi"`, `"100Gi"`, `"1G"`, bytes), in MiB.
+/// Memory as Kubernetes writes it (`"200Mi"`, `"100Gi"`, `"1G"`, bytes), in MiB (rounded up).
 pub fn parse_memory_mib(v: &Value) -> Option<u64> {
-    let s = match v {
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s.trim().to_owned(),
-        _ => return None,
-    };
-    const UNITS: [(&str, f64); 12] = [
-        ("Ki", 1024.0),
-        ("Mi", 1048576.0),
-        ("Gi", 1073741824.0),
-        ("Ti", 1099511627776.0),
-        ("Pi", 1125899906842624.0),
-        ("Ei", 1152921504606846976.0),
-        ("k", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-        ("T", 1e12),
-        ("P", 1e15),
-        ("E", 1e18),
-    ];
-    let (num, mult) = UNITS
-        .iter()
-        .find_map(|(u, m)| s.strip_suffix(u).map(|n| (n, *m)))
-        .unwrap_or((s.as_str(), 1.0));
-    let bytes = num.parse::<f64>().ok()? * mult;
-    (bytes.is_finite() && bytes >= 0.0).then(|| (bytes / 1048576.0).ceil() as u64)
+    crate::k8s::quantity("memory", v).map(|b| b.div_ceil(1_048_576))
 }
 
 fn toleration(
@@ -766,6 +733,53 @@ fn pod_requests(
     Ok(total)
 }
 
+/// What a pod spec requests of every resource except GPUs, per pod, in
+/// [`crate::k8s::quantity`] units: each container's request (its limit when it gives no
+/// request), summed over the containers, and at least the largest init container's. An
+/// unreadable quantity is `Err((field under the spec, value))`.
+pub fn requests_of(spec: &Value) -> Result<sched::ResourceList, (String, Value)> {
+    let mut requests = sched::ResourceList::new();
+    let one = |c: &Value, i: usize, key: &str| -> Result<sched::ResourceList, (String, Value)> {
+        let mut out = sched::ResourceList::new();
+        for part in ["limits", "requests"] {
+            for (r, v) in c
+                .pointer(&format!("/resources/{part}"))
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if r == GPU_RESOURCE {
+                    continue;
+                }
+                let q = crate::k8s::quantity(r, v)
+                    .ok_or_else(|| (format!("spec.{key}[{i}].resources.{part}[{r}]"), v.clone()))?;
+                // Requests win over limits (a limit alone is also the request).
+                out.insert(r.clone(), q);
+            }
+        }
+        Ok(out)
+    };
+    let list = |key: &str| {
+        spec.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for (i, c) in list("containers").iter().enumerate() {
+        for (r, q) in one(c, i, "containers")? {
+            let e = requests.entry(r).or_insert(0);
+            *e = e.saturating_add(q);
+        }
+    }
+    for (i, c) in list("initContainers").iter().enumerate() {
+        for (r, q) in one(c, i, "initContainers")? {
+            let e = requests.entry(r).or_insert(0);
+            *e = (*e).max(q);
+        }
+    }
+    Ok(requests)
+}
+
 /// Kueue: the pod-set group annotation (leader and workers placed together).
 pub const KUEUE_PODSET_GROUP: &str = "kueue.x-k8s.io/podset-group-name";
 
@@ -782,50 +796,8 @@ fn template_extras(
     let err =
         |field: String, m: String| FormatError::input(file, format!("{at}: {base}{field}: {m}"));
     let spec = template.get("spec").cloned().unwrap_or(Value::Null);
-    let mut requests = sched::ResourceList::new();
-    let list = |key: &str| {
-        spec.get(key)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let per_container =
-        |c: &Value, i: usize, key: &str| -> Result<sched::ResourceList, FormatError> {
-            let mut out = sched::ResourceList::new();
-            for part in ["limits", "requests"] {
-                for (r, v) in c
-                    .pointer(&format!("/resources/{part}"))
-                    .and_then(Value::as_object)
-                    .into_iter()
-                    .flatten()
-                {
-                    if r == GPU_RESOURCE {
-                        continue;
-                    }
-                    let q = crate::k8s::quantity(r, v).ok_or_else(|| {
-                        err(
-                            format!("spec.{key}[{i}].resources.{part}[{r}]"),
-                            format!("expected a Kubernetes quantity, got {v}"),
-                        )
-                    })?;
-                    // Requests win over limits (a limit alone is also the request).
-                    out.insert(r.clone(), q);
-                }
-            }
-            Ok(out)
-        };
-    for (i, c) in list("containers").iter().enumerate() {
-        for (r, q) in per_container(c, i, "containers")? {
-            let e = requests.entry(r).or_insert(0);
-            *e = e.saturating_add(q);
-        }
-    }
-    for (i, c) in list("initContainers").iter().enumerate() {
-        for (r, q) in per_container(c, i, "initContainers")? {
-            let e = requests.entry(r).or_insert(0);
-            *e = (*e).max(q);
-        }
-    }
+    let requests = requests_of(&spec)
+        .map_err(|(field, v)| err(field, format!("expected a Kubernetes quantity, got {v}")))?;
     let mut node_selector = std::collections::BTreeMap::new();
     if let Some(sel) = spec.get("nodeSelector").filter(|v| !v.is_null()) {
         let sel = sel.as_object().ok_or_else(|| {
@@ -978,6 +950,25 @@ pub fn count_source(set: &workloads::PodTemplateSet) -> String {
     format!("{} pods of pod set `{}`", set.count, set.name)
 }
 
+/// The prefix of a pod set's template fields (`spec.template.`; empty for a bare Pod).
+pub fn template_base(set: &workloads::PodTemplateSet) -> String {
+    if set.field.is_empty() {
+        String::new()
+    } else {
+        format!("{}.", set.field)
+    }
+}
+
+/// The Kueue TAS annotations of a pod set's template, read and checked with
+/// [`kueue_topology`] against the set's count: the one call `place` and `lint` both make.
+pub fn set_topology(set: &workloads::PodTemplateSet) -> (TopologyDoc, Vec<FieldProblem>) {
+    kueue_topology(
+        path(&set.template, &["metadata", "annotations"]),
+        &format!("{}metadata.annotations", template_base(set)),
+        Some((set.count, &count_source(set))),
+    )
+}
+
 /// The Kueue annotations railyard reads on a pod template.
 const KUEUE_TEMPLATE_ANNOTATIONS_READ: [&str; 7] = [
     KUEUE_REQUIRED,
@@ -1032,11 +1023,7 @@ pub fn kueue_unread(doc: &Value, sets: &[workloads::PodTemplateSet]) -> Vec<Fiel
     }
     let pod_doc = kind(doc) == "Pod";
     for set in sets {
-        let base = if set.field.is_empty() {
-            String::new()
-        } else {
-            format!("{}.", set.field)
-        };
+        let base = template_base(set);
         if !pod_doc {
             keys(
                 &mut out,
@@ -1076,19 +1063,10 @@ fn kueue_workload(
     let mut pod_sets = Vec::new();
     let mut priority = 0;
     for (k, set) in sets.iter().enumerate() {
-        let base = if set.field.is_empty() {
-            String::new()
-        } else {
-            format!("{}.", set.field)
-        };
+        let base = template_base(set);
         let pod_spec = set.template.get("spec").cloned().unwrap_or(Value::Null);
         let spec_field = format!("{base}spec");
-        let count_source = count_source(set);
-        let (topology, problems) = kueue_topology(
-            path(&set.template, &["metadata", "annotations"]),
-            &format!("{base}metadata.annotations"),
-            Some((set.count, &count_source)),
-        );
+        let (topology, problems) = set_topology(set);
         if let Some(p) = problems.first() {
             return Err(err(p.to_string()));
         }

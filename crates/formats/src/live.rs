@@ -151,53 +151,12 @@ fn job_key(pod: &Value) -> (String, String) {
     (key, owner)
 }
 
-/// What a pod spec requests besides GPUs, plus one `pods`, in [`crate::k8s::quantity`] units:
-/// containers summed (each container's request, else its limit), at least the largest init
-/// container's. Unparsable quantities are skipped here (the GPU count is what is checked).
-fn other_requests(spec: &Value) -> BTreeMap<String, u64> {
-    let mut out: BTreeMap<String, u64> = BTreeMap::new();
-    let one = |c: &Value| {
-        let mut m = BTreeMap::new();
-        for part in ["limits", "requests"] {
-            for (r, v) in c
-                .pointer(&format!("/resources/{part}"))
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-            {
-                if r != GPU_RESOURCE {
-                    if let Some(q) = crate::k8s::quantity(r, v) {
-                        m.insert(r.clone(), q);
-                    }
-                }
-            }
-        }
-        m
-    };
-    for c in spec
-        .get("containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        for (r, q) in one(c) {
-            let e = out.entry(r).or_insert(0);
-            *e = e.saturating_add(q);
-        }
-    }
-    for c in spec
-        .get("initContainers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        for (r, q) in one(c) {
-            let e = out.entry(r).or_insert(0);
-            *e = (*e).max(q);
-        }
-    }
+/// What a pod spec requests besides GPUs ([`crate::jobs::requests_of`]), plus one `pods`.
+fn other_requests(spec: &Value) -> Result<BTreeMap<String, u64>, String> {
+    let mut out = crate::jobs::requests_of(spec)
+        .map_err(|(field, v)| format!("{field}: expected a Kubernetes quantity, got {v}"))?;
     out.insert("pods".to_owned(), 1);
-    out
+    Ok(out)
 }
 
 /// The GPUs a pod spec asks for: container requests (else limits) of `nvidia.com/gpu`, or KAI's
@@ -343,11 +302,12 @@ pub fn read_pods(file: &str, doc: &Value, cluster: &Cluster) -> Result<Vec<LiveJ
                 pods: Vec::new(),
                 owner: format!("{ns}/{owner}"),
             });
+        let requests = other_requests(&spec).map_err(err)?;
         job.pods.push(LivePod {
             name: full,
             node,
             gpu,
-            requests: other_requests(&spec),
+            requests,
         });
     }
     Ok(jobs.into_values().collect())
@@ -534,7 +494,8 @@ pub fn read_workloads(
             let spec = template.get("spec").cloned().unwrap_or(Value::Null);
             let gpu = gpu_use(&template, &spec)
                 .map_err(|m| err(format!("spec.podSets[{set_name}].template.{m}")))?;
-            let requests = other_requests(&spec);
+            let requests = other_requests(&spec)
+                .map_err(|m| err(format!("spec.podSets[{set_name}].template.{m}")))?;
             let placed = assignment_hosts(ta)
                 .map_err(|m| err(format!("status.admission.podSetAssignments[{k}].{m}")))?;
             for (host, n) in placed {

@@ -589,17 +589,7 @@ fn check_workload(doc: &Value) -> Vec<Problem> {
     let mut out = Vec::new();
     if dialect != Some(jobs::Dialect::Kai) {
         for set in &sets {
-            let base = if set.field.is_empty() {
-                "metadata.annotations".to_owned()
-            } else {
-                format!("{}.metadata.annotations", set.field)
-            };
-            let source = jobs::count_source(set);
-            let (_, problems) = jobs::kueue_topology(
-                set.template.pointer("/metadata/annotations"),
-                &base,
-                Some((set.count, &source)),
-            );
+            let (_, problems) = jobs::set_topology(set);
             out.extend(problems.into_iter().map(error));
         }
         out.extend(
@@ -649,18 +639,8 @@ fn check_kueue_levels(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
         };
         let mut problems = Vec::new();
         for set in &sets {
-            let base = if set.field.is_empty() {
-                "metadata.annotations".to_owned()
-            } else {
-                format!("{}.metadata.annotations", set.field)
-            };
-            let source = jobs::count_source(set);
             let count = &set.count;
-            let (topology, annotation_problems) = jobs::kueue_topology(
-                set.template.pointer("/metadata/annotations"),
-                &base,
-                Some((*count, &source)),
-            );
+            let (topology, annotation_problems) = jobs::set_topology(set);
             if !annotation_problems.is_empty() {
                 continue; // reported by `check_workload`; one defect at a time
             }
