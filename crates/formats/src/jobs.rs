@@ -240,8 +240,11 @@ pub fn jobs_in_documents(
             }
         };
         match (dialect, wk.kind) {
-            (Some(Dialect::Kueue), "Pod") if map_str(d, &["metadata", "labels"], KUEUE_POD_GROUP_LABEL).is_some() => {
-                let group = map_str(d, &["metadata", "labels"], KUEUE_POD_GROUP_LABEL).unwrap_or_default();
+            (Some(Dialect::Kueue), "Pod")
+                if map_str(d, &["metadata", "labels"], KUEUE_POD_GROUP_LABEL).is_some() =>
+            {
+                let group =
+                    map_str(d, &["metadata", "labels"], KUEUE_POD_GROUP_LABEL).unwrap_or_default();
                 kueue_pod_groups.entry(group).or_default().push(i);
             }
             (Some(Dialect::Kueue), _) => match kueue_workload(file, i + 1, d, wk) {
@@ -252,13 +255,7 @@ pub fn jobs_in_documents(
                 jobs.push((i + 1, kai_job(file, i + 1, d, None)));
             }
             (_, "Pod") => {}
-            (Some(Dialect::Kai), k) => jobs.push((
-                i + 1,
-                Err(FormatError::input(
-                    file,
-                    format!("{at} ({k}): KAI's pod grouper for {k} is not modelled yet; give its pods as a PodGroup and a Pod"),
-                )),
-            )),
+            (Some(Dialect::Kai), _) => jobs.push((i + 1, kai_workload(file, i + 1, d, wk))),
             (None, k) => {
                 let name = str_at(d, &["metadata", "name"]).unwrap_or("");
                 jobs.push((
@@ -1506,6 +1503,106 @@ fn kai_priority(owner: &Value, pod: &Value) -> Result<(i32, bool), String> {
         }
     };
     Ok((priority, preemptible))
+}
+
+/// KAI: the annotation that overrides a `batch/v1` Job's pod-group minimum.
+pub const KAI_BATCH_MIN_MEMBER: &str = "kai.scheduler/batch-min-member";
+
+/// A workload as KAI's pod grouper sees it (KAI-Scheduler at d5bc503a,
+/// `pkg/podgrouper/podgrouper/plugins`): one pod group for the top owner, named after it; the
+/// queue from the owner's `kai.scheduler/queue` label, else the pod template's, else KAI's
+/// `default-queue`; the topology request from the owner's `kai.scheduler/topology-required-
+/// placement` / `-preferred-placement` annotations; the pods of every template, each pod set
+/// read as [`kai_job`] reads a Pod. The gang minimum: a `batch/v1` Job's is 1 unless
+/// `kai.scheduler/batch-min-member` says otherwise (KAI's job grouper); every other kind's is
+/// all its pods.
+fn kai_workload(
+    file: &str,
+    document: usize,
+    d: &Value,
+    wk: &workloads::WorkloadKind,
+) -> Result<JobDoc, FormatError> {
+    let at = format!("document {document}");
+    let name = name_of(file, &at, d)?;
+    let err = |m: String| FormatError::input(file, format!("{at} ({} {name}): {m}", wk.kind));
+    let sets = workloads::pod_sets(d, wk).map_err(|p| err(p.to_string()))?;
+    let owner_ann = |k: &str| map_str(d, &["metadata", "annotations"], k);
+    let owner_label = |k: &str| map_str(d, &["metadata", "labels"], k);
+    let total: u32 = sets.iter().map(|s| s.count).sum();
+    let min = if wk.kind == "Job" {
+        match owner_ann(KAI_BATCH_MIN_MEMBER) {
+            None => 1,
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
+                .filter(|&m| (1..=total).contains(&m))
+                .ok_or_else(|| {
+                    err(format!(
+                        "metadata.annotations[{KAI_BATCH_MIN_MEMBER}]: expected 1..={total}, got \"{v}\""
+                    ))
+                })?,
+        }
+    } else {
+        total
+    };
+    let mut out: Option<JobDoc> = None;
+    let mut left = min;
+    for set in &sets {
+        // The set's pods as KAI sees them: the template with the owner's queue label when the
+        // template names none, in a pod group carrying the owner's topology annotations.
+        let mut pod = set.template.clone();
+        let queue = owner_label(KAI_QUEUE_LABEL)
+            .or_else(|| map_str(&pod, &["metadata", "labels"], KAI_QUEUE_LABEL))
+            .or_else(|| owner_label(KAI_LEGACY_QUEUE_LABEL))
+            .unwrap_or_else(|| "default-queue".to_owned());
+        if let Some(meta) = pod.as_object_mut() {
+            meta.entry("metadata").or_insert_with(|| json!({}));
+        }
+        let mut constraint = serde_json::Map::new();
+        if let Some(r) = owner_ann(KAI_REQUIRED) {
+            constraint.insert("requiredTopologyLevel".into(), Value::String(r));
+        }
+        if let Some(p) = owner_ann(KAI_PREFERRED) {
+            constraint.insert("preferredTopologyLevel".into(), Value::String(p));
+        }
+        let group = json!({
+            "kind": wk.kind,
+            "metadata": {"name": name, "labels": d.pointer("/metadata/labels").cloned().unwrap_or(Value::Null)},
+            "spec": {
+                "minMember": set.count,
+                "queue": queue,
+                "topologyConstraint": Value::Object(constraint),
+                "priorityClassName": d.pointer("/spec/priorityClassName").cloned().unwrap_or(Value::Null),
+            }
+        });
+        let mut job = kai_job(file, document, &pod, Some(&group))?;
+        let mut ps = job.pod_sets.remove(0);
+        ps.name = set.name.clone();
+        ps.min_count = Some(left.clamp(1, set.count));
+        left = left.saturating_sub(set.count);
+        // KAI reads the topology annotations' field names from the owner.
+        for lref in ps
+            .topology
+            .required
+            .iter_mut()
+            .chain(ps.topology.preferred.iter_mut())
+        {
+            lref.field = if lref.field.contains("required") {
+                format!("metadata.annotations[{KAI_REQUIRED}]")
+            } else {
+                format!("metadata.annotations[{KAI_PREFERRED}]")
+            };
+        }
+        match &mut out {
+            None => {
+                job.pod_sets = vec![ps];
+                job.queue_field = format!("metadata.labels[{KAI_QUEUE_LABEL}]");
+                out = Some(job);
+            }
+            Some(first) => first.pod_sets.push(ps),
+        }
+    }
+    out.ok_or_else(|| err("no pod templates".to_owned()))
 }
 
 fn kai_job(

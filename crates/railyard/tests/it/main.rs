@@ -8,6 +8,7 @@ mod doctor;
 mod fabric;
 mod fuzz_regressions;
 mod hardening;
+mod kai;
 mod launch;
 mod limits;
 mod lint;

@@ -1,0 +1,93 @@
+//! KAI Scheduler's workloads as its pod grouper sees them, and KAI's documented topology
+//! example placed as its README describes.
+
+use formats::jobs::read_job;
+use formats::placement::PlacementFile;
+
+use crate::{fails, ok, temp_dir};
+
+#[test]
+fn kais_documented_zone_and_rack_example_is_placed_as_kai_describes() {
+    // docs/topology/README.md: zone A has 5 free GPUs, zone B 6, no rack holds 3: zone A is
+    // chosen (fewer free GPUs: bin-packing), then rack A1 (2 GPUs, the most) is filled before
+    // rack A2 takes the third pod.
+    let out = ok(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/kai/zone-rack-nodes.json",
+        "--levels",
+        "topology.kubernetes.io/zone,topology.kubernetes.io/rack,kubernetes.io/hostname",
+        "--job",
+        "tests/fixtures/kai/topology-example-job.yaml",
+        "--output",
+        "json",
+    ]);
+    let p: PlacementFile = serde_json::from_str(&out).unwrap();
+    let nodes: Vec<&str> = p.pods.iter().map(|q| q.node.as_str()).collect();
+    assert_eq!(nodes, vec!["a1-1", "a1-2", "a2-1"]);
+}
+
+fn read(name: &str, yaml: &str) -> formats::jobs::JobDoc {
+    read_job(name, yaml).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn the_pod_grouper_makes_one_gang_per_workload() {
+    // A Job: all its pods, gang minimum 1 (KAI's job grouper) unless batch-min-member says.
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {kai.scheduler/queue: team-a}\nspec:\n  parallelism: 4\n  template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 8}}}]}}\n";
+    let d = read("job.yaml", job);
+    assert_eq!(d.format, formats::jobs::JobFormat::Kai);
+    assert_eq!(d.queue, "team-a");
+    assert_eq!((d.pod_sets[0].count, d.pod_sets[0].min_count), (4, Some(1)));
+    let pinned = job.replace(
+        "labels: {kai.scheduler/queue: team-a}",
+        "labels: {kai.scheduler/queue: team-a}\n  annotations: {kai.scheduler/batch-min-member: \"4\"}",
+    );
+    assert_eq!(read("job.yaml", &pinned).pod_sets[0].min_count, Some(4));
+    // A PyTorchJob: master and workers in one gang of all pods; no queue label: default-queue.
+    let pt = "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: p\n  annotations: {kai.scheduler/topology-required-placement: rack}\nspec:\n  pytorchReplicaSpecs:\n    Master: {replicas: 1, template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 8}}}]}}}\n    Worker: {replicas: 3, template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 8}}}]}}}\n";
+    let d = read("pt.yaml", pt);
+    assert_eq!(d.queue, "default-queue");
+    let sets: Vec<(String, u32, Option<u32>)> = d
+        .pod_sets
+        .iter()
+        .map(|s| (s.name.clone(), s.count, s.min_count))
+        .collect();
+    assert_eq!(
+        sets,
+        vec![
+            ("master".to_owned(), 1, Some(1)),
+            ("worker".to_owned(), 3, Some(3))
+        ]
+    );
+    assert_eq!(
+        d.pod_sets[1]
+            .topology
+            .required
+            .as_ref()
+            .map(|l| l.label.as_str()),
+        Some("rack")
+    );
+}
+
+#[test]
+fn a_bad_batch_min_member_is_one_line_naming_the_job() {
+    let dir = temp_dir("kai-min-member");
+    let path = dir.join("job.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {kai.scheduler/queue: q}\n  annotations: {kai.scheduler/batch-min-member: \"9\"}\nspec:\n  parallelism: 4\n  template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}}\n",
+    )
+    .unwrap();
+    let line = fails(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        path.to_str().unwrap(),
+    ]);
+    assert!(
+        line.contains("document 1 (Job j): metadata.annotations[kai.scheduler/batch-min-member]: expected 1..=4, got \"9\""),
+        "{line}"
+    );
+}
