@@ -142,6 +142,97 @@ pub fn diagnose(root: &Path, hostname: Option<&str>) -> Result<Vec<Finding>, For
     Ok(check(&facts))
 }
 
+/// [`diagnose`], plus [`check_shape`] when the node's shape is given.
+pub fn diagnose_shape(
+    root: &Path,
+    hostname: Option<&str>,
+    shape: Option<&str>,
+) -> Result<Vec<Finding>, FormatError> {
+    let facts = collect(root, hostname)?;
+    let mut out = check(&facts);
+    if let Some(shape) = shape {
+        out.extend(check_shape(&facts, shape));
+    }
+    Ok(out)
+}
+
+/// The node's RDMA devices against the NCCL device list its shape's vendor publishes
+/// ([`crate::nccl_shapes`]): every listed device present with an ACTIVE port (fail otherwise:
+/// NCCL would be pointed at a device that is not there or not up), and the devices present but
+/// not listed named (usually front-end NICs, which NCCL must not use). An unknown shape is one
+/// warning saying there is nothing to check against.
+pub fn check_shape(facts: &NodeFacts, shape: &str) -> Vec<Finding> {
+    let Some(row) = crate::nccl_shapes::for_shape(shape) else {
+        return vec![Finding {
+            level: Level::Warn,
+            check: "nccl.devices",
+            subject: shape.to_owned(),
+            seen: "no published NCCL settings for this shape".to_owned(),
+            why: "doctor checks the RDMA device names against the vendor's NCCL_IB_HCA list"
+                .to_owned(),
+            action: "check NCCL_IB_HCA by hand against `ibv_devices`".to_owned(),
+        }];
+    };
+    let devices = facts.rdma.as_deref().unwrap_or_default();
+    let active = |d: &RdmaDevice| d.ports.iter().any(|p| p.state.as_deref() == Some("ACTIVE"));
+    let mut missing = Vec::new();
+    let mut down = Vec::new();
+    for h in row.hcas {
+        match devices.iter().find(|d| d.name == *h) {
+            None => missing.push(*h),
+            Some(d) if !active(d) => down.push(*h),
+            Some(_) => {}
+        }
+    }
+    let extra: Vec<&str> = devices
+        .iter()
+        .filter(|d| !row.hcas.contains(&d.name.as_str()))
+        .map(|d| d.name.as_str())
+        .collect();
+    let mut out = Vec::new();
+    let subject = format!("{shape} NCCL_IB_HCA ({} devices)", row.hcas.len());
+    if missing.is_empty() && down.is_empty() {
+        out.push(Finding {
+            level: Level::Ok,
+            check: "nccl.devices",
+            subject: subject.clone(),
+            seen: format!("all {} listed devices present and ACTIVE", row.hcas.len()),
+            why: format!("the list `launch` writes for this shape ({})", row.source),
+            action: "nothing".to_owned(),
+        });
+    } else {
+        let mut seen = Vec::new();
+        if !missing.is_empty() {
+            seen.push(format!("missing: {}", missing.join(", ")));
+        }
+        if !down.is_empty() {
+            seen.push(format!("not ACTIVE: {}", down.join(", ")));
+        }
+        out.push(Finding {
+            level: Level::Fail,
+            check: "nccl.devices",
+            subject: subject.clone(),
+            seen: seen.join("; "),
+            why: format!(
+                "NCCL would be told to use these devices ({}); a missing or down device fails or slows every job on this node",
+                row.source
+            ),
+            action: "check the NIC, its driver and cabling (`ibv_devinfo`), or pass `launch --hca` with the devices this node has".to_owned(),
+        });
+    }
+    if !extra.is_empty() {
+        out.push(Finding {
+            level: Level::Ok,
+            check: "nccl.devices",
+            subject,
+            seen: format!("not for NCCL: {}", extra.join(", ")),
+            why: "devices the vendor's list leaves out (front-end NICs carry the VCN, not RDMA training traffic)".to_owned(),
+            action: "nothing".to_owned(),
+        });
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reading the tree
 

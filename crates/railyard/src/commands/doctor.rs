@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use ops::doctor::{diagnose, Finding, Level};
+use ops::doctor::{diagnose_shape, Finding, Level};
 use serde::Serialize;
 
 use crate::error::CliError;
@@ -17,6 +17,10 @@ pub struct DoctorArgs {
     /// The node's host name (default: `proc/sys/kernel/hostname`, then `etc/hostname`).
     #[arg(long, value_name = "NAME")]
     pub hostname: Option<String>,
+    /// The node's shape (e.g. BM.GPU.H100.8): also check its RDMA device names against the
+    /// NCCL device list the vendor publishes for it (the one `launch` writes).
+    #[arg(long, value_name = "NAME")]
+    pub shape: Option<String>,
     /// Output format: text, json, or prometheus (the node-exporter textfile-collector format:
     /// one gauge per check; `--format` is an alias).
     #[arg(long, alias = "format", value_enum, default_value_t)]
@@ -47,7 +51,7 @@ impl From<OutputFormat> for DoctorOutput {
 
 /// `doctor`: print the findings; a `fail` finding makes the command exit 1.
 pub fn doctor(args: &DoctorArgs) -> Result<String, CliError> {
-    let findings = diagnose(&args.root, args.hostname.as_deref())?;
+    let findings = diagnose_shape(&args.root, args.hostname.as_deref(), args.shape.as_deref())?;
     let report = match args.output {
         DoctorOutput::Text => render_text(&findings),
         DoctorOutput::Json => render_json(&findings),
