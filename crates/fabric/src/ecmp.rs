@@ -94,7 +94,7 @@ pub fn simulate_max_load(
 /// The exact expected load of the most loaded of `paths` bins when `flows × qps` balls fall
 /// uniformly at random, in connections (divided by `qps`); `None` above [`MAX_EXACT_BALLS`].
 ///
-/// Method: E[max] = Σ_{k≥0} P(max > k), and P(max ≤ k) by conditioning bin by bin: with `s`
+/// Method: E(max) = Σ_{k≥0} P(max > k), and P(max ≤ k) by conditioning bin by bin: with `s`
 /// balls left over `j` bins, the next bin gets Binomial(s, 1/j) of them, each bin at most `k`.
 pub fn expected_max_load(paths: u32, flows: u32, qps: u32) -> Option<f64> {
     let n = u64::from(flows) * u64::from(qps);

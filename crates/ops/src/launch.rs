@@ -9,7 +9,7 @@
 //! all, so a name-based endpoint hangs the rendezvous.
 //!
 //! [`plan`] is pure (cluster + placement + addresses → [`LaunchPlan`]); the renderers are pure
-//! functions of the plan; only [`launch`] reads files.
+//! functions of the plan; reading the files is the CLI's (`railyard launch`).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

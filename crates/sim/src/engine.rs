@@ -100,7 +100,7 @@ pub struct SimConfig {
     pub comm: CommDefaults,
     /// Points in the utilisation time series.
     pub timeline_points: usize,
-    /// Check every invariant after every event ([`check_state`]); a violation stops the run
+    /// Check every invariant after every event (`engine::check_state`); a violation stops the run
     /// with [`SimError::Invariant`]. Costs O(GPUs + running pods) per event.
     pub check_invariants: bool,
 }
