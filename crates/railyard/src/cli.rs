@@ -11,6 +11,9 @@ use crate::error::CliError;
 #[derive(Debug, Parser)]
 #[command(name = "railyard", version, about, long_about = None)]
 pub struct Cli {
+    /// Print no notes (what railyard detected or assumed) on stderr; errors still go there.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -113,6 +116,7 @@ pub enum FabricCommand {
 
 /// Run a parsed command line; the text to print, or the error.
 pub fn run(cli: Cli) -> Result<String, CliError> {
+    crate::cluster_arg::set_quiet(cli.quiet);
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),

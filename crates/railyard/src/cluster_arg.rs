@@ -53,11 +53,22 @@ impl From<LabelPresetArg> for LabelPreset {
     }
 }
 
-/// Load the cluster the arguments name and print the inference notes on stderr.
+/// `--quiet`: no notes on stderr (set once per process by `cli::run`).
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Print no inference notes from now on (`--quiet`), or print them again.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Load the cluster the arguments name and print the inference notes on stderr (unless
+/// `--quiet`).
 pub fn load_cluster(args: &ClusterArgs) -> Result<Cluster, CliError> {
     let loaded = load_cluster_quiet(args)?;
-    for n in &loaded.notes {
-        eprintln!("note: {n}");
+    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        for n in &loaded.notes {
+            eprintln!("note: {n}");
+        }
     }
     Ok(loaded.cluster)
 }

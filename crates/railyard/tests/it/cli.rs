@@ -140,3 +140,31 @@ fn the_schemas_accept_every_bundled_file_and_refuse_typos() {
         "{line}"
     );
 }
+
+#[test]
+fn quiet_drops_the_notes_but_not_the_output_or_errors() {
+    let args = [
+        "topo",
+        "show",
+        "--cluster",
+        "tests/fixtures/nodes/kind-workers.yaml",
+        "--topology",
+        "tests/fixtures/nodes/kueue-topology.yaml",
+    ];
+    let loud = crate::railyard(&args);
+    assert!(loud.stderr.contains("note: "), "{}", loud.stderr);
+    let mut q = args.to_vec();
+    q.push("-q");
+    let quiet = crate::railyard(&q);
+    assert_eq!(quiet.code, 0);
+    assert_eq!(quiet.stderr, "");
+    assert_eq!(quiet.stdout, loud.stdout);
+    // Errors are still printed.
+    let run = crate::railyard(&["--quiet", "topo", "show", "--cluster", "preset:nope"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.starts_with("error: --cluster: unknown preset"),
+        "{}",
+        run.stderr
+    );
+}
