@@ -692,14 +692,56 @@ fn pod_requests(
     resource: &str,
     parse: fn(&Value) -> Option<u64>,
 ) -> Result<u64, FormatError> {
-    let one = |c: &Value, i: usize, list: &str| -> Result<u64, FormatError> {
+    match container_amounts(pod_spec, resource, parse) {
+        Ok((containers, init)) => Ok(containers.max(init)),
+        Err(AmountError::Unreadable { list, index, part, value }) => Err(FormatError::input(
+            file,
+            format!("{at}: {field}.{list}[{index}].resources.{part}[{resource}]: expected a Kubernetes quantity (e.g. 8, \"500m\", \"64Gi\"), got {value}"),
+        )),
+        Err(AmountError::Overflow) => Err(FormatError::input(
+            file,
+            format!(
+                "{at}: {field}.containers: the {resource} requests add up past {}",
+                u64::MAX
+            ),
+        )),
+    }
+}
+
+/// Why [`container_amounts`] could not count a resource.
+#[derive(Debug)]
+pub(crate) enum AmountError {
+    /// A container's value does not parse: which list, which container, `requests` or `limits`.
+    Unreadable {
+        /// `containers` or `initContainers`.
+        list: &'static str,
+        /// The container's index in the list.
+        index: usize,
+        /// `requests` or `limits`.
+        part: &'static str,
+        /// The value as written.
+        value: Value,
+    },
+    /// The containers' amounts add up past `u64::MAX`.
+    Overflow,
+}
+
+/// How much of `resource` a pod spec's containers ask for, as Kubernetes counts it: each
+/// container's request, else its limit; the containers' sum and, apart, the largest init
+/// container's. The one walk over containers behind [`pod_requests`] and the live pods' GPUs.
+pub(crate) fn container_amounts(
+    pod_spec: &Value,
+    resource: &str,
+    parse: fn(&Value) -> Option<u64>,
+) -> Result<(u64, u64), AmountError> {
+    let one = |c: &Value, index: usize, list: &'static str| -> Result<u64, AmountError> {
         for part in ["requests", "limits"] {
             if let Some(v) = path(c, &["resources", part, resource]) {
-                return parse(v).ok_or_else(|| {
-                    FormatError::input(
-                        file,
-                        format!("{at}: {field}.{list}[{i}].resources.{part}[{resource}]: expected a Kubernetes quantity (e.g. 8, \"500m\", \"64Gi\"), got {v}"),
-                    )
+                return parse(v).ok_or_else(|| AmountError::Unreadable {
+                    list,
+                    index,
+                    part,
+                    value: v.clone(),
                 });
             }
         }
@@ -714,20 +756,15 @@ fn pod_requests(
     };
     let mut total: u64 = 0;
     for (i, c) in list("containers").iter().enumerate() {
-        total = total.checked_add(one(c, i, "containers")?).ok_or_else(|| {
-            FormatError::input(
-                file,
-                format!(
-                    "{at}: {field}.containers: the {resource} requests add up past {}",
-                    u64::MAX
-                ),
-            )
-        })?;
+        total = total
+            .checked_add(one(c, i, "containers")?)
+            .ok_or(AmountError::Overflow)?;
     }
+    let mut init = 0;
     for (i, c) in list("initContainers").iter().enumerate() {
-        total = total.max(one(c, i, "initContainers")?);
+        init = init.max(one(c, i, "initContainers")?);
     }
-    Ok(total)
+    Ok((total, init))
 }
 
 /// What a pod spec requests of every resource except GPUs, per pod, in
@@ -1580,18 +1617,12 @@ fn kai_workload(
         ps.name = set.name.clone();
         ps.min_count = Some(left.clamp(1, set.count));
         left = left.saturating_sub(set.count);
-        // KAI reads the topology annotations' field names from the owner.
-        for lref in ps
-            .topology
-            .required
-            .iter_mut()
-            .chain(ps.topology.preferred.iter_mut())
-        {
-            lref.field = if lref.field.contains("required") {
-                format!("metadata.annotations[{KAI_REQUIRED}]")
-            } else {
-                format!("metadata.annotations[{KAI_PREFERRED}]")
-            };
+        // KAI reads the topology annotations from the owner: name them there in messages.
+        if let Some(r) = ps.topology.required.as_mut() {
+            r.field = format!("metadata.annotations[{KAI_REQUIRED}]");
+        }
+        if let Some(p) = ps.topology.preferred.as_mut() {
+            p.field = format!("metadata.annotations[{KAI_PREFERRED}]");
         }
         match &mut out {
             None => {

@@ -21,8 +21,8 @@ use topology::{Cluster, NodeId, HOSTNAME_LABEL};
 
 use crate::error::FormatError;
 use crate::jobs::{
-    GPU_RESOURCE, KAI_GPU_FRACTION, KAI_GPU_MEMORY, KAI_LEGACY_QUEUE_LABEL, KAI_QUEUE_LABEL,
-    KUEUE_POD_GROUP_LABEL, KUEUE_QUEUE_LABEL,
+    container_amounts, AmountError, GPU_RESOURCE, KAI_GPU_FRACTION, KAI_GPU_MEMORY,
+    KAI_LEGACY_QUEUE_LABEL, KAI_QUEUE_LABEL, KUEUE_POD_GROUP_LABEL, KUEUE_QUEUE_LABEL,
 };
 use crate::k8s::parse_count;
 
@@ -162,28 +162,22 @@ fn other_requests(spec: &Value) -> Result<BTreeMap<String, u64>, String> {
 /// The GPUs a pod spec asks for: container requests (else limits) of `nvidia.com/gpu`, or KAI's
 /// fraction / memory annotations on `meta` (the pod, or a pod template).
 fn gpu_use(meta: &Value, spec: &Value) -> Result<Option<GpuUse>, String> {
-    let mut whole: u64 = 0;
-    for (i, c) in spec
-        .get("containers")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
-        for part in ["requests", "limits"] {
-            if let Some(v) = c
-                .pointer(&format!("/resources/{part}"))
-                .and_then(|r| r.get(GPU_RESOURCE))
-            {
-                let n = parse_count(v).ok_or_else(|| {
-                    format!("spec.containers[{i}].resources.{part}[{GPU_RESOURCE}]: expected a whole number, got {v}")
-                })?;
-                whole = whole.saturating_add(n);
-                break;
-            }
+    // Running pods count their containers' GPUs (init containers have finished); a sum past
+    // 64 bits is over the per-pod limit below like any other too-large count.
+    let whole = match container_amounts(spec, GPU_RESOURCE, parse_count) {
+        Ok((containers, _init)) => containers,
+        Err(AmountError::Overflow) => u64::MAX,
+        Err(AmountError::Unreadable {
+            list,
+            index,
+            part,
+            value,
+        }) => {
+            return Err(format!(
+                "spec.{list}[{index}].resources.{part}[{GPU_RESOURCE}]: expected a whole number, got {value}"
+            ))
         }
-    }
+    };
     if whole > u64::from(topology::MAX_GPUS_PER_NODE) {
         return Err(format!(
             "{whole} {GPU_RESOURCE} is more than the limit of {} per pod",
