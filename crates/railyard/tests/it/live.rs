@@ -191,3 +191,77 @@ fn a_dash_reads_standard_input_once() {
         "-: standard input was already read for another argument",
     );
 }
+
+#[test]
+fn allocatable_pods_and_taints_bind_placement_with_the_live_pods() {
+    // Two nodes of 8 GPUs in one rack: x1 takes at most 2 pods and already runs 2 (GPU-less
+    // DaemonSet pods count too); x2 is tainted. A 1-GPU pod goes to x2 only if it tolerates the
+    // taint, else it cannot be placed now.
+    let dir = temp_dir("live-pods-taints");
+    let nodes = dir.join("nodes.json");
+    std::fs::write(
+        &nodes,
+        r#"{"apiVersion":"v1","kind":"List","items":[
+          {"kind":"Node","metadata":{"name":"x1","labels":{"rack":"r1","kubernetes.io/hostname":"x1"}},
+           "status":{"allocatable":{"nvidia.com/gpu":"8","pods":"2","cpu":"64"},"conditions":[{"type":"Ready","status":"True"}]}},
+          {"kind":"Node","metadata":{"name":"x2","labels":{"rack":"r1","kubernetes.io/hostname":"x2"}},
+           "spec":{"taints":[{"key":"dedicated","value":"infer","effect":"NoSchedule"}]},
+           "status":{"allocatable":{"nvidia.com/gpu":"8","pods":"110","cpu":"64"},"conditions":[{"type":"Ready","status":"True"}]}}]}"#,
+    )
+    .unwrap();
+    let pods = dir.join("pods.json");
+    let daemon = |name: &str| {
+        format!(
+            r#"{{"kind":"Pod","metadata":{{"name":"{name}","namespace":"kube-system"}},"spec":{{"nodeName":"x1","containers":[{{"name":"c","resources":{{"requests":{{"cpu":"100m"}}}}}}]}},"status":{{"phase":"Running"}}}}"#
+        )
+    };
+    std::fs::write(
+        &pods,
+        format!(
+            r#"{{"apiVersion":"v1","kind":"List","items":[{},{}]}}"#,
+            daemon("d1"),
+            daemon("d2")
+        ),
+    )
+    .unwrap();
+    let job = |name: &str, tolerations: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!("apiVersion: batch/v1\nkind: Job\nmetadata: {{name: j, labels: {{kueue.x-k8s.io/queue-name: q}}}}\nspec:\n  template:\n    spec:\n{tolerations}      containers: [{{name: c, resources: {{limits: {{nvidia.com/gpu: 1}}}}}}]\n"),
+        )
+        .unwrap();
+        path
+    };
+    let run = |job: &std::path::Path, with_pods: bool| -> PlacementFile {
+        let mut args = vec![
+            "place",
+            "--cluster",
+            nodes.to_str().unwrap(),
+            "--levels",
+            "rack,kubernetes.io/hostname",
+            "--job",
+            job.to_str().unwrap(),
+            "--output",
+            "json",
+        ];
+        if with_pods {
+            args.extend_from_slice(&["--state", pods.to_str().unwrap()]);
+        }
+        serde_json::from_str(&ok(&args)).unwrap()
+    };
+    let plain = job("plain.yaml", "");
+    // Idle: x1 has room for pods; x2's taint is not tolerated.
+    let p = run(&plain, false);
+    assert_eq!(p.pods[0].node, "x1");
+    // x1's two pod slots are taken by the DaemonSet pods: nowhere left.
+    let p = run(&plain, true);
+    assert!(!p.placed, "{p:?}");
+    // Tolerating the taint opens x2.
+    let tolerant = job(
+        "tolerant.yaml",
+        "      tolerations: [{key: dedicated, operator: Equal, value: infer, effect: NoSchedule}]\n",
+    );
+    let p = run(&tolerant, true);
+    assert_eq!(p.pods[0].node, "x2");
+}
