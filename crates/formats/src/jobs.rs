@@ -1486,7 +1486,7 @@ pub const KAI_NON_PREEMPTIBLE_PRIORITY: i32 = 100;
 /// numeric `spec.priority`, else `train`; preemptible from the `kai.scheduler/preemptibility`
 /// label (`preemptible` / `non-preemptible`), else below priority 100. An unknown class or
 /// preemptibility is an error naming the field.
-fn kai_priority(owner: &Value, pod: &Value) -> Result<(i32, bool), String> {
+pub(crate) fn kai_priority(owner: &Value, pod: &Value) -> Result<(i32, bool), String> {
     let labels = ["metadata", "labels"];
     let class = str_at(owner, &["spec", "priorityClassName"])
         .map(|c| (c.to_owned(), "spec.priorityClassName"))

@@ -9,6 +9,12 @@
 //! LeaderWorkerSet (with its group index), Kubeflow, Ray or `batch/v1` Job name labels, the
 //! controller owner; else the pod is its own job. Job names are `NAMESPACE/NAME`.
 //!
+//! KAI PodGroups (`kubectl get podgroups.scheduling.run.ai -A -o json`), given with the PodList:
+//! the pods that name a PodGroup (KAI's `pod-group-name` annotation) are one job with the
+//! PodGroup's queue (`spec.queue`), priority (`spec.priorityClassName`, one of KAI's classes, else
+//! the rules of [`crate::jobs`]) and preemptibility (`spec.preemptibility`, else from the
+//! priority). A PodGroup without running pods holds nothing.
+//!
 //! Workloads: every admitted, unfinished Workload with a `topologyAssignment` down to the host
 //! level (Kueue's v1beta1 `domains` or v1beta2 `slices` encoding) counts, its pods' GPUs from
 //! the pod set's template; a Workload whose owner already has pods in a PodList given with it is
@@ -65,6 +71,19 @@ pub struct LiveJob {
     pub pods: Vec<LivePod>,
     /// Owner name (for matching Workloads to pods).
     pub owner: String,
+    /// `NAMESPACE/NAME` of the KAI PodGroup its pods name (`pod-group-name`), if any.
+    pub pod_group: Option<String>,
+}
+
+/// A KAI PodGroup: how KAI schedules the job its pods make up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LivePodGroup {
+    /// `spec.queue`, when set.
+    pub queue: Option<String>,
+    /// Priority, from `spec.priorityClassName` (KAI's classes) or KAI's default class.
+    pub priority: i32,
+    /// `spec.preemptibility`, else KAI's rule (below priority 100).
+    pub preemptible: bool,
 }
 
 /// Whether a document is a list of `kind` items (`PodList`, a `List` of Pods, …).
@@ -295,6 +314,7 @@ pub fn read_pods(file: &str, doc: &Value, cluster: &Cluster) -> Result<Vec<LiveJ
                 preemptible: live_preemptible(pod, &spec),
                 pods: Vec::new(),
                 owner: format!("{ns}/{owner}"),
+                pod_group: annotation(pod, "pod-group-name").map(|g| format!("{ns}/{g}")),
             });
         let requests = other_requests(&spec).map_err(err)?;
         job.pods.push(LivePod {
@@ -305,6 +325,76 @@ pub fn read_pods(file: &str, doc: &Value, cluster: &Cluster) -> Result<Vec<LiveJ
         });
     }
     Ok(jobs.into_values().collect())
+}
+
+/// The PodGroups of a KAI PodGroup list, by `NAMESPACE/NAME`. A PodGroup listed twice, an
+/// unknown priority class or preemptibility is an error naming the PodGroup and the field.
+pub fn read_pod_groups(
+    file: &str,
+    doc: &Value,
+) -> Result<BTreeMap<String, LivePodGroup>, FormatError> {
+    let items = doc
+        .get("items")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for (i, pg) in items.iter().enumerate() {
+        let ns = str_at(pg, "/metadata/namespace").unwrap_or("default");
+        let name = str_at(pg, "/metadata/name").unwrap_or("");
+        let full = format!("{ns}/{name}");
+        let err =
+            |m: String| FormatError::input(file, format!("items[{i}] (PodGroup {full}): {m}"));
+        let api = str_at(pg, "/apiVersion").unwrap_or("");
+        if str_at(pg, "/kind") != Some("PodGroup") || !api.starts_with("scheduling.run.ai/") {
+            return Err(err(format!(
+                "expected a KAI PodGroup (scheduling.run.ai), got {} {api}",
+                str_at(pg, "/kind").unwrap_or("an object without kind")
+            )));
+        }
+        if name.is_empty() {
+            return Err(err("metadata.name: missing".to_owned()));
+        }
+        let (priority, derived_preemptible) =
+            crate::jobs::kai_priority(pg, &Value::Null).map_err(err)?;
+        let preemptible = match str_at(pg, "/spec/preemptibility") {
+            None | Some("") => derived_preemptible,
+            Some("preemptible") => true,
+            Some("non-preemptible") => false,
+            Some(v) => {
+                return Err(err(format!(
+                    "spec.preemptibility: expected preemptible or non-preemptible, got \"{}\"",
+                    crate::error::excerpt(v)
+                )))
+            }
+        };
+        let group = LivePodGroup {
+            queue: str_at(pg, "/spec/queue")
+                .filter(|q| !q.is_empty())
+                .map(str::to_owned),
+            priority,
+            preemptible,
+        };
+        if out.insert(full.clone(), group).is_some() {
+            return Err(err("listed twice".to_owned()));
+        }
+    }
+    Ok(out)
+}
+
+/// Give the jobs whose pods name a listed PodGroup that PodGroup's queue, priority and
+/// preemptibility (see the module doc).
+pub fn apply_pod_groups(jobs: &mut [LiveJob], groups: &BTreeMap<String, LivePodGroup>) {
+    for job in jobs {
+        let Some(g) = job.pod_group.as_ref().and_then(|n| groups.get(n)) else {
+            continue;
+        };
+        if let Some(q) = &g.queue {
+            job.queue.clone_from(q);
+        }
+        job.priority = g.priority;
+        job.preemptible = g.preemptible;
+    }
 }
 
 /// A topology assignment as (host value, pods) pairs, from either encoding.
@@ -532,6 +622,7 @@ pub fn read_workloads(
             preemptible: true,
             pods,
             owner: format!("{ns}/{owner}"),
+            pod_group: None,
         });
     }
     Ok(out)

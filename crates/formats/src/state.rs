@@ -4,8 +4,9 @@
 //!   gpu_ids, gpu_memory_mib}]}]` (schema in the README);
 //! - a previous `place --output json` result: one placement file or a list of them (jobs that
 //!   were not placed are skipped; queue `default`, priority 0, preemptible);
-//! - the live cluster: `kubectl get pods -A -o json` and `kubectl get workloads -A -o json`
-//!   (see [`crate::live`]); several state files add up ([`read_all`]).
+//! - the live cluster: `kubectl get pods -A -o json`, with `kubectl get workloads -A -o json`
+//!   (Kueue) and `kubectl get podgroups -A -o json` (KAI; only with the PodList) (see
+//!   [`crate::live`]); several state files add up ([`read_all`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -95,10 +96,35 @@ pub fn read_all_with_usage(
         }
         parsed.push((file.as_str(), text.as_str(), docs.into_iter().next()));
     }
+    let mut pod_groups = BTreeMap::new();
+    let mut pod_group_file = None;
+    for (file, _, doc) in &parsed {
+        if let Some(doc) = doc.as_ref().filter(|d| live::is_list_of(d, "PodGroup")) {
+            for (name, g) in live::read_pod_groups(file, doc)? {
+                if pod_groups.insert(name.clone(), g).is_some() {
+                    return Err(FormatError::input(
+                        file,
+                        format!("PodGroup {name} is listed in two state files"),
+                    ));
+                }
+            }
+            pod_group_file.get_or_insert(*file);
+        }
+    }
+    let has_pods = parsed
+        .iter()
+        .any(|(_, _, d)| d.as_ref().is_some_and(|d| live::is_list_of(d, "Pod")));
+    if let (Some(file), false) = (pod_group_file, has_pods) {
+        return Err(FormatError::input(
+            file,
+            "KAI PodGroups say how pods are scheduled, not where they run; give the PodList with them (kubectl get pods -A -o json)",
+        ));
+    }
     let mut owners_with_pods = BTreeSet::new();
     for (file, _, doc) in &parsed {
         if let Some(doc) = doc.as_ref().filter(|d| live::is_list_of(d, "Pod")) {
-            let jobs = live::read_pods(file, doc, cluster)?;
+            let mut jobs = live::read_pods(file, doc, cluster)?;
+            live::apply_pod_groups(&mut jobs, &pod_groups);
             owners_with_pods.extend(jobs.iter().map(|j| j.owner.clone()));
             add_usage(&jobs);
             allocate_live(file, cluster, &mut occ, jobs)?;
@@ -113,7 +139,10 @@ pub fn read_all_with_usage(
         };
         match doc {
             None => {}
-            Some(d) if live::is_list_of(d, "Pod") || empty_list(d) => {}
+            Some(d)
+                if live::is_list_of(d, "Pod")
+                    || live::is_list_of(d, "PodGroup")
+                    || empty_list(d) => {}
             Some(d) if live::is_list_of(d, "Workload") => {
                 let jobs = live::read_workloads(file, d, cluster, &owners_with_pods)?;
                 add_usage(&jobs);

@@ -306,3 +306,90 @@ fn running_kai_pods_follow_kais_preemptibility_rule() {
         ])
     );
 }
+
+/// KAI PodGroups given with the PodList decide the queue, priority and preemptibility of the
+/// job their pods make up; without the PodList they are refused (they do not say where pods run).
+#[test]
+fn live_pod_groups_give_their_pods_queue_priority_and_preemptibility() {
+    let cluster = formats::cluster::preset("--cluster", "fat-tree-k8")
+        .expect("preset")
+        .cluster;
+    let node = cluster.nodes[0].name.clone();
+    let pod = |name: &str, group: &str| {
+        format!(
+            r#"{{"metadata": {{"name": "{name}", "namespace": "ns", "annotations": {{"pod-group-name": "{group}"}}}}, "spec": {{"nodeName": "{node}", "containers": [{{"name": "c", "resources": {{"limits": {{"nvidia.com/gpu": "1"}}}}}}]}}, "status": {{"phase": "Running"}}}}"#
+        )
+    };
+    let pods = format!(
+        r#"{{"apiVersion": "v1", "kind": "PodList", "items": [{}, {}, {}]}}"#,
+        pod("a-0", "pg-a"),
+        pod("a-1", "pg-a"),
+        pod("b-0", "pg-b")
+    );
+    let group = |name: &str, spec: &str| {
+        format!(
+            r#"{{"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": {{"name": "{name}", "namespace": "ns"}}, "spec": {{{spec}}}}}"#
+        )
+    };
+    let groups = |a: &str, b: &str| {
+        format!(
+            r#"{{"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroupList", "items": [{}, {}]}}"#,
+            group("pg-a", a),
+            group("pg-b", b)
+        )
+    };
+    let read = |groups: &str| {
+        formats::state::read_all(
+            &[
+                ("pods.json".to_owned(), pods.clone()),
+                ("podgroups.json".to_owned(), groups.to_owned()),
+            ],
+            &cluster,
+        )
+        .map(|occ| {
+            occ.jobs()
+                .values()
+                .map(|a| {
+                    (
+                        a.job.name.clone(),
+                        (
+                            a.job.queue.clone(),
+                            a.job.priority,
+                            a.job.preemptible,
+                            a.pods.len(),
+                        ),
+                    )
+                })
+                .collect::<BTreeMap<_, _>>()
+        })
+        .map_err(|e| e.to_string())
+    };
+    let jobs = read(&groups(
+        r#""queue": "team-a", "priorityClassName": "build", "minMember": 2"#,
+        r#""queue": "team-b", "priorityClassName": "inference", "preemptibility": "preemptible""#,
+    ))
+    .expect("state");
+    assert_eq!(
+        jobs,
+        BTreeMap::from([
+            ("ns/pg-a".to_owned(), ("team-a".to_owned(), 100, false, 2)),
+            ("ns/pg-b".to_owned(), ("team-b".to_owned(), 125, true, 1)),
+        ])
+    );
+    // No class: KAI's default class `train` (50), preemptible.
+    let jobs = read(&groups(r#""queue": "team-a""#, r#""queue": "team-b""#)).expect("state");
+    assert_eq!(jobs["ns/pg-a"], ("team-a".to_owned(), 50, true, 2));
+
+    let err = read(&groups(r#""priorityClassName": "urgent""#, "")).expect_err("bad class");
+    assert!(
+        err.contains("podgroups.json")
+            && err.contains("PodGroup ns/pg-a")
+            && err.contains("urgent"),
+        "{err}"
+    );
+    let err = read(&groups(r#""preemptibility": "sometimes""#, "")).expect_err("bad value");
+    assert!(err.contains("spec.preemptibility"), "{err}");
+    let err = formats::state::read_all(&[("podgroups.json".to_owned(), groups("", ""))], &cluster)
+        .expect_err("no PodList");
+    assert!(err.to_string().contains("give the PodList"), "{err}");
+}
