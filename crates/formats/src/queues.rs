@@ -17,6 +17,10 @@
 //! v1beta1) or a Cohort's `spec.parentName`. A cohort that is only named, or declares no
 //! resources, passes everything through (quota and limit unlimited), as in Kueue.
 //! `lendingLimit` is checked (0 ≤ lendingLimit ≤ nominalQuota) but does not change the tree.
+//!
+//! Lists as `kubectl get … -o json` prints them (`QueueList`, `List`) stand for their items
+//! (counted as documents 1, 2, … in messages); a live KAI Queue's `status` is kept
+//! ([`LiveQueueStatus`]) for `queues share`.
 
 use std::collections::BTreeMap;
 
@@ -43,6 +47,19 @@ pub struct QueueEntry {
     pub document: Option<usize>,
     /// Which object it is (decides the field a problem points at).
     pub flavor: QueueFlavor,
+    /// A live KAI Queue's `status` (`kubectl get queues -o json`), when it has one.
+    pub status: Option<LiveQueueStatus>,
+}
+
+/// What a live KAI Queue's `status` says, for the queue and its child queues together (KAI's
+/// queue controller sums the children in): GPUs (fractions), CPU millicores and memory MiB
+/// requested by the running and pending jobs, and allocated to the running ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LiveQueueStatus {
+    /// `status.requested`.
+    pub requested: sched::Resources,
+    /// `status.allocated`.
+    pub allocated: sched::Resources,
 }
 
 /// The object a queue was read from.
@@ -187,7 +204,7 @@ pub fn read(files: &[(String, String)]) -> QueueFiles {
     let mut unparsable = Vec::new();
     for (file, text) in files {
         match parse_documents(file, text) {
-            Ok(docs) => parsed.push((file.as_str(), text.as_str(), docs)),
+            Ok(docs) => parsed.push((file.as_str(), text.as_str(), list_items(docs))),
             Err(e) => unparsable.push(QueueFinding::from_error(file, None, &e)),
         }
     }
@@ -280,8 +297,10 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
                 ))
             };
             match (api.split('/').next().unwrap_or(""), kind) {
-                ("scheduling.run.ai", "Queue") => match kai_queue(d) {
-                    Ok((spec, refused)) => {
+                ("scheduling.run.ai", "Queue") => match kai_queue(d)
+                    .and_then(|(spec, refused)| kai_status(d).map(|status| (spec, refused, status)))
+                {
+                    Ok((spec, refused, status)) => {
                         if let Some(p) = refused {
                             problem(&p.field, p.to_string());
                         }
@@ -290,6 +309,7 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
                             file: file.to_owned(),
                             document,
                             flavor: QueueFlavor::Kai,
+                            status,
                         })
                     }
                     Err(p) => problem(&p.field, p.to_string()),
@@ -313,6 +333,7 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
                         } else {
                             QueueFlavor::ClusterQueue
                         },
+                        status: None,
                     });
                 }
                 ("kueue.x-k8s.io", "LocalQueue") => {
@@ -383,6 +404,7 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
                 file,
                 document: None,
                 flavor: QueueFlavor::Cohort,
+                status: None,
             });
         }
     }
@@ -475,6 +497,85 @@ pub const KAI_OMITTED: ResourceQuota = ResourceQuota {
 /// railyard's queues count MiB.
 pub fn kai_megabytes_to_mib(mb: f64) -> f64 {
     mb * 1e6 / 1_048_576.0
+}
+
+/// A live KAI Queue's `status.requested` and `status.allocated` (Kubernetes resource lists:
+/// `nvidia.com/gpu`, `cpu`, `memory` quantities; other resources are not what queues share), or
+/// `None` for a Queue without a status (a file the user wrote).
+fn kai_status(d: &Value) -> Result<Option<LiveQueueStatus>, FieldProblem> {
+    let Some(status) = d.get("status").filter(|s| !s.is_null()) else {
+        return Ok(None);
+    };
+    let list = |key: &str| -> Result<sched::Resources, FieldProblem> {
+        let mut r = sched::Resources::default();
+        let Some(v) = status.get(key).filter(|v| !v.is_null()) else {
+            return Ok(r);
+        };
+        let map = v.as_object().ok_or_else(|| {
+            problem(
+                &format!("status.{key}"),
+                "expected a resource list (nvidia.com/gpu, cpu, memory)".to_owned(),
+            )
+        })?;
+        for (name, q) in map {
+            let field = format!("status.{key}[{name}]");
+            let bad = |what: &str| {
+                problem(
+                    &field,
+                    format!(
+                        "expected {what}, got {}",
+                        crate::error::excerpt(&q.to_string())
+                    ),
+                )
+            };
+            match name.as_str() {
+                jobs::GPU_RESOURCE => {
+                    r.gpu = jobs::parse_cpu_millis(q)
+                        .ok_or_else(|| bad("a GPU quantity (`2`, `500m`)"))?
+                        as f64
+                        / 1000.0;
+                }
+                "cpu" => {
+                    r.cpu = jobs::parse_cpu_millis(q)
+                        .ok_or_else(|| bad("a CPU quantity (`4`, `500m`)"))?
+                        as f64;
+                }
+                "memory" => {
+                    r.memory = jobs::parse_memory_mib(q)
+                        .ok_or_else(|| bad("a memory quantity (`64Gi`)"))?
+                        as f64;
+                }
+                _ => {}
+            }
+        }
+        Ok(r)
+    };
+    Ok(Some(LiveQueueStatus {
+        requested: list("requested")?,
+        allocated: list("allocated")?,
+    }))
+}
+
+/// The objects of parsed documents, a Kubernetes list (`QueueList`, `List`, as `kubectl get …
+/// -o json` prints it) standing for its items.
+fn list_items(docs: Vec<Value>) -> Vec<Value> {
+    let mut out = Vec::with_capacity(docs.len());
+    for d in docs {
+        let is_list = d
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.ends_with("List"))
+            && d.get("items").is_some_and(Value::is_array);
+        match d {
+            Value::Object(mut m) if is_list => {
+                if let Some(Value::Array(items)) = m.remove("items") {
+                    out.extend(items);
+                }
+            }
+            d => out.push(d),
+        }
+    }
+    out
 }
 
 /// A KAI Queue as KAI's scheduler reads it, and the webhook's refusal when it has no

@@ -153,6 +153,36 @@ pub fn tree_in(
     Ok((tree, all.into_iter().map(|(f, _)| f).collect()))
 }
 
+/// What live KAI Queues (`kubectl get queues -o json`) say, by queue of `tree`: each leaf
+/// queue's demand (its `status.requested`) and each queue's `status.allocated`; `None` when no
+/// queue of the files has a status.
+pub fn live_status(read: &QueueFiles, tree: &QueueTree) -> Option<LiveShareInput> {
+    if read.queues.iter().all(|q| q.status.is_none()) {
+        return None;
+    }
+    let mut demand = vec![Resources::default(); tree.queues.len()];
+    let mut allocated = vec![None; tree.queues.len()];
+    for q in &read.queues {
+        let (Some(status), Some(id)) = (q.status, tree.find(&q.spec.name)) else {
+            continue;
+        };
+        if tree.is_leaf(id) {
+            demand[id.index()] = status.requested;
+        }
+        allocated[id.index()] = Some(status.allocated);
+    }
+    Some(LiveShareInput { demand, allocated })
+}
+
+/// Demand and allocation read from live queues ([`live_status`]), indexed by queue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveShareInput {
+    /// Each leaf queue's `status.requested` (zero for other queues).
+    pub demand: Vec<Resources>,
+    /// Each queue's `status.allocated`, when it has a status.
+    pub allocated: Vec<Option<Resources>>,
+}
+
 // ---- demand files (`queues share --demand`) ----
 
 #[derive(Debug, Default, Deserialize)]

@@ -10,7 +10,8 @@ use sched::{fair_share_in, Dialect, Resource, Resources};
 use serde::Serialize;
 
 use ops::queues::{
-    dialect, inline_capacity, inline_demand, problems, read_demand, read_files, tree_in,
+    dialect, inline_capacity, inline_demand, live_status, problems, read_demand, read_files,
+    tree_in,
 };
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
@@ -36,8 +37,9 @@ pub struct ShareArgs {
     #[arg(long, required = true, num_args = 1.., value_name = "FILE")]
     pub queues: Vec<PathBuf>,
     /// Demand: a demand file (`demand: {queue: {gpu, cpu, memory}}`, optional `capacity`), job
-    /// files (each job's full request counts for its queue), or inline `QUEUE=gpu:8,cpu:4`.
-    #[arg(long, required = true, num_args = 1.., value_name = "FILE|QUEUE=gpu:N")]
+    /// files (each job's full request counts for its queue), or inline `QUEUE=gpu:8,cpu:4`
+    /// (default: the `status.requested` of live KAI Queues, `kubectl get queues -o json`).
+    #[arg(long, num_args = 1.., value_name = "FILE|QUEUE=gpu:N")]
     pub demand: Vec<String>,
     /// What the top-level queues share, e.g. `gpu:64,cpu:512,memory:2Ti` (default: the demand
     /// file's `capacity`, else the cluster's GPUs with `--cluster`, else unbounded).
@@ -82,6 +84,9 @@ struct ResourceRow {
     over_quota_weight: f64,
     demand: f64,
     fair_share: f64,
+    /// What the queue holds now (a live KAI Queue's `status.allocated`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allocated: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -132,6 +137,20 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
             add(d, &queue, r)?;
         }
     }
+    let live = if args.demand.is_empty() {
+        live_status(&read, &tree)
+    } else {
+        None
+    };
+    match &live {
+        Some(l) => demand.clone_from(&l.demand),
+        None if args.demand.is_empty() => {
+            return Err(CliError::Usage(
+                "--demand: missing; give a demand, or live KAI Queues (kubectl get queues -o json) whose status says what each queue requests".to_owned(),
+            ))
+        }
+        None => {}
+    }
     let mut cap = Resources {
         gpu: f64::INFINITY,
         cpu: f64::INFINITY,
@@ -173,6 +192,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
             over_quota_weight: q.over_quota_weight,
             demand: own,
             fair_share: shares[i].get(r),
+            allocated: live.as_ref().and_then(|l| l.allocated[i]).map(|a| a.get(r)),
         }
     };
     let report = ShareReport {
@@ -233,7 +253,9 @@ fn share_text(r: &ShareReport) -> String {
         cap("cpu"),
         cap("memory_mib")
     );
-    let mut t = Table::new(&[
+    // Live queues: what each holds now, beside its share.
+    let live = r.queues.iter().any(|q| q.gpu.allocated.is_some());
+    let mut headers = vec![
         "queue",
         "parent",
         "prio",
@@ -242,11 +264,14 @@ fn share_text(r: &ShareReport) -> String {
         "weight",
         "gpu demand",
         "gpu share",
-        "cpu share",
-        "memory share MiB",
-    ]);
+    ];
+    if live {
+        headers.push("gpu allocated");
+    }
+    headers.extend(["cpu share", "memory share MiB"]);
+    let mut t = Table::new(&headers);
     for q in &r.queues {
-        t.row(vec![
+        let mut row = vec![
             q.queue.clone(),
             q.parent.clone().unwrap_or_else(|| "(top)".to_owned()),
             q.priority.to_string(),
@@ -255,9 +280,15 @@ fn share_text(r: &ShareReport) -> String {
             trim_float(q.gpu.over_quota_weight),
             trim_float(q.gpu.demand),
             trim_float(q.gpu.fair_share),
+        ];
+        if live {
+            row.push(q.gpu.allocated.map_or("-".to_owned(), trim_float));
+        }
+        row.extend([
             trim_float(q.cpu.fair_share),
             trim_float(q.memory_mib.fair_share),
         ]);
+        t.row(row);
     }
     out.push_str(&t.render());
     for w in &r.warnings {

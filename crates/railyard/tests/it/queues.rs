@@ -187,3 +187,72 @@ fn share_computes_child_quotas_above_the_parent_with_a_warning() {
     );
     assert!(fails(&["queues", "validate", &file]).contains("above this queue's quota 16"));
 }
+
+/// Live KAI Queues (`kubectl get queues -o json`, a `List`): each leaf's `status.requested` is
+/// its demand, so the shares equal those of the same demand given as a file, and
+/// `status.allocated` is shown beside them.
+#[test]
+fn share_reads_demand_and_allocation_from_live_kai_queues() {
+    let live = "tests/fixtures/sched/queues/kai-live-queues.json";
+    let json =
+        |args: &[&str]| -> serde_json::Value { serde_json::from_str(&ok(args)).expect("json") };
+    let from_status = json(&[
+        "queues",
+        "share",
+        "--queues",
+        live,
+        "--capacity",
+        "gpu:40",
+        "--output",
+        "json",
+    ]);
+    let from_file = json(&[
+        "queues",
+        "share",
+        "--queues",
+        "tests/fixtures/sched/queues/kai-teams.yaml",
+        "--demand",
+        "tests/fixtures/sched/demand.yaml",
+        "--output",
+        "json",
+    ]);
+    let gpu = |v: &serde_json::Value, field: &str| -> Vec<serde_json::Value> {
+        v["queues"]
+            .as_array()
+            .expect("queues")
+            .iter()
+            .map(|q| q["gpu"][field].clone())
+            .collect()
+    };
+    assert_eq!(
+        gpu(&from_status, "fair_share"),
+        gpu(&from_file, "fair_share")
+    );
+    assert_eq!(gpu(&from_status, "demand"), gpu(&from_file, "demand"));
+    assert_eq!(
+        gpu(&from_status, "allocated"),
+        [20.5, 12.0, 8.5].map(serde_json::Value::from)
+    );
+    // 64Gi requested by each team, in MiB.
+    assert_eq!(from_status["queues"][1]["memory_mib"]["demand"], 65536.0);
+    // A demand given explicitly wins over the status; without either, a usage error.
+    let explicit = json(&[
+        "queues",
+        "share",
+        "--queues",
+        live,
+        "--demand",
+        "team-a=gpu:2",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(explicit["queues"][1]["gpu"]["demand"], 2.0);
+    let r = railyard(&[
+        "queues",
+        "share",
+        "--queues",
+        "tests/fixtures/sched/queues/kai-teams.yaml",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--demand: missing"), "{}", r.stderr);
+}
