@@ -16,9 +16,11 @@ pub mod nccl_tests;
 pub mod placement;
 pub mod policy;
 pub mod queues;
+pub mod scheduler_traces;
 pub mod slurm;
 pub mod state;
 pub mod trace;
+pub mod trace_model;
 pub mod workloads;
 
 pub use error::{cut_echoes, excerpt, one_line, FormatError};

@@ -180,7 +180,7 @@ fn other_requests(spec: &Value) -> Result<BTreeMap<String, u64>, String> {
 
 /// The GPUs a pod spec asks for: container requests (else limits) of `nvidia.com/gpu`, or KAI's
 /// fraction / memory annotations on `meta` (the pod, or a pod template).
-fn gpu_use(meta: &Value, spec: &Value) -> Result<Option<GpuUse>, String> {
+pub(crate) fn gpu_use(meta: &Value, spec: &Value) -> Result<Option<GpuUse>, String> {
     // Running pods count their containers' GPUs (init containers have finished); a sum past
     // 64 bits is over the per-pod limit below like any other too-large count.
     let whole = match container_amounts(spec, GPU_RESOURCE, parse_count) {

@@ -6,18 +6,9 @@ use std::path::Path;
 use sim::{CommProfile, TopologyAsk, TraceJob};
 
 use crate::error::{excerpt, FormatError};
-
-/// Longest trace railyard reads, rows. A row is a non-blank line after the header; longer
-/// traces are refused by counting lines, before any row is parsed.
-pub const MAX_ROWS: usize = 10_000_000;
-
-/// Latest submission time a trace may give, seconds since 1970 (2100-01-01 00:00:00 UTC):
-/// epoch seconds beyond it are a unit mistake (milliseconds, microseconds), and would overflow
-/// the simulator's millisecond clock.
-pub const MAX_EPOCH_S: f64 = 4_102_444_800.0;
-
-/// Longest job a trace may give, seconds (ten years).
-pub const MAX_DURATION_S: f64 = 315_360_000.0;
+pub use crate::trace_model::{
+    parse_datetime, Trace, TraceFormat, MAX_DURATION_S, MAX_EPOCH_S, MAX_ROWS,
+};
 
 /// The columns each format reads; a header column that is none of these but close to one
 /// (a misspelling) is refused.
@@ -49,30 +40,6 @@ const NATIVE_COLUMNS: &[&str] = &[
     "bytes_per_step",
 ];
 
-/// Trace formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TraceFormat {
-    /// Detect from the header.
-    Auto,
-    /// `timestamp,duration,num_gpus,gpu_time,cluster` (Microsoft Philly).
-    Philly,
-    /// `job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue` (SenseTime Helios/Acme).
-    Helios,
-    /// `name,submit_s,duration_s,gpus` plus optional `queue,priority,preemptible,topology,comm_share,bytes_per_step`.
-    Native,
-}
-
-/// A read trace.
-#[derive(Debug, Default)]
-pub struct Trace {
-    /// Jobs in file order.
-    pub jobs: Vec<TraceJob>,
-    /// Rows skipped with `--skip-bad-rows`: (line, reason).
-    pub skipped: Vec<(u64, String)>,
-    /// The format read.
-    pub format: Option<TraceFormat>,
-}
-
 /// Read a trace file.
 pub fn read_trace(
     path: &Path,
@@ -91,6 +58,28 @@ pub fn parse_trace(
     format: TraceFormat,
     skip_bad_rows: bool,
 ) -> Result<Trace, FormatError> {
+    use crate::scheduler_traces as st;
+    match format {
+        TraceFormat::Sacct => return st::parse_sacct(file, text, skip_bad_rows),
+        TraceFormat::Auto if st::is_sacct(text) => {
+            return st::parse_sacct(file, text, skip_bad_rows)
+        }
+        TraceFormat::KueueWorkloads | TraceFormat::Auto
+            if format == TraceFormat::KueueWorkloads || text.trim_start().starts_with('{') =>
+        {
+            let docs = crate::input::parse_documents(file, text)?;
+            return match docs.first() {
+                Some(d) if docs.len() == 1 && st::is_workload_list(d) => {
+                    st::parse_workloads(file, d, skip_bad_rows)
+                }
+                _ => Err(FormatError::input(
+                    file,
+                    "expected a Kueue Workload list (kubectl get workloads -A -o json)",
+                )),
+            };
+        }
+        _ => {}
+    }
     let rows = text
         .split('\n')
         .filter(|l| !l.trim().is_empty())
@@ -129,7 +118,7 @@ pub fn parse_trace(
         TraceFormat::Philly => &["timestamp", "duration", "num_gpus", "cluster"],
         TraceFormat::Helios => &["job_id", "vc", "gpu_num", "submit_time", "duration"],
         TraceFormat::Native => &["name", "submit_s", "duration_s", "gpus"],
-        TraceFormat::Auto => unreachable_auto(),
+        TraceFormat::Auto | TraceFormat::Sacct | TraceFormat::KueueWorkloads => unreachable_auto(),
     };
     for c in required {
         if columns.get(c).is_none() {
@@ -229,7 +218,7 @@ fn check_columns(file: &str, format: TraceFormat, header: &[String]) -> Result<(
         TraceFormat::Philly => PHILLY_COLUMNS,
         TraceFormat::Helios => HELIOS_COLUMNS,
         TraceFormat::Native => NATIVE_COLUMNS,
-        TraceFormat::Auto => return Ok(()),
+        TraceFormat::Auto | TraceFormat::Sacct | TraceFormat::KueueWorkloads => return Ok(()),
     };
     let mut seen = std::collections::BTreeSet::new();
     for h in header {
@@ -487,64 +476,10 @@ fn parse_row(
             }
             Ok(job)
         }
-        TraceFormat::Auto => Err("format not resolved".to_owned()),
+        TraceFormat::Auto | TraceFormat::Sacct | TraceFormat::KueueWorkloads => {
+            Err("format not resolved".to_owned())
+        }
     }
-}
-
-/// Seconds since 1970-01-01 of `YYYY-MM-DD HH:MM:SS` (UTC; a `T` separator is accepted).
-pub fn parse_datetime(s: &str) -> Result<f64, String> {
-    let bad = || format!("expected YYYY-MM-DD HH:MM:SS, got \"{}\"", excerpt(s));
-    let (date, time) = s.split_once([' ', 'T']).ok_or_else(bad)?;
-    let d: Vec<&str> = date.split('-').collect();
-    let t: Vec<&str> = time.trim_end_matches('Z').split(':').collect();
-    if d.len() != 3 || t.len() != 3 {
-        return Err(bad());
-    }
-    let num = |x: &str| x.parse::<i64>().map_err(|_| bad());
-    let (y, m, day) = (num(d[0])?, num(d[1])?, num(d[2])?);
-    let (hh, mm) = (num(t[0])?, num(t[1])?);
-    let ss: f64 = t[2].parse().map_err(|_| bad())?;
-    if !(1970..=2099).contains(&y) {
-        return Err(format!(
-            "year {y} is outside 1970–2099 (the simulator's time window)"
-        ));
-    }
-    if (1..=12).contains(&m) && (29..=31).contains(&day) && day > days_in_month(y, m) {
-        return Err(format!(
-            "{y:04}-{m:02}-{day:02} is not a date: that month has {} days",
-            days_in_month(y, m)
-        ));
-    }
-    if !(1..=12).contains(&m)
-        || !(1..=days_in_month(y, m)).contains(&day)
-        || !(0..24).contains(&hh)
-        || !(0..60).contains(&mm)
-        || !(0.0..61.0).contains(&ss)
-    {
-        return Err(bad());
-    }
-    Ok((days_from_civil(y, m, day) * 86_400 + hh * 3600 + mm * 60) as f64 + ss)
-}
-
-/// Days in month `m` of year `y` (Gregorian leap years).
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

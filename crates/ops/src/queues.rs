@@ -12,8 +12,8 @@ use formats::input::read_text;
 use formats::jobs::{self, parse_cpu_millis, parse_memory_mib};
 use formats::queues::{self, JobEntry, QueueEntry, QueueFiles, QueueFinding, QueueFlavor};
 use formats::FormatError;
-use sched::{Dialect, QueueProblemKind, QueueTree, Resource, Resources};
-use serde::Deserialize;
+use sched::{fair_share_in, Dialect, QueueProblemKind, QueueTree, Resource, Resources};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Read queue files (KAI Queues, Kueue ClusterQueues, Cohorts and LocalQueues) in order.
@@ -181,6 +181,170 @@ pub struct LiveShareInput {
     pub demand: Vec<Resources>,
     /// Each queue's `status.allocated`, when it has a status.
     pub allocated: Vec<Option<Resources>>,
+}
+
+// ---- `queues share` ----
+
+/// One queue's row of [`ShareReport`].
+#[derive(Debug, Serialize)]
+pub struct ShareRow {
+    pub queue: String,
+    pub parent: Option<String>,
+    pub priority: i32,
+    pub gpu: ResourceRow,
+    pub cpu: ResourceRow,
+    pub memory_mib: ResourceRow,
+}
+
+/// One resource of a [`ShareRow`].
+#[derive(Debug, Serialize)]
+pub struct ResourceRow {
+    pub quota: f64,
+    pub limit: f64,
+    pub over_quota_weight: f64,
+    pub demand: f64,
+    pub fair_share: f64,
+    /// What the queue holds now (a live KAI Queue's `status.allocated`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocated: Option<f64>,
+}
+
+/// What `queues share` reports.
+#[derive(Debug, Serialize)]
+pub struct ShareReport {
+    /// Whose rules decided: `kai` (every queue a KAI Queue) or `kueue` (railyard's own).
+    pub rules: &'static str,
+    pub capacity: BTreeMap<&'static str, Option<f64>>,
+    pub queues: Vec<ShareRow>,
+    /// Problems the scheduler accepts (KAI: child quotas above the parent's, limits below
+    /// quotas), one line each naming file and queue.
+    pub warnings: Vec<String>,
+}
+
+/// Whether any queue of the files is a live KAI Queue with a status (`queues share` takes its
+/// demand from there when none is given).
+pub fn has_live_status(read: &QueueFiles) -> bool {
+    read.queues.iter().any(|q| q.status.is_some())
+}
+
+/// `queues share`: each queue's fair share by the rules the files are written for, for the
+/// demand of `demand_args` (demand files, job files or inline `QUEUE=gpu:N`; none: the live
+/// queues' `status.requested`), the capacity `capacity_arg` (else a demand file's, else
+/// `cluster_gpus` GPUs, else unbounded).
+pub fn share_report(
+    read: &QueueFiles,
+    demand_args: &[String],
+    capacity_arg: Option<&str>,
+    cluster_gpus: Option<f64>,
+) -> Result<ShareReport, FormatError> {
+    let rules = dialect(read);
+    let (tree, warnings) = tree_in(read, rules)?;
+    let mut demand = vec![Resources::default(); tree.queues.len()];
+    let mut capacity: Option<(Resources, [bool; 3])> = None;
+    let mut add = |at: &str, queue: &str, r: Resources| -> Result<(), FormatError> {
+        let q = tree.find(queue).ok_or_else(|| {
+            FormatError::input(at, format!("queue `{queue}` is not in the queue files"))
+        })?;
+        if !tree.is_leaf(q) {
+            return Err(FormatError::input(
+                at,
+                format!("queue `{queue}` has child queues; demand goes to leaf queues"),
+            ));
+        }
+        demand[q.index()] = demand[q.index()].add(&r);
+        Ok(())
+    };
+    for d in demand_args {
+        let path = std::path::Path::new(d);
+        if !path.exists() {
+            if let Some((queue, r)) = inline_demand(d)? {
+                add("--demand", &queue, r)?;
+                continue;
+            }
+        }
+        let text = read_text(path)?;
+        let file = read_demand(d, &text)?;
+        if file.capacity.is_some() {
+            capacity = file.capacity;
+        }
+        for (queue, r) in file.demand {
+            add(d, &queue, r)?;
+        }
+    }
+    // Without a demand, live KAI Queues say what each leaf requests.
+    let live = if demand_args.is_empty() {
+        live_status(read, &tree)
+    } else {
+        None
+    };
+    if let Some(l) = &live {
+        demand.clone_from(&l.demand);
+    }
+    let mut cap = Resources {
+        gpu: f64::INFINITY,
+        cpu: f64::INFINITY,
+        memory: f64::INFINITY,
+    };
+    let mut known = [false; 3];
+    if let Some(gpus) = cluster_gpus {
+        cap.gpu = gpus;
+        known[0] = true;
+    }
+    let explicit = match capacity_arg {
+        Some(s) => Some(inline_capacity(s)?),
+        None => capacity,
+    };
+    if let Some((c, given)) = explicit {
+        for r in Resource::ALL {
+            if given[r as usize] {
+                cap.set(r, c.get(r));
+                known[r as usize] = true;
+            }
+        }
+    }
+    let shares = fair_share_in(&tree, &demand, &cap, rules);
+    let subtree = sched::subtree_usages(&tree, &demand);
+    let row = |i: usize, r: Resource| {
+        let q = tree.queues[i].quota(r);
+        let own = if tree.is_leaf(sched::QueueId(i as u32)) {
+            demand[i].get(r)
+        } else {
+            subtree[i].get(r)
+        };
+        ResourceRow {
+            quota: q.quota,
+            limit: q.limit,
+            over_quota_weight: q.over_quota_weight,
+            demand: own,
+            fair_share: shares[i].get(r),
+            allocated: live.as_ref().and_then(|l| l.allocated[i]).map(|a| a.get(r)),
+        }
+    };
+    Ok(ShareReport {
+        rules: rules.name(),
+        capacity: Resource::ALL
+            .iter()
+            .map(|&r| {
+                let name = if r == Resource::Memory {
+                    "memory_mib"
+                } else {
+                    r.name()
+                };
+                (name, known[r as usize].then(|| cap.get(r)))
+            })
+            .collect(),
+        queues: (0..tree.queues.len())
+            .map(|i| ShareRow {
+                queue: tree.queues[i].name.clone(),
+                parent: tree.queues[i].parent.clone(),
+                priority: tree.queues[i].priority,
+                gpu: row(i, Resource::Gpu),
+                cpu: row(i, Resource::Cpu),
+                memory_mib: row(i, Resource::Memory),
+            })
+            .collect(),
+        warnings: warnings.iter().map(ToString::to_string).collect(),
+    })
 }
 
 // ---- demand files (`queues share --demand`) ----

@@ -26,6 +26,9 @@ pub struct ReportContext<'a> {
     /// Run metadata shown at the foot of the page: (what, value), e.g. ("railyard", "0.1.0"),
     /// ("command", …), ("seed", "0").
     pub meta: Vec<(String, String)>,
+    /// How long the trace's jobs waited in the scheduler that really ran them (seconds), for
+    /// traces that say (Slurm, Kueue); empty otherwise.
+    pub observed_waits: &'a [f64],
 }
 
 /// A duration with three significant figures and a unit people read (s, min, h).
@@ -102,6 +105,16 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
             sig3(s.lost_gpu_seconds / 3600.0)
         );
     }
+    if !ctx.observed_waits.is_empty() {
+        let w = sim::WaitStats::of(ctx.observed_waits);
+        let _ = writeln!(
+            h,
+            "<tr class=\"observed\"><td>observed (the trace's own scheduler)</td><td>{}</td><td></td><td></td><td></td><td></td><td></td><td>{}</td><td>{}</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td></tr>",
+            fmt_count(w.jobs as u64),
+            hours(w.avg_s),
+            hours(w.p99_s)
+        );
+    }
     h.push_str("</table></div>\n<div class=\"plots\">\n");
     let util: Vec<Series> = runs
         .iter()
@@ -152,7 +165,19 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
         "Wait before first start (CDF)",
         "wait, seconds (log; zero waits not shown)",
         "fraction of started jobs",
-        &cdf(&|r| r.wait_cdf(200), &started),
+        &{
+            let mut series = cdf(&|r| r.wait_cdf(200), &started);
+            if !ctx.observed_waits.is_empty() {
+                series.push(Series {
+                    label: format!(
+                        "observed (n={})",
+                        fmt_count(ctx.observed_waits.len() as u64)
+                    ),
+                    points: sim::Cdf::of(ctx.observed_waits, 200).points,
+                });
+            }
+            series
+        },
         true,
         Some((0.0, 1.0)),
         &[],

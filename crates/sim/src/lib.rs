@@ -11,7 +11,7 @@ pub mod time;
 pub mod trace;
 
 pub use events::{EventQueue, Scheduled};
-pub use metrics::{percentile, Cdf};
+pub use metrics::{percentile, Cdf, WaitStats};
 pub use runtime::{slowdown, CommProfile};
 pub use time::SimTime;
 pub use trace::{TopologyAsk, TraceJob};

@@ -63,3 +63,33 @@ mod tests {
             .all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
     }
 }
+
+/// Waits summarised: how many, the mean, the median and the 99th percentile (seconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct WaitStats {
+    /// Jobs counted.
+    pub jobs: usize,
+    /// Mean wait.
+    pub avg_s: f64,
+    /// Median wait.
+    pub p50_s: f64,
+    /// 99th-percentile wait.
+    pub p99_s: f64,
+}
+
+impl WaitStats {
+    /// The statistics of `waits` (any order; non-finite values are left out).
+    pub fn of(waits: &[f64]) -> Self {
+        let mut v: Vec<f64> = waits.iter().copied().filter(|x| x.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        if v.is_empty() {
+            return WaitStats::default();
+        }
+        WaitStats {
+            jobs: v.len(),
+            avg_s: v.iter().sum::<f64>() / v.len() as f64,
+            p50_s: percentile(&v, 50.0),
+            p99_s: percentile(&v, 99.0),
+        }
+    }
+}

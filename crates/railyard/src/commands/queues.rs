@@ -3,22 +3,16 @@
 //! rules of the scheduler the files are written for — KAI's for KAI Queues — with the problems
 //! that scheduler accepts printed as warnings).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sched::{fair_share_in, Dialect, Resource, Resources};
-use serde::Serialize;
+use sched::Dialect;
 
-use ops::queues::{
-    dialect, inline_capacity, inline_demand, live_status, problems, read_demand, read_files,
-    tree_in,
-};
+use ops::queues::{has_live_status, problems, read_files, share_report, ShareReport};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
-use formats::input::read_text;
 use report::fmt::trim_float;
 
 /// Arguments of `queues validate`.
@@ -67,159 +61,25 @@ pub fn validate(args: &ValidateArgs) -> Result<String, CliError> {
     ))
 }
 
-#[derive(Debug, Serialize)]
-struct ShareRow {
-    queue: String,
-    parent: Option<String>,
-    priority: i32,
-    gpu: ResourceRow,
-    cpu: ResourceRow,
-    memory_mib: ResourceRow,
-}
-
-#[derive(Debug, Serialize)]
-struct ResourceRow {
-    quota: f64,
-    limit: f64,
-    over_quota_weight: f64,
-    demand: f64,
-    fair_share: f64,
-    /// What the queue holds now (a live KAI Queue's `status.allocated`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    allocated: Option<f64>,
-}
-
-#[derive(Debug, Serialize)]
-struct ShareReport {
-    /// Whose rules decided: `kai` (every queue a KAI Queue) or `kueue` (railyard's own).
-    rules: &'static str,
-    capacity: BTreeMap<&'static str, Option<f64>>,
-    queues: Vec<ShareRow>,
-    /// Problems the scheduler accepts (KAI: child quotas above the parent's, limits below
-    /// quotas), one line each naming file and queue.
-    warnings: Vec<String>,
-}
-
 /// `queues share`.
 pub fn share(args: &ShareArgs) -> Result<String, CliError> {
     let read = read_files(&args.queues)?;
-    let rules = dialect(&read);
-    let (tree, warnings) = tree_in(&read, rules)?;
-    let mut demand = vec![Resources::default(); tree.queues.len()];
-    let mut capacity: Option<(Resources, [bool; 3])> = None;
-    let mut add = |at: &str, queue: &str, r: Resources| -> Result<(), CliError> {
-        let q = tree.find(queue).ok_or_else(|| {
-            CliError::input(at, format!("queue `{queue}` is not in the queue files"))
-        })?;
-        if !tree.is_leaf(q) {
-            return Err(CliError::input(
-                at,
-                format!("queue `{queue}` has child queues; demand goes to leaf queues"),
-            ));
-        }
-        demand[q.index()] = demand[q.index()].add(&r);
-        Ok(())
-    };
-    for d in &args.demand {
-        let path = std::path::Path::new(d);
-        if !path.exists() {
-            if let Some((queue, r)) = inline_demand(d)? {
-                add("--demand", &queue, r)?;
-                continue;
-            }
-        }
-        let text = read_text(path)?;
-        let read = read_demand(d, &text)?;
-        if read.capacity.is_some() {
-            capacity = read.capacity;
-        }
-        for (queue, r) in read.demand {
-            add(d, &queue, r)?;
-        }
+    if args.demand.is_empty() && !has_live_status(&read) {
+        return Err(CliError::Usage(
+            "--demand: missing; give a demand, or live KAI Queues (kubectl get queues -o json) whose status says what each queue requests".to_owned(),
+        ));
     }
-    let live = if args.demand.is_empty() {
-        live_status(&read, &tree)
-    } else {
-        None
+    let cluster_gpus = match &args.cluster {
+        Some(c) => Some(
+            load_cluster(&ClusterArgs {
+                cluster: c.clone(),
+                ..ClusterArgs::default()
+            })?
+            .gpu_count() as f64,
+        ),
+        None => None,
     };
-    match &live {
-        Some(l) => demand.clone_from(&l.demand),
-        None if args.demand.is_empty() => {
-            return Err(CliError::Usage(
-                "--demand: missing; give a demand, or live KAI Queues (kubectl get queues -o json) whose status says what each queue requests".to_owned(),
-            ))
-        }
-        None => {}
-    }
-    let mut cap = Resources {
-        gpu: f64::INFINITY,
-        cpu: f64::INFINITY,
-        memory: f64::INFINITY,
-    };
-    let mut known = [false; 3];
-    if let Some(c) = &args.cluster {
-        let cluster = load_cluster(&ClusterArgs {
-            cluster: c.clone(),
-            ..ClusterArgs::default()
-        })?;
-        cap.gpu = cluster.gpu_count() as f64;
-        known[0] = true;
-    }
-    let explicit = match &args.capacity {
-        Some(s) => Some(inline_capacity(s)?),
-        None => capacity,
-    };
-    if let Some((c, given)) = explicit {
-        for r in Resource::ALL {
-            if given[r as usize] {
-                cap.set(r, c.get(r));
-                known[r as usize] = true;
-            }
-        }
-    }
-    let shares = fair_share_in(&tree, &demand, &cap, rules);
-    let subtree = sched::subtree_usages(&tree, &demand);
-    let row = |i: usize, r: Resource| {
-        let q = tree.queues[i].quota(r);
-        let own = if tree.is_leaf(sched::QueueId(i as u32)) {
-            demand[i].get(r)
-        } else {
-            subtree[i].get(r)
-        };
-        ResourceRow {
-            quota: q.quota,
-            limit: q.limit,
-            over_quota_weight: q.over_quota_weight,
-            demand: own,
-            fair_share: shares[i].get(r),
-            allocated: live.as_ref().and_then(|l| l.allocated[i]).map(|a| a.get(r)),
-        }
-    };
-    let report = ShareReport {
-        rules: rules.name(),
-        capacity: Resource::ALL
-            .iter()
-            .map(|&r| {
-                let name = if r == Resource::Memory {
-                    "memory_mib"
-                } else {
-                    r.name()
-                };
-                (name, known[r as usize].then(|| cap.get(r)))
-            })
-            .collect(),
-        queues: (0..tree.queues.len())
-            .map(|i| ShareRow {
-                queue: tree.queues[i].name.clone(),
-                parent: tree.queues[i].parent.clone(),
-                priority: tree.queues[i].priority,
-                gpu: row(i, Resource::Gpu),
-                cpu: row(i, Resource::Cpu),
-                memory_mib: row(i, Resource::Memory),
-            })
-            .collect(),
-        warnings: warnings.iter().map(ToString::to_string).collect(),
-    };
+    let report = share_report(&read, &args.demand, args.capacity.as_deref(), cluster_gpus)?;
     Ok(match args.output {
         OutputFormat::Json => to_json(&report),
         OutputFormat::Text => share_text(&report),

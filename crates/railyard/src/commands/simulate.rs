@@ -15,7 +15,7 @@ use crate::commands::fabric::{NcclArgs, RoutingArg};
 use crate::error::CliError;
 use crate::output::{to_json, OutputFormat};
 use crate::table::Table;
-use formats::trace::{read_trace, TraceFormat};
+use formats::trace::{read_trace, Trace, TraceFormat};
 use report::fmt::{fmt_count, sig3};
 use report::html::{render, ReportContext};
 
@@ -83,6 +83,10 @@ pub enum TraceFormatArg {
     Helios,
     /// `name,submit_s,duration_s,gpus` plus optional `queue,priority,preemptible,topology,comm_share,bytes_per_step`.
     Native,
+    /// Slurm accounting, `sacct --parsable2` (fields in the README).
+    Sacct,
+    /// Kueue's Workload list, `kubectl get workloads -A -o json`.
+    KueueWorkloads,
 }
 
 impl From<TraceFormatArg> for TraceFormat {
@@ -92,6 +96,8 @@ impl From<TraceFormatArg> for TraceFormat {
             TraceFormatArg::Philly => TraceFormat::Philly,
             TraceFormatArg::Helios => TraceFormat::Helios,
             TraceFormatArg::Native => TraceFormat::Native,
+            TraceFormatArg::Sacct => TraceFormat::Sacct,
+            TraceFormatArg::KueueWorkloads => TraceFormat::KueueWorkloads,
         }
     }
 }
@@ -103,6 +109,12 @@ struct JsonRun<'a> {
     #[serde(flatten)]
     summary: &'a Summary,
     skipped_rows: usize,
+    /// Trace jobs left out because they never ran to the end (Slurm, Kueue traces).
+    #[serde(skip_serializing_if = "is_zero")]
+    not_run: usize,
+    /// Waits in the scheduler that ran the trace (Slurm, Kueue traces).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observed_wait: Option<sim::WaitStats>,
     queues: Vec<sim::engine::QueueSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     run: Option<&'a RunMeta>,
@@ -223,6 +235,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     };
     let trace = read_trace(&args.trace, args.trace_format.into(), args.skip_bad_rows)?;
     let trace_name = args.trace.display().to_string();
+    let observed: Vec<f64> = trace.observed_wait_s.iter().flatten().copied().collect();
     let mut results = Vec::with_capacity(policies.len());
     for policy in policies {
         let config = SimConfig {
@@ -272,6 +285,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                 .collect(),
             network: network_description(&routing),
             meta: meta.rows(),
+            observed_waits: &observed,
         };
         std::fs::write(path, render(&ctx, &results)).map_err(|source| CliError::Io {
             path: path.display().to_string(),
@@ -285,6 +299,8 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                 .map(|r| JsonRun {
                     summary: &r.summary,
                     skipped_rows: trace.skipped.len(),
+                    not_run: trace.not_run.len(),
+                    observed_wait: (!observed.is_empty()).then(|| sim::WaitStats::of(&observed)),
                     queues: r.per_queue(),
                     run: args.compare.is_empty().then_some(&meta),
                 })
@@ -295,14 +311,21 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                 to_json(&JsonCompare { run: &meta, runs })
             }
         }
-        OutputFormat::Text => text(&cluster, &trace_name, trace.skipped.len(), &results),
+        OutputFormat::Text => text(&cluster, &trace_name, &trace, &observed, &results),
     })
 }
 
-fn text(cluster: &Cluster, trace: &str, skipped: usize, results: &[SimResult]) -> String {
+fn text(
+    cluster: &Cluster,
+    trace_name: &str,
+    trace: &Trace,
+    observed: &[f64],
+    results: &[SimResult],
+) -> String {
     let jobs = results.first().map_or(0, |r| r.summary.jobs);
+    let skipped = trace.skipped.len();
     let mut out = format!(
-        "{} jobs from {trace} on {} ({} GPUs){}\n",
+        "{} jobs from {trace_name} on {} ({} GPUs){}{}\n",
         fmt_count(jobs as u64),
         cluster.name,
         fmt_count(cluster.gpu_count()),
@@ -310,8 +333,26 @@ fn text(cluster: &Cluster, trace: &str, skipped: usize, results: &[SimResult]) -
             format!("; {} unreadable rows skipped", fmt_count(skipped as u64))
         } else {
             String::new()
+        },
+        if trace.not_run.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} that never ran to the end left out",
+                fmt_count(trace.not_run.len() as u64)
+            )
         }
     );
+    if !observed.is_empty() {
+        let w = sim::WaitStats::of(observed);
+        out.push_str(&format!(
+            "the trace's own scheduler: avg wait {} h, p50 {} h, p99 {} h over {} jobs\n",
+            sig3(w.avg_s / 3600.0),
+            sig3(w.p50_s / 3600.0),
+            sig3(w.p99_s / 3600.0),
+            fmt_count(w.jobs as u64)
+        ));
+    }
     let mut t = Table::new(&[
         "policy",
         "completed",
@@ -401,4 +442,8 @@ fn network_description(routing: &RoutingConfig) -> String {
         },
         routing.qps()
     )
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -15,6 +15,7 @@ mod lint;
 mod live;
 mod place;
 mod queues;
+mod scheduler_traces;
 mod simulate;
 mod tidy;
 mod topo;
