@@ -1,5 +1,5 @@
-//! Trace CSVs (`simulate --trace`): the first byte picks the format (auto, Philly, Helios,
-//! native) and `--skip-bad-rows`; the rest is the file.
+//! Traces (`simulate --trace`): the first byte picks the format (auto, Philly, Helios, native,
+//! sacct, Kueue Workloads) and `--skip-bad-rows`; the rest is the file.
 #![no_main]
 
 #[path = "common/mod.rs"]
@@ -15,12 +15,14 @@ fuzz_target!(|data: &[u8]| {
     let Some(text) = common::text(rest) else {
         return;
     };
-    let format = match selector % 4 {
-        0 => TraceFormat::Auto,
+    let format = match selector % 8 {
+        0 | 6 | 7 => TraceFormat::Auto,
         1 => TraceFormat::Philly,
         2 => TraceFormat::Helios,
-        _ => TraceFormat::Native,
+        3 => TraceFormat::Native,
+        4 => TraceFormat::Sacct,
+        _ => TraceFormat::KueueWorkloads,
     };
-    let skip_bad_rows = selector & 4 != 0;
+    let skip_bad_rows = selector & 8 != 0;
     let _ = parse_trace("trace.csv", text, format, skip_bad_rows);
 });
