@@ -447,7 +447,9 @@ impl GpuArch {
             GpuArch::Volta | GpuArch::Ampere => &[
                 40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0,
             ],
-            GpuArch::Hopper => &[60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0],
+            GpuArch::Hopper => &[
+                60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0,
+            ],
             GpuArch::Blackwell => &[
                 90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0,
             ],
@@ -909,9 +911,9 @@ pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate
                 Algorithm::NvlsTree => (heads * nvls_intra)
                     .min(input.tree_busbw_gb_s)
                     .min(heads * PER_CH_MAX_NVLS_TREE_BW[gen][col]),
-                Algorithm::CollNetDirect | Algorithm::CollNetChain => {
-                    input.collnet.map_or(0.0, |c| f64::from(c.heads) * c.bw_gb_s)
-                }
+                Algorithm::CollNetDirect | Algorithm::CollNetChain => input
+                    .collnet
+                    .map_or(0.0, |c| f64::from(c.heads) * c.bw_gb_s),
             };
             match (algo, proto) {
                 (Algorithm::Ring, Protocol::Ll) => bus = (bus * 0.5).min(ll_max),
@@ -978,8 +980,7 @@ pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate
                     latency += 2.0 * ((ppn - 1.0) * intra + log2_nodes * inter);
                 }
                 Algorithm::CollNetDirect => {
-                    latency +=
-                        2.0 * ((ppn - 1.0).min(1.0) * intra + (ppn - 1.0) * 0.4) + inter;
+                    latency += 2.0 * ((ppn - 1.0).min(1.0) * intra + (ppn - 1.0) * 0.4) + inter;
                 }
                 Algorithm::CollNetChain => latency += 2.0 * (ppn - 1.0) * intra + inter,
                 Algorithm::Nvls => {
@@ -1092,7 +1093,11 @@ mod tests {
         assert!(msg.contains("`garbage`: expected NAME=VALUE"), "{msg}");
         assert!(msg.contains("NCCL_MAX_NCHANNELS is set twice"), "{msg}");
         assert!(msg.contains("at most NCCL_MAX_NCHANNELS (4)"), "{msg}");
-        assert!(parse_nccl_env(["NCCL_ALGO=^ring,tree"]).is_err());
+        assert!(
+            parse_nccl_env(["NCCL_ALGO=^ring,tree,collnetdirect,collnetchain,nvls,nvlstree"])
+                .is_err()
+        );
+        assert!(parse_nccl_env(["NCCL_ALGO=^ring,tree"]).is_ok());
     }
 
     #[test]
