@@ -32,7 +32,10 @@
 use topology::{Cluster, NodeId};
 
 use crate::error::{FabricError, MAX_FLOWS};
-use crate::nccl::{channel_plan, Algorithm, ChannelPlan, GpuArch, NcclConfig};
+use crate::nccl::{
+    channel_plan, channel_speed_gb_s, nvls_plan, Algorithm, ChannelPlan, CollNetPlan, GpuArch,
+    NcclConfig, NvlsPlan, MAX_COLLNET_DIRECT_HEADS,
+};
 
 /// A collective operation, as nccl-tests names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -271,6 +274,77 @@ pub(crate) fn plan_channels(
         cfg,
     );
     (arch, plan)
+}
+
+/// GPUs an NVLink domain needs before railyard assumes NVSwitches in it: HGX/DGX 8-GPU boards
+/// and NVL racks have them, 4-GPU boards and NVLink bridges connect GPUs directly (NCCL looks
+/// for an `NVS` node in the topology, `ncclTopoCompute`, src/graph/search.cc).
+pub(crate) const NVSWITCH_MIN_GPUS: u32 = 8;
+
+/// NVLink SHARP and network SHARP as NCCL would find them for validated ranks.
+///
+/// NVLS ([`nvls_plan`]): `NCCL_NVLS_ENABLE` not 0, every NCCL node's NVLink domain with at
+/// least [`NVSWITCH_MIN_GPUS`] GPUs (NVSwitches), the fewest ranks of any node as local ranks,
+/// NCCL's usable NVLink per GPU; across nodes each head needs a NIC port. CollNet:
+/// `NCCL_COLLNET_ENABLE=1`, several nodes, and SHARP on every switch tier from the leaves up to
+/// the lowest tier joining all the job's hosts; heads per node the fewest of
+/// [`MAX_COLLNET_DIRECT_HEADS`], local ranks and NIC ports, each at NCCL's channel speed for
+/// its port.
+pub(crate) fn sharp_plans(
+    cluster: &Cluster,
+    ranks: &[Rank],
+    cfg: &NcclConfig,
+) -> (Option<NvlsPlan>, Option<CollNetPlan>) {
+    let nodes = nccl_nodes(cluster, ranks);
+    let (arch, _) = plan_channels(cluster, &nodes, cfg);
+    let multi = nodes.ranks.len() > 1;
+    let local = nodes.ranks.iter().map(Vec::len).min().unwrap_or(0) as u32;
+    let nic_ports = nodes.ports.iter().map(Vec::len).min().unwrap_or(0) as u32;
+    let port_gb_s = nodes
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| cluster.node(p.node).nics.port_gbps / 8.0)
+        .fold(f64::INFINITY, f64::min);
+    let channel_gb_s = if port_gb_s.is_finite() && port_gb_s > 0.0 {
+        channel_speed_gb_s(arch, port_gb_s)
+    } else {
+        0.0
+    };
+    let nvswitch = nodes.ranks.iter().all(|node_ranks| {
+        let domain = cluster.node(node_ranks[0].node).nvlink_domain;
+        let gpus: u32 = cluster.nvlink_domains[domain.index()]
+            .nodes
+            .iter()
+            .map(|&n| cluster.node(n).gpus)
+            .sum();
+        gpus >= NVSWITCH_MIN_GPUS
+    });
+    let nvlink_gb_s = ranks
+        .iter()
+        .map(|r| cluster.node(r.node).nvlink_gbps / 8.0 * arch.nvlink_efficiency())
+        .fold(f64::INFINITY, f64::min);
+    let network = multi.then_some((nic_ports, channel_gb_s));
+    let nvls = if cfg.nvls_enable && nvswitch && nvlink_gb_s.is_finite() {
+        nvls_plan(arch, local, nvlink_gb_s, network)
+    } else {
+        None
+    };
+    let collnet = if cfg.collnet_enable && multi && channel_gb_s > 0.0 && nic_ports > 0 {
+        let first = ranks[0].node;
+        let top = ranks
+            .iter()
+            .filter_map(|r| cluster.common_tier(first, r.node))
+            .max();
+        let sharp = top.is_some_and(|t| cluster.tiers[..=usize::from(t)].iter().all(|x| x.sharp));
+        sharp.then_some(CollNetPlan {
+            heads: MAX_COLLNET_DIRECT_HEADS.min(local).min(nic_ports).max(1),
+            bw_gb_s: channel_gb_s,
+        })
+    } else {
+        None
+    };
+    (nvls, collnet)
 }
 
 /// The connections of a collective over validated ranks.

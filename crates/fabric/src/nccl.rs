@@ -24,18 +24,44 @@ pub enum Algorithm {
     Tree,
     /// One ring per channel, each node entered once (`NCCL_ALGO=Ring`).
     Ring,
+    /// Network SHARP: every GPU with a NIC a head, reductions in the switches
+    /// (`NCCL_ALGO=CollNetDirect`; AllReduce, needs `NCCL_COLLNET_ENABLE=1` and SHARP switches).
+    CollNetDirect,
+    /// Network SHARP behind a chain inside each node (`NCCL_ALGO=CollNetChain`).
+    CollNetChain,
+    /// NVLink SHARP: reductions in the NVSwitches of one NVLink domain (`NCCL_ALGO=NVLS`); across
+    /// nodes only together with CollNet.
+    #[serde(rename = "NVLS")]
+    Nvls,
+    /// NVLink SHARP inside each node, a double binary tree between nodes
+    /// (`NCCL_ALGO=NVLSTree`; several nodes only).
+    #[serde(rename = "NVLSTree")]
+    NvlsTree,
 }
 
 impl Algorithm {
-    /// Both modelled algorithms, in NCCL's order (`NCCL_ALGO_TREE` = 0, `NCCL_ALGO_RING` = 1,
-    /// src/include/device.h).
-    pub const ALL: [Algorithm; 2] = [Algorithm::Tree, Algorithm::Ring];
+    /// Every modelled algorithm, in NCCL's order (`NCCL_ALGO_TREE` = 0, `RING` = 1,
+    /// `COLLNET_DIRECT` = 2, `COLLNET_CHAIN` = 3, `NVLS` = 4, `NVLS_TREE` = 5,
+    /// src/include/device.h; PAT, 6, is not modelled).
+    pub const ALL: [Algorithm; 6] = [
+        Algorithm::Tree,
+        Algorithm::Ring,
+        Algorithm::CollNetDirect,
+        Algorithm::CollNetChain,
+        Algorithm::Nvls,
+        Algorithm::NvlsTree,
+    ];
 
-    /// The name NCCL prints (`Tree`, `Ring`).
+    /// The name NCCL prints (`Tree`, `Ring`, `CollNetDirect`, `CollNetChain`, `NVLS`,
+    /// `NVLSTree`).
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Tree => "Tree",
             Algorithm::Ring => "Ring",
+            Algorithm::CollNetDirect => "CollNetDirect",
+            Algorithm::CollNetChain => "CollNetChain",
+            Algorithm::Nvls => "NVLS",
+            Algorithm::NvlsTree => "NVLSTree",
         }
     }
 }
@@ -82,10 +108,19 @@ pub struct NcclConfig {
     pub min_nchannels: Option<u32>,
     /// `NCCL_MAX_NCHANNELS` (unset: [`MAX_CHANNELS`]; `MaxNchannels`, src/graph/connect.cc).
     pub max_nchannels: Option<u32>,
-    /// `NCCL_ALGO`: algorithms the tuner may pick (`[tree, ring]`, default both).
-    pub algorithms: [bool; 2],
+    /// `NCCL_ALGO`: algorithms the tuner may pick, indexed by [`Algorithm`] in NCCL's order
+    /// (default all; NVLS and CollNet still need the hardware and their switches below).
+    pub algorithms: [bool; 6],
     /// `NCCL_PROTO`: protocols the tuner may pick (`[LL, LL128, Simple]`, default all).
     pub protocols: [bool; 3],
+    /// `NCCL_NVLS_ENABLE`: 0 turns NVLink SHARP off; 1 and 2 (the default, "where the GPUs
+    /// support multicast") leave it on where the NVLink domain has NVSwitches and Hopper or
+    /// newer GPUs (`NvlsEnable`, src/transport/nvls.cc).
+    pub nvls_enable: bool,
+    /// `NCCL_COLLNET_ENABLE`: 1 lets NCCL use network SHARP (CollNet, and NVLS across nodes);
+    /// default 0 (`CollnetEnable`, src/init.cc). It helps only where the switches have SHARP
+    /// (`sharp: true` on the tiers the job crosses).
+    pub collnet_enable: bool,
 }
 
 impl Default for NcclConfig {
@@ -95,8 +130,10 @@ impl Default for NcclConfig {
             split_data_on_qps: false,
             min_nchannels: None,
             max_nchannels: None,
-            algorithms: [true, true],
+            algorithms: [true; 6],
             protocols: [true, true, true],
+            nvls_enable: true,
+            collnet_enable: false,
         }
     }
 }
@@ -114,13 +151,15 @@ impl NcclConfig {
 }
 
 /// The variables [`parse_nccl_env`] understands.
-pub const NCCL_VARIABLES: [&str; 6] = [
+pub const NCCL_VARIABLES: [&str; 8] = [
     "NCCL_IB_QPS_PER_CONNECTION",
     "NCCL_IB_SPLIT_DATA_ON_QPS",
     "NCCL_MIN_NCHANNELS",
     "NCCL_MAX_NCHANNELS",
     "NCCL_ALGO",
     "NCCL_PROTO",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_COLLNET_ENABLE",
 ];
 
 /// One bad `NAME=VALUE` setting.
@@ -189,8 +228,9 @@ impl fmt::Display for NcclEnvError {
 /// Values: `NCCL_IB_QPS_PER_CONNECTION` 1..=128; `NCCL_IB_SPLIT_DATA_ON_QPS` 0 or 1;
 /// `NCCL_MIN_NCHANNELS`/`NCCL_MAX_NCHANNELS` 1..=64; `NCCL_ALGO` and `NCCL_PROTO` a
 /// comma-separated list, optionally starting with `^` to exclude, names case-insensitive
-/// (`Ring`, `Tree`; `LL`, `LL128`, `Simple`). NCCL algorithms railyard does not model
-/// (`NVLS`, `NVLSTree`, `CollNetDirect`, `CollNetChain`, `PAT`) are refused.
+/// (`Ring`, `Tree`, `CollNetDirect`, `CollNetChain`, `NVLS`, `NVLSTree`; `LL`, `LL128`,
+/// `Simple`); `PAT`, which railyard does not model, is refused. `NCCL_NVLS_ENABLE` 0, 1 or 2;
+/// `NCCL_COLLNET_ENABLE` 0 or 1.
 ///
 /// ```
 /// let c = fabric::parse_nccl_env(["NCCL_IB_QPS_PER_CONNECTION=4", "NCCL_ALGO=Ring"]).unwrap();
@@ -253,9 +293,21 @@ pub fn parse_nccl_env<'a>(
                 Some(v) => cfg.max_nchannels = Some(v),
                 None => problems.push(bad("an integer in 1..=64")),
             },
-            "NCCL_ALGO" => match parse_list(value, &["tree", "ring"], ALGO_UNMODELLED) {
-                Ok(mask) => cfg.algorithms = [mask[0], mask[1]],
-                Err(e) => problems.push(bad(&format!("{e} (Ring, Tree; `^` to exclude)"))),
+            "NCCL_ALGO" => match parse_list(value, &ALGO_NAMES, ALGO_UNMODELLED) {
+                Ok(mask) => cfg.algorithms.copy_from_slice(&mask),
+                Err(e) => problems.push(bad(&format!(
+                    "{e} (Ring, Tree, CollNetDirect, CollNetChain, NVLS, NVLSTree; `^` to exclude)"
+                ))),
+            },
+            "NCCL_NVLS_ENABLE" => match value {
+                "0" => cfg.nvls_enable = false,
+                "1" | "2" => cfg.nvls_enable = true,
+                _ => problems.push(bad("0, 1 or 2")),
+            },
+            "NCCL_COLLNET_ENABLE" => match value {
+                "0" => cfg.collnet_enable = false,
+                "1" => cfg.collnet_enable = true,
+                _ => problems.push(bad("0 or 1")),
             },
             "NCCL_PROTO" => match parse_list(value, &["ll", "ll128", "simple"], &[]) {
                 Ok(mask) => cfg.protocols = [mask[0], mask[1], mask[2]],
@@ -283,8 +335,18 @@ pub fn parse_nccl_env<'a>(
     }
 }
 
+/// `NCCL_ALGO` names of [`Algorithm::ALL`], lower case (`ncclAlgoStr`, src/init.cc).
+const ALGO_NAMES: [&str; 6] = [
+    "tree",
+    "ring",
+    "collnetdirect",
+    "collnetchain",
+    "nvls",
+    "nvlstree",
+];
+
 /// NCCL algorithms railyard knows by name but does not model.
-const ALGO_UNMODELLED: &[&str] = &["nvls", "nvlstree", "collnetdirect", "collnetchain", "pat"];
+const ALGO_UNMODELLED: &[&str] = &["pat"];
 
 /// A comma-separated list of names (case-insensitive), `^` first to exclude; at least one
 /// name must remain enabled.
@@ -374,6 +436,22 @@ impl GpuArch {
             GpuArch::Blackwell => &[
                 96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0,
                 6.0, 3.0, 2.4, 1.2, 0.24, 0.12,
+            ],
+        }
+    }
+
+    /// Per-channel speeds the search tries inside one node, GB/s, highest first
+    /// (`speedArrayIntra`, `sm90SpeedArrayIntra`, `sm100SpeedArrayIntra`, src/graph/search.cc).
+    pub fn intra_speeds(self) -> &'static [f64] {
+        match self {
+            GpuArch::Volta | GpuArch::Ampere => &[
+                40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0,
+            ],
+            GpuArch::Hopper => &[
+                60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0,
+            ],
+            GpuArch::Blackwell => &[
+                90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0,
             ],
         }
     }
@@ -519,14 +597,55 @@ pub fn channel_plan(
 }
 
 /// Base latency per algorithm and protocol, µs (`baseLatencies`, src/graph/tuning.cc):
-/// `[algorithm][LL, LL128, Simple]`.
-pub const BASE_LATENCY_US: [[f64; 3]; 2] = [[6.8, 14.0, 8.4], [6.6, 14.0, 8.4]];
+/// `[algorithm][LL, LL128, Simple]`, algorithms in [`Algorithm::ALL`] order.
+pub const BASE_LATENCY_US: [[f64; 3]; 6] = [
+    [6.8, 14.0, 8.4],
+    [6.6, 14.0, 8.4],
+    [0.0, 0.0, 0.0],
+    [0.0, 0.0, 0.0],
+    [0.0, 0.0, 0.0],
+    [0.0, 0.0, 0.0],
+];
 
 /// Hardware latency per step over NVLink, µs (`hwLatencies[NCCL_HW_NVLINK]`).
-pub const NVLINK_LATENCY_US: [[f64; 3]; 2] = [[0.6, 1.25, 4.0], [0.6, 1.9, 3.4]];
+pub const NVLINK_LATENCY_US: [[f64; 3]; 6] = [
+    [0.6, 1.25, 4.0],
+    [0.6, 1.9, 3.4],
+    [0.0, 0.0, 3.7],
+    [0.0, 0.0, 2.8],
+    [0.0, 0.0, 25.0],
+    [0.0, 0.0, 25.0],
+];
 
 /// Hardware latency per step over the network, µs (`hwLatencies[NCCL_HW_NET]`).
-pub const NET_LATENCY_US: [[f64; 3]; 2] = [[5.0, 8.5, 14.0], [2.7, 4.0, 14.0]];
+pub const NET_LATENCY_US: [[f64; 3]; 6] = [
+    [5.0, 8.5, 14.0],
+    [2.7, 4.0, 14.0],
+    [0.0, 0.0, 31.0],
+    [0.0, 0.0, 30.0],
+    [0.0, 0.0, 18.0],
+    [0.0, 0.0, 20.9],
+];
+
+/// The share of NVLink SHARP's per-channel bandwidth NCCL's tuner counts on, by generation
+/// (`nvlsEfficiency`, src/graph/tuning.cc: Volta and Ampere 0, Hopper 0.85, Blackwell 0.74).
+pub const NVLS_EFFICIENCY: [f64; 4] = [0.0, 0.0, 0.85, 0.74];
+
+/// Most NVLS heads, i.e. NVLS search channels (`NCCL_MAX_NVLS_ARITY`, src/include/device.h).
+pub const MAX_NVLS_ARITY: u32 = 32;
+
+/// Most CollNet Direct heads per node: `NCCL_MAX_DIRECT_ARITY` + 1 (src/include/device.h), the
+/// limit of the CollNet Direct search (`ncclTopoCompute`, src/graph/search.cc) and the local
+/// ranks above which CollNet is not used (`updateCollCostTable`, src/enqueue.cc).
+pub const MAX_COLLNET_DIRECT_HEADS: u32 = 8;
+
+/// `perChMaxNVLSTreeBws` (src/graph/tuning.cc), GB/s per channel, by generation and nodes.
+const PER_CH_MAX_NVLS_TREE_BW: [[f64; 3]; 4] = [
+    [26.5, 18.5, 10.0],
+    [24.0, 23.6, 17.8],
+    [0.0, 57.7, 45.5],
+    [0.0, 96.0, 80.0],
+];
 
 /// `llMaxBws` (src/graph/tuning.cc), GB/s: rows by generation for one node (Volta, Ampere,
 /// Hopper, Blackwell), by CPU for several (row 0 Intel/other, row 1 AMD); columns 1 node,
@@ -579,6 +698,69 @@ const TREE_CORRECTION: [[f64; 24]; 3] = [
     ],
 ];
 
+/// What NCCL's NVLS search finds for a communicator (`ncclTopoCompute` with the NVLS pattern,
+/// src/graph/search.cc): the heads (one search channel per head GPU) and the per-channel speed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NvlsPlan {
+    /// NVLS heads: search channels, each pulling through one head GPU.
+    pub heads: u32,
+    /// Per-channel speed of the search inside the NVLink domain (`bwIntra`), GB/s.
+    pub bw_intra_gb_s: f64,
+}
+
+/// NVLink SHARP's channels for `local_ranks` GPUs of one NVLink domain with NVSwitches, each
+/// with `nvlink_gb_s` of NVLink per direction (NCCL's usable figure), or `None` where NCCL
+/// finds no NVLS graph. `network` is, across nodes, the heads that have a NIC and the NIC's
+/// speed (GB/s); `None` inside one domain.
+///
+/// As the search does it (`ncclTopoCompute`, `ncclTopoSearchTryNvls`, src/graph/search.cc):
+/// no NVLS before SM90; at most [`MAX_NVLS_ARITY`] heads, each a different GPU (inside one
+/// domain the search insists on one head per GPU up to that limit); every channel moves its
+/// speed through every GPU's NVLink in each direction and twice through its head's, so the
+/// busiest GPU carries (heads + 1) × speed; the speed is the highest of the speed array (the
+/// intra-node array inside one domain, the network array across nodes, where it also stays at
+/// or below the NIC's speed) that fits. The tuner needs at least two channels
+/// (`ncclTopoTuneModel`, src/graph/tuning.cc).
+pub fn nvls_plan(
+    arch: GpuArch,
+    local_ranks: u32,
+    nvlink_gb_s: f64,
+    network: Option<(u32, f64)>,
+) -> Option<NvlsPlan> {
+    if arch < GpuArch::Hopper || local_ranks < 2 || nvlink_gb_s <= 0.0 {
+        return None;
+    }
+    let mut heads = local_ranks.min(MAX_NVLS_ARITY);
+    let (speeds, cap) = match network {
+        None => (arch.intra_speeds(), f64::INFINITY),
+        Some((nic_heads, nic_gb_s)) => {
+            heads = heads.min(nic_heads);
+            (arch.inter_speeds(), nic_gb_s)
+        }
+    };
+    if heads < 2 {
+        return None;
+    }
+    let load = f64::from(heads + 1);
+    let speed = speeds
+        .iter()
+        .copied()
+        .find(|&s| s <= cap + 1e-9 && s * load <= nvlink_gb_s + 1e-9)?;
+    Some(NvlsPlan {
+        heads,
+        bw_intra_gb_s: speed,
+    })
+}
+
+/// What NCCL's CollNet (network SHARP) gets per node.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CollNetPlan {
+    /// CollNet heads per node (GPUs with a NIC, at most [`MAX_COLLNET_DIRECT_HEADS`]).
+    pub heads: u32,
+    /// Per-channel speed of a head's NIC ([`channel_speed_gb_s`]), GB/s.
+    pub bw_gb_s: f64,
+}
+
 /// Inputs of the tuner model for one communicator and collective.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TunerInput {
@@ -595,9 +777,16 @@ pub struct TunerInput {
     /// Ring bus bandwidth with the Simple protocol, GB/s: what the fabric model gives the
     /// job's rings (NCCL's `nChannels × bw`).
     pub ring_busbw_gb_s: f64,
-    /// Tree bus bandwidth with the Simple protocol before NCCL's tree refinements, GB/s
-    /// (0 when the collective has no tree).
+    /// Bus bandwidth of the job's double binary tree between nodes with the Simple protocol
+    /// before NCCL's tree refinements, GB/s (0 when the collective has no tree): Tree's
+    /// bandwidth, and the network side of NVLSTree.
     pub tree_busbw_gb_s: f64,
+    /// NVLink SHARP's channels ([`nvls_plan`]); `None` without NVSwitches, before Hopper, or
+    /// with `NCCL_NVLS_ENABLE=0`.
+    pub nvls: Option<NvlsPlan>,
+    /// Network SHARP; `None` inside one node, with `NCCL_COLLNET_ENABLE=0` (the default) or
+    /// where a tier the job crosses has no SHARP.
+    pub collnet: Option<CollNetPlan>,
 }
 
 /// The tuner's estimate for one algorithm and protocol.
@@ -613,16 +802,67 @@ pub struct AlgoEstimate {
     pub latency_us: f64,
 }
 
+/// Whether NCCL's tuner considers `algo` with `proto` for this communicator at all
+/// (`ncclTopoTuneModel`, src/graph/tuning.cc; `updateCollCostTable`, src/enqueue.cc): Tree
+/// for AllReduce with a tree; NVLS and NVLSTree Simple only, with an NVLS graph; NVLS across
+/// nodes only with CollNet, for AllGather/ReduceScatter only inside one domain of at most
+/// [`MAX_NVLS_ARITY`] ranks; NVLSTree AllReduce across nodes; CollNet AllReduce, Simple,
+/// across nodes with at most [`MAX_COLLNET_DIRECT_HEADS`] ranks per node. AllToAll is a Ring
+/// here (NCCL runs it as point-to-point sends).
+fn considered(input: &TunerInput, algo: Algorithm, proto: Protocol) -> bool {
+    use crate::Collective;
+    let allreduce = input.collective == Collective::AllReduce;
+    let multi = input.n_nodes > 1;
+    let ppn = input.n_ranks / input.n_nodes.max(1);
+    let simple = proto == Protocol::Simple;
+    match algo {
+        Algorithm::Ring => true,
+        Algorithm::Tree => allreduce && input.tree_busbw_gb_s > 0.0,
+        Algorithm::Nvls => {
+            simple
+                && input.nvls.is_some()
+                && match input.collective {
+                    Collective::AllReduce => !multi || input.collnet.is_some(),
+                    Collective::AllGather | Collective::ReduceScatter => {
+                        !multi && ppn <= MAX_NVLS_ARITY as usize
+                    }
+                    Collective::AllToAll => false,
+                }
+        }
+        Algorithm::NvlsTree => {
+            simple && allreduce && multi && input.nvls.is_some() && input.tree_busbw_gb_s > 0.0
+        }
+        Algorithm::CollNetDirect | Algorithm::CollNetChain => {
+            simple
+                && allreduce
+                && multi
+                && input.collnet.is_some()
+                && ppn <= MAX_COLLNET_DIRECT_HEADS as usize
+        }
+    }
+}
+
 /// NCCL's tuner model (`ncclTopoTuneModel`, src/graph/tuning.cc) for every algorithm and
-/// protocol `cfg` allows, with the bandwidth railyard's fabric model gives in place of
-/// NCCL's `nChannels × bw`. Refinements: Ring LL ×0.5 capped by `llMaxBw`; Ring LL128 ×0.92
-/// capped by channels × `perChMaxRingLL128Bw`; Tree AllReduce ×0.92 capped by channels ×
-/// `perChMaxTreeBw`, then Tree LL ×1/3.8 capped by `llMaxBw` and Tree LL128 ×120/128 capped by
-/// channels × `perChMaxTreeLL128Bw`; bus to algorithm bandwidth ×n/steps for Ring, ×0.5 for
-/// Tree. Latency: base + steps × per-step latency (Ring: intra-node steps at the NVLink
-/// latency, at least the network post overhead of 1 µs, ×3 for Simple; inter-node steps at
-/// the network latency), Tree: 2 × ((ranks per node − 1) × NVLink + log2(nodes) × network).
-/// Intel CPUs and NVLink inside nodes are assumed.
+/// protocol `cfg` allows and the communicator supports ([`considered`]), with the bandwidth
+/// railyard's fabric model gives in place of NCCL's `nChannels × bw` for Ring and Tree.
+///
+/// Refinements: Ring LL ×0.5 capped by `llMaxBw`; Ring LL128 ×0.92 capped by channels ×
+/// `perChMaxRingLL128Bw`; Tree AllReduce ×0.92 capped by channels × `perChMaxTreeBw`, then Tree
+/// LL ×1/3.8 capped by `llMaxBw` and Tree LL128 ×120/128 capped by channels ×
+/// `perChMaxTreeLL128Bw`. NVLS and NVLSTree: per head, the search speed × `nvlsEfficiency` ×
+/// (heads − 1)/heads, ×2 for AllReduce (two operations pipelined) or ×(ppn − 1)/ppn; NVLS
+/// across nodes at most the NIC's channel speed per head; NVLSTree at most the modelled tree's
+/// bandwidth and heads × `perChMaxNVLSTreeBw`. CollNet: heads × the NIC's channel speed;
+/// Direct divided by the GPU-to-NIC factor f − (f − 1)/2 with f = ppn / heads, ×0.85 on SM90
+/// and newer. Bus to algorithm bandwidth ×n/steps for Ring, NVLS and NVLSTree, ×0.5 for Tree
+/// and CollNet (AllGather/ReduceScatter other than Ring: none).
+///
+/// Latency: Ring: base + steps × per-step latency (intra-node steps at the NVLink latency, at
+/// least the network post overhead of 1 µs, ×3 for Simple; inter-node steps at the network
+/// latency); Tree: base + 2 × ((ranks per node − 1) × NVLink + log2(nodes) × network); NVLS:
+/// the NVLink latency, plus the network's across nodes; NVLSTree: NVLink + 2 × log2(nodes) ×
+/// network; CollNetDirect: 2 × (NVLink + (ppn − 1) × 0.4) + network; CollNetChain: 2 ×
+/// (ppn − 1) × NVLink + network. Intel CPUs and NVLink inside nodes are assumed.
 pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate> {
     use crate::Collective;
     let n = input.n_ranks.max(2);
@@ -638,25 +878,42 @@ pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate
         Collective::AllToAll => n,
     } as f64;
     let ppn = n as f64 / nodes as f64;
+    let allreduce = input.collective == Collective::AllReduce;
     let net_overhead_us = 1.0; // getNetOverhead: Intel x86 (src/graph/tuning.cc)
+    let log2_nodes = f64::from(usize::BITS - 1 - nodes.leading_zeros());
     let mut out = Vec::new();
     for algo in Algorithm::ALL {
         if !cfg.allows_algorithm(algo) {
             continue;
         }
-        if algo == Algorithm::Tree
-            && (input.collective != Collective::AllReduce || input.tree_busbw_gb_s <= 0.0)
-        {
-            continue;
-        }
         for proto in Protocol::ALL {
-            if !cfg.allows_protocol(proto) {
+            if !cfg.allows_protocol(proto) || !considered(input, algo, proto) {
                 continue;
             }
             let (a, p) = (algo as usize, proto as usize);
+            // NVLS per head: the search speed at NCCL's efficiency, less one head's share.
+            let nvls_intra = input.nvls.map_or(0.0, |v| {
+                let h = f64::from(v.heads);
+                let per_head = v.bw_intra_gb_s * NVLS_EFFICIENCY[gen] * (h - 1.0) / h;
+                per_head * if allreduce { 2.0 } else { (ppn - 1.0) / ppn }
+            });
+            let heads = input.nvls.map_or(0.0, |v| f64::from(v.heads));
             let mut bus = match algo {
                 Algorithm::Ring => input.ring_busbw_gb_s,
                 Algorithm::Tree => input.tree_busbw_gb_s,
+                Algorithm::Nvls => {
+                    let net = match (nodes > 1, input.collnet) {
+                        (true, Some(c)) => c.bw_gb_s,
+                        _ => f64::INFINITY,
+                    };
+                    heads * nvls_intra.min(net)
+                }
+                Algorithm::NvlsTree => (heads * nvls_intra)
+                    .min(input.tree_busbw_gb_s)
+                    .min(heads * PER_CH_MAX_NVLS_TREE_BW[gen][col]),
+                Algorithm::CollNetDirect | Algorithm::CollNetChain => input
+                    .collnet
+                    .map_or(0.0, |c| f64::from(c.heads) * c.bw_gb_s),
             };
             match (algo, proto) {
                 (Algorithm::Ring, Protocol::Ll) => bus = (bus * 0.5).min(ll_max),
@@ -676,9 +933,20 @@ pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate
                     Protocol::Simple => {}
                 }
             }
+            if algo == Algorithm::CollNetDirect {
+                let heads = f64::from(input.collnet.map_or(1, |c| c.heads.max(1)));
+                let mut factor = ppn / heads;
+                factor -= (factor - 1.0) / 2.0;
+                bus /= factor;
+                if input.arch.compute_capability() >= 90 {
+                    bus *= 0.85;
+                }
+            }
             let algbw = match algo {
                 Algorithm::Ring => bus * n as f64 / nsteps,
-                Algorithm::Tree => bus * 0.5,
+                _ if !allreduce => bus,
+                Algorithm::Nvls | Algorithm::NvlsTree => bus * n as f64 / nsteps,
+                _ => bus * 0.5,
             };
             let intra = NVLINK_LATENCY_US[a][p];
             let inter = if ppn <= 1.0 {
@@ -700,7 +968,7 @@ pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate
                     }
                     let inter_steps = if nodes == 1 {
                         0.0
-                    } else if input.collective == Collective::AllReduce {
+                    } else if allreduce {
                         2.0 * (nodes as f64 - 1.0)
                     } else {
                         nodes as f64 - 1.0
@@ -709,9 +977,16 @@ pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate
                     latency += (nsteps - inter_steps) * intra_step + inter_steps * inter_lat;
                 }
                 Algorithm::Tree => {
-                    let log2_nodes = f64::from(usize::BITS - 1 - nodes.leading_zeros());
                     latency += 2.0 * ((ppn - 1.0) * intra + log2_nodes * inter);
                 }
+                Algorithm::CollNetDirect => {
+                    latency += 2.0 * ((ppn - 1.0).min(1.0) * intra + (ppn - 1.0) * 0.4) + inter;
+                }
+                Algorithm::CollNetChain => latency += 2.0 * (ppn - 1.0) * intra + inter,
+                Algorithm::Nvls => {
+                    latency = intra + if nodes > 1 { inter } else { 0.0 };
+                }
+                Algorithm::NvlsTree => latency += intra + 2.0 * log2_nodes * inter,
             }
             out.push(AlgoEstimate {
                 algorithm: algo,
@@ -727,16 +1002,20 @@ pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate
 /// NCCL's time estimate for `bytes` with one estimate (`ncclTopoGetAlgoTime`,
 /// src/graph/tuning.cc): latency (×1.4 on SM80+ or ×1.9 before, for multi-node Ring Simple
 /// AllReduce with at least 64 bytes per channel and rank: the "plateau" of the ring) plus
-/// bytes over the algorithm bandwidth, with the tree correction factor by size. µs.
+/// bytes over the algorithm bandwidth, with the tree correction factor by size for Tree
+/// AllReduce (and for NVLSTree AllReduce on SM100 and newer). µs.
 pub fn estimate_time_us(input: &TunerInput, e: &AlgoEstimate, bytes: f64) -> f64 {
     let mut bw = e.algbw_gb_s;
     if bw <= 0.0 {
         return f64::INFINITY;
     }
     let log_size = ((bytes / 64.0).max(1.0)).log2().floor() as i64;
-    if e.algorithm == Algorithm::Tree
-        && input.collective == crate::Collective::AllReduce
-        && (0..23).contains(&log_size)
+    let allreduce = input.collective == crate::Collective::AllReduce;
+    if allreduce
+        && ((e.algorithm == Algorithm::Tree && (0..23).contains(&log_size))
+            || (e.algorithm == Algorithm::NvlsTree
+                && input.arch >= GpuArch::Blackwell
+                && (0..24).contains(&log_size)))
     {
         bw *= TREE_CORRECTION[e.protocol as usize][log_size as usize];
     }
@@ -744,7 +1023,7 @@ pub fn estimate_time_us(input: &TunerInput, e: &AlgoEstimate, bytes: f64) -> f64
     if e.algorithm == Algorithm::Ring
         && e.protocol == Protocol::Simple
         && input.n_nodes > 1
-        && input.collective == crate::Collective::AllReduce
+        && allreduce
         && bytes / (f64::from(input.channels.max(1)) * input.n_ranks as f64) >= 64.0
     {
         lat *= if input.arch.compute_capability() < 80 {
@@ -787,13 +1066,14 @@ mod tests {
         assert_eq!(c.qps_per_connection, 4);
         assert!(c.split_data_on_qps);
         assert_eq!((c.min_nchannels, c.max_nchannels), (Some(8), Some(16)));
-        assert_eq!(c.algorithms, [false, true]);
+        assert!(!c.allows_algorithm(Algorithm::Tree) && c.allows_algorithm(Algorithm::Ring));
+        assert!(c.allows_algorithm(Algorithm::Nvls));
         assert_eq!(c.protocols, [false, true, true]);
 
         let e = parse_nccl_env([
             "NCCL_IB_QPS=4",
             "NCCL_IB_QPS_PER_CONNECTION=0",
-            "NCCL_ALGO=NVLS",
+            "NCCL_ALGO=PAT",
             "NCCL_PROTO=fast",
             "garbage",
             "NCCL_MIN_NCHANNELS=32",
@@ -808,12 +1088,16 @@ mod tests {
             msg.contains("expected an integer in 1..=128, got \"0\""),
             "{msg}"
         );
-        assert!(msg.contains("nvls is not modelled"), "{msg}");
+        assert!(msg.contains("pat is not modelled"), "{msg}");
         assert!(msg.contains("unknown name fast"), "{msg}");
         assert!(msg.contains("`garbage`: expected NAME=VALUE"), "{msg}");
         assert!(msg.contains("NCCL_MAX_NCHANNELS is set twice"), "{msg}");
         assert!(msg.contains("at most NCCL_MAX_NCHANNELS (4)"), "{msg}");
-        assert!(parse_nccl_env(["NCCL_ALGO=^ring,tree"]).is_err());
+        assert!(
+            parse_nccl_env(["NCCL_ALGO=^ring,tree,collnetdirect,collnetchain,nvls,nvlstree"])
+                .is_err()
+        );
+        assert!(parse_nccl_env(["NCCL_ALGO=^ring,tree"]).is_ok());
     }
 
     #[test]
@@ -885,6 +1169,8 @@ mod tests {
             channels: 16,
             ring_busbw_gb_s: 384.0,
             tree_busbw_gb_s: 384.0,
+            nvls: None,
+            collnet: None,
         };
         let cfg = NcclConfig::default();
         let (small, _) = choose(&input, &cfg, 8.0).expect("something");

@@ -6,7 +6,7 @@
 //! ([`crate::nccl::tuner_estimates`]) turns them into per-protocol bandwidths and latencies and
 //! picks the fastest for each size, as NCCL does.
 
-use crate::collective::Collective;
+use crate::collective::{sharp_plans, Collective};
 use crate::error::FabricError;
 use crate::model::{Fabric, JobTraffic, RoutedJob};
 use crate::nccl::{self, Algorithm, Protocol, TunerInput};
@@ -57,18 +57,25 @@ pub fn tuner_input_with(
     let ring_busbw = shared(fabric, &ring);
     let tree_busbw = if job.collective == Collective::AllReduce
         && ring.n_nodes > 1
-        && cfg.nccl.allows_algorithm(Algorithm::Tree)
+        && (cfg.nccl.allows_algorithm(Algorithm::Tree)
+            || cfg.nccl.allows_algorithm(Algorithm::NvlsTree))
     {
         let tree = fabric.route_flows_algorithm(job, Algorithm::Tree, cfg, 0)?;
         shared(fabric, &tree)
     } else {
         0.0
     };
-    Ok(input_for(&ring, ring_busbw, tree_busbw))
+    let (nvls, collnet) = sharp_plans(fabric.cluster(), &job.ranks, &cfg.nccl);
+    Ok(TunerInput {
+        nvls,
+        collnet,
+        ..input_for(&ring, ring_busbw, tree_busbw)
+    })
 }
 
 /// The tuner's input from a routed Ring job and the bus bandwidths (GB/s) it achieves, e.g.
-/// from a solve shared with other jobs.
+/// from a solve shared with other jobs. NVLS and CollNet are left out (`None`):
+/// [`tuner_input_with`] adds them from the cluster.
 pub fn input_for(ring: &RoutedJob, ring_busbw_gb_s: f64, tree_busbw_gb_s: f64) -> TunerInput {
     TunerInput {
         collective: ring.collective,
@@ -78,6 +85,8 @@ pub fn input_for(ring: &RoutedJob, ring_busbw_gb_s: f64, tree_busbw_gb_s: f64) -
         channels: ring.channels,
         ring_busbw_gb_s,
         tree_busbw_gb_s,
+        nvls: None,
+        collnet: None,
     }
 }
 

@@ -102,6 +102,7 @@ fn predict(r: &Row) -> (f64, String) {
                     latency_us: 2.0,
                     switches_per_domain: Some(r.rails),
                     oversubscription: None,
+                    sharp: false,
                 }],
             }),
         },

@@ -39,6 +39,7 @@ fn rail_clos(nodes: u32, ports: u32) -> Cluster {
         latency_us: lat,
         switches_per_domain: Some(s),
         oversubscription: None,
+        sharp: false,
     };
     build_from_spec(&ClusterSpec {
         name: "rail".to_owned(),
@@ -319,6 +320,7 @@ fn nvl72(nodes: u32) -> Cluster {
         latency_us: lat,
         switches_per_domain: Some(s),
         oversubscription: None,
+        sharp: false,
     };
     build_from_spec(&ClusterSpec {
         name: "nvl72".to_owned(),
@@ -423,6 +425,7 @@ fn fewer_parents_than_children_merge_rail_planes_and_routes_still_reach_the_leaf
         latency_us: lat,
         switches_per_domain: Some(s),
         oversubscription: None,
+        sharp: false,
     };
     let c = build_from_spec(&ClusterSpec {
         name: "merge".to_owned(),
@@ -520,6 +523,7 @@ fn two_leaves_4to1() -> Cluster {
         latency_us: lat,
         switches_per_domain: Some(1),
         oversubscription: over,
+        sharp: false,
     };
     build_from_spec(&ClusterSpec {
         name: "two-leaves".to_owned(),

@@ -19,6 +19,7 @@ fn clos(nodes: u32, rails: u32, ports: u32, gbps: f64) -> Cluster {
         latency_us: lat,
         switches_per_domain: Some(s),
         oversubscription: None,
+        sharp: false,
     };
     build_from_spec(&ClusterSpec {
         name: "clos".to_owned(),
@@ -220,6 +221,7 @@ fn a_job_paced_elsewhere_hands_back_its_share_of_a_shared_nic() {
         latency_us: lat,
         switches_per_domain: Some(s),
         oversubscription: o,
+        sharp: false,
     };
     let c = build_from_spec(&ClusterSpec {
         name: "oversubscribed".to_owned(),

@@ -43,6 +43,35 @@ pub fn read_text(path: &Path) -> Result<String, FormatError> {
     if path == Path::new("-") {
         return read_stdin();
     }
+    let (shown, file, hint) = open_checked(path)?;
+    read_bounded(&shown, file, hint, MAX_INPUT_BYTES)
+}
+
+/// Open a text file to read it as a stream, with the same bounds and checks as [`read_text`]
+/// (size of a regular file first; at most [`MAX_INPUT_BYTES`]; NUL bytes and invalid UTF-8
+/// refused as they arrive) applied by the returned [`TextReader`] while the caller reads. `-`
+/// is standard input (once per process).
+pub fn open_text(path: &Path) -> Result<TextReader<Box<dyn Read>>, FormatError> {
+    if path == Path::new("-") {
+        if STDIN_READ.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(FormatError::input(
+                "-",
+                "standard input was already read for another argument; give at most one `-`",
+            ));
+        }
+        return Ok(TextReader::new(
+            "-",
+            Box::new(std::io::stdin().lock()),
+            MAX_INPUT_BYTES,
+        ));
+    }
+    let (shown, file, _) = open_checked(path)?;
+    Ok(TextReader::new(&shown, Box::new(file), MAX_INPUT_BYTES))
+}
+
+/// The checks before a file is read: a name, not a directory, a regular file within the limit.
+/// Returns the name as shown in errors, the open file and its size (0 unless regular).
+fn open_checked(path: &Path) -> Result<(String, std::fs::File, u64), FormatError> {
     let shown = path.display().to_string();
     if shown.is_empty() {
         return Err(FormatError::input(
@@ -74,7 +103,107 @@ pub fn read_text(path: &Path) -> Result<String, FormatError> {
         source,
     })?;
     let hint = if meta.is_file() { meta.len() } else { 0 };
-    read_bounded(&shown, file, hint, MAX_INPUT_BYTES)
+    Ok((shown, file, hint))
+}
+
+/// A reader that passes text through with [`read_bounded`]'s checks, for readers that stream
+/// (the trace reader): at most `limit` bytes, no NUL byte, valid UTF-8 (a character split
+/// between two reads is checked when its end arrives, and an incomplete one at the end of the
+/// input is refused). A failed check is an `io::Error` carrying the [`FormatError`], with the
+/// same message [`read_text`] gives; [`format_error_of`] takes it back out.
+pub struct TextReader<R> {
+    shown: String,
+    inner: R,
+    limit: u64,
+    /// Bytes passed on so far.
+    total: u64,
+    /// The bytes of a character begun but not finished by the last read (at most 3), then the
+    /// latest read's bytes while they are checked.
+    pending: Vec<u8>,
+}
+
+impl<R> fmt::Debug for TextReader<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TextReader")
+            .field("shown", &self.shown)
+            .field("limit", &self.limit)
+            .field("total", &self.total)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Read> TextReader<R> {
+    /// Check `inner`'s bytes as text of at most `limit` bytes; `shown` names it in errors.
+    pub fn new(shown: &str, inner: R, limit: u64) -> Self {
+        Self {
+            shown: shown.to_owned(),
+            inner,
+            limit,
+            total: 0,
+            pending: Vec::new(),
+        }
+    }
+
+    fn fail(&self, e: FormatError) -> std::io::Error {
+        std::io::Error::other(e)
+    }
+}
+
+impl<R: Read> Read for TextReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = loop {
+            match self.inner.read(buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(self.fail(FormatError::Io {
+                        path: self.shown.clone(),
+                        source,
+                    }))
+                }
+            }
+        };
+        if n == 0 {
+            if !self.pending.is_empty() {
+                let at = self.total - self.pending.len() as u64;
+                return Err(self.fail(FormatError::input(
+                    &self.shown,
+                    format!("not UTF-8 text (byte {at})"),
+                )));
+            }
+            return Ok(0);
+        }
+        self.total += n as u64;
+        if self.total > self.limit {
+            let limit = self.limit;
+            return Err(self.fail(FormatError::input(
+                &self.shown,
+                format!("input is over 512 MiB (the limit is {limit} bytes); refused after reading {limit} bytes"),
+            )));
+        }
+        // The unfinished character of the last read, then this read's bytes, from input
+        // offset `start` on.
+        self.pending.extend_from_slice(&buf[..n]);
+        let start = self.total - self.pending.len() as u64;
+        match scan_text(&self.pending, false) {
+            Ok(good) => {
+                self.pending.drain(..good);
+                Ok(n)
+            }
+            Err(fault) => Err(self.fail(text_fault(&self.shown, fault, start))),
+        }
+    }
+}
+
+/// The [`FormatError`] a [`TextReader`] put in an `io::Error`, if that is what it carries.
+pub fn format_error_of(e: std::io::Error) -> Result<FormatError, std::io::Error> {
+    match e.get_ref().map(|inner| inner.is::<FormatError>()) {
+        Some(true) => {
+            let inner = e.into_inner().expect("checked above");
+            Ok(*inner.downcast::<FormatError>().expect("checked above"))
+        }
+        _ => Err(e),
+    }
 }
 
 /// Read `reader` as text, at most `limit` bytes (`hint`: the expected size, to allocate once).
@@ -123,27 +252,45 @@ pub fn read_bounded(
 /// Check `bytes[from..]` for NUL bytes and invalid UTF-8; returns how far they are known good
 /// (an incomplete character at the end is left for the next chunk unless `last`).
 fn check_text(shown: &str, bytes: &[u8], from: usize, last: bool) -> Result<usize, FormatError> {
-    let tail = &bytes[from..];
-    let good = match std::str::from_utf8(tail) {
-        Ok(_) => tail.len(),
+    scan_text(&bytes[from..], last)
+        .map(|good| from + good)
+        .map_err(|fault| text_fault(shown, fault, from as u64))
+}
+
+/// What is wrong with bytes that should be text, at an index into them.
+enum TextFault {
+    Nul(usize),
+    NotUtf8(usize),
+}
+
+/// How many of `bytes` are good text (an incomplete character at the end is left out unless
+/// `last`), or the first fault.
+fn scan_text(bytes: &[u8], last: bool) -> Result<usize, TextFault> {
+    let good = match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
         Err(e) if e.error_len().is_none() && !last => e.valid_up_to(),
-        Err(e) => {
-            return Err(FormatError::input(
-                shown,
-                format!("not UTF-8 text (byte {})", from + e.valid_up_to()),
-            ))
-        }
+        Err(e) => return Err(TextFault::NotUtf8(e.valid_up_to())),
     };
-    if let Some(i) = tail[..good].iter().position(|&b| b == 0) {
-        return Err(FormatError::input(
+    match bytes[..good].iter().position(|&b| b == 0) {
+        Some(i) => Err(TextFault::Nul(i)),
+        None => Ok(good),
+    }
+}
+
+/// The error for a fault found in bytes that start at input offset `base`.
+fn text_fault(shown: &str, fault: TextFault, base: u64) -> FormatError {
+    match fault {
+        TextFault::NotUtf8(i) => {
+            FormatError::input(shown, format!("not UTF-8 text (byte {})", base + i as u64))
+        }
+        TextFault::Nul(i) => FormatError::input(
             shown,
             format!(
                 "not text: NUL byte at byte {}; expected a UTF-8 text file",
-                from + i
+                base + i as u64
             ),
-        ));
+        ),
     }
-    Ok(from + good)
 }
 
 /// Refuse YAML or JSON text nested deeper than [`MAX_NESTING`], in one pass over the text
@@ -608,6 +755,41 @@ mod tests {
             read_bounded("ok", "héllo".as_bytes(), 0, 1000).unwrap(),
             "héllo"
         );
+    }
+
+    /// The streaming reader fails as the whole-text reader does, wherever reads split the
+    /// input: NUL bytes, invalid UTF-8, a character cut off at the end, input over the limit.
+    #[test]
+    fn the_streaming_reader_fails_as_the_bounded_reader_does() {
+        struct Trickle<'a>(&'a [u8], usize);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.1.min(buf.len()).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let cases: [&[u8]; 6] = [
+            b"plain text\n",
+            "caf\u{e9} \u{1F600} ok".as_bytes(),
+            b"abc\0def",
+            b"ab\xff\xfecd",
+            b"tail \xe2\x82",
+            b"0123456789abcdef0123",
+        ];
+        for bytes in cases {
+            for step in [1, 2, 3, 5, 64] {
+                let whole = read_bounded("f", bytes, 0, 16).map_err(|e| e.to_string());
+                let mut reader = TextReader::new("f", Trickle(bytes, step), 16);
+                let mut out = Vec::new();
+                let streamed = match reader.read_to_end(&mut out) {
+                    Ok(_) => Ok(String::from_utf8(out).expect("checked")),
+                    Err(e) => Err(format_error_of(e).expect("a FormatError").to_string()),
+                };
+                assert_eq!(whole, streamed, "{bytes:?} step {step}");
+            }
+        }
     }
 
     #[test]

@@ -24,13 +24,13 @@ pub fn read(file: &str, text: &str) -> Result<Vec<Measured>, FormatError> {
 pub fn write_table(rows: &[SweepRow]) -> String {
     let mut out =
         format!(
-        "#{:>11} {:>12} {:>6} {:>5} {:>6} {:>10} {:>7} {:>7}\n#{:>11} {:>12} {:>30} {:>7} {:>7}\n",
+        "#{:>11} {:>12} {:>6} {:>13} {:>6} {:>10} {:>7} {:>7}\n#{:>11} {:>12} {:>38} {:>7} {:>7}\n",
         "size", "count", "type", "algo", "proto", "time", "algbw", "busbw", "(B)", "(elements)",
         "(us)", "(GB/s)", "(GB/s)"
     );
     for r in rows {
         out.push_str(&format!(
-            "{:>12} {:>12} {:>6} {:>5} {:>6} {:>10.2} {:>7.2} {:>7.2}\n",
+            "{:>12} {:>12} {:>6} {:>13} {:>6} {:>10.2} {:>7.2} {:>7.2}\n",
             r.size_bytes,
             r.size_bytes / 4,
             "float",
@@ -237,9 +237,14 @@ host:1234:1234 [0] NCCL INFO Channel 00/32 : 0 1 2 3
         let text = write_table(&[
             row(8, fabric::Algorithm::Tree, fabric::Protocol::Ll),
             row(8 << 30, fabric::Algorithm::Ring, fabric::Protocol::Simple),
+            row(
+                8 << 30,
+                fabric::Algorithm::CollNetDirect,
+                fabric::Protocol::Simple,
+            ),
         ]);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(lines.len(), 5, "{text}");
         // Every column ends where its header ends.
         let ends = |l: &str| -> Vec<usize> {
             let mut out = Vec::new();
@@ -256,6 +261,7 @@ host:1234:1234 [0] NCCL INFO Channel 00/32 : 0 1 2 3
         assert_eq!(ends(&lines[1].replacen('#', " ", 1)).last(), header.last());
         assert_eq!(ends(lines[2]), header, "{text}");
         assert_eq!(ends(lines[3]), header, "{text}");
+        assert_eq!(ends(lines[4]), header, "{text}");
         assert_eq!(
             lines[3].split_whitespace().collect::<Vec<_>>(),
             [

@@ -1,7 +1,13 @@
 //! Job traces: the Philly CSV, the Helios/Acme CSV and railyard's native CSV, detected from the
-//! header. Every row that cannot be read is reported with its line number.
+//! header, and the schedulers' own traces (`sacct` output, Kueue Workload lists; read by
+//! `scheduler_traces`), detected from the first bytes. Every row that cannot be read is reported
+//! with its line number.
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io::Read;
 use std::path::Path;
+use std::rc::Rc;
 
 use sim::{CommProfile, TopologyAsk, TraceJob};
 
@@ -40,15 +46,61 @@ const NATIVE_COLUMNS: &[&str] = &[
     "bytes_per_step",
 ];
 
-/// Read a trace file.
+/// Read a trace file as a stream: rows are parsed as the bounded reader
+/// ([`crate::input::open_text`]) delivers them and kept compact until the whole trace has been
+/// read, so a trace that fails on its last row never holds its text, and little more than
+/// 40 bytes per row before the error. A regular file is read twice: once to count its rows
+/// (refusing more than [`MAX_ROWS`] before any row is parsed, as before), then to parse them.
 pub fn read_trace(
     path: &Path,
     format: TraceFormat,
     skip_bad_rows: bool,
 ) -> Result<Trace, FormatError> {
     let file = path.display().to_string();
-    let text = crate::input::read_text(path)?;
-    parse_trace(&file, &text, format, skip_bad_rows)
+    let regular = path != Path::new("-") && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    // Slurm and Kueue traces are read whole (through the same bounded reader): a look at the
+    // first bytes tells them from the CSV formats.
+    let mut reader = crate::input::open_text(path)?;
+    let mut head = Vec::new();
+    (&mut reader)
+        .take(4096)
+        .read_to_end(&mut head)
+        .map_err(|e| io_failure(&file, e))?;
+    let head_text = String::from_utf8_lossy(&head);
+    if is_scheduler_trace(format, &head_text) {
+        let mut bytes = head;
+        reader
+            .read_to_end(&mut bytes)
+            .map_err(|e| io_failure(&file, e))?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| FormatError::input(&file, "not UTF-8 text"))?;
+        return parse_trace(&file, &text, format, skip_bad_rows);
+    }
+    if regular {
+        drop(reader);
+        check_row_count(&file, count_rows(&file, crate::input::open_text(path)?)?)?;
+        let reader = crate::input::open_text(path)?;
+        return read_trace_from(&file, reader, format, skip_bad_rows, regular);
+    }
+    read_trace_from(
+        &file,
+        std::io::Cursor::new(head).chain(reader),
+        format,
+        skip_bad_rows,
+        regular,
+    )
+}
+
+/// Whether a trace whose text begins with `head` is one of the schedulers' own formats
+/// (`sacct` output, a Kueue Workload list), given or detected.
+fn is_scheduler_trace(format: TraceFormat, head: &str) -> bool {
+    match format {
+        TraceFormat::Sacct | TraceFormat::KueueWorkloads => true,
+        TraceFormat::Auto => {
+            crate::scheduler_traces::is_sacct(head) || head.trim_start().starts_with('{')
+        }
+        _ => false,
+    }
 }
 
 /// Parse trace text (`file` names it in errors).
@@ -80,36 +132,132 @@ pub fn parse_trace(
         }
         _ => {}
     }
-    let rows = text
-        .split('\n')
-        .filter(|l| !l.trim().is_empty())
-        .count()
-        .saturating_sub(1);
-    if rows > MAX_ROWS {
+    check_row_count(file, count_rows(file, text.as_bytes())?)?;
+    read_trace_from(file, text.as_bytes(), format, skip_bad_rows, true)
+}
+
+/// Rows of a trace (non-blank lines after the header), read through without parsing.
+fn count_rows(file: &str, mut reader: impl Read) -> Result<u64, FormatError> {
+    let mut lines = LineState {
+        track_starts: false,
+        ..LineState::default()
+    };
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => lines.scan(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_failure(file, e)),
+        }
+    }
+    lines.finish();
+    Ok(lines.nonblank_lines.saturating_sub(1))
+}
+
+/// Refuse more than [`MAX_ROWS`] rows.
+fn check_row_count(file: &str, rows: u64) -> Result<(), FormatError> {
+    if rows > MAX_ROWS as u64 {
         return Err(FormatError::input(
             file,
             format!("{rows} rows is more than the limit of {MAX_ROWS}; split the trace"),
         ));
     }
+    Ok(())
+}
+
+/// Read a trace from any reader (`file` names it in errors), one row at a time; `counted`
+/// says the rows were already counted and found within [`MAX_ROWS`].
+///
+/// The errors and their order are those of reading the whole text first: a fault of the text
+/// itself (too long, NUL, not UTF-8; from [`crate::input::TextReader`]) before a trace of more
+/// than [`MAX_ROWS`] rows (non-blank lines after the header), before a bad header or row. So
+/// when a header or row fails on input not counted beforehand (a pipe, standard input), the
+/// rest is still read through (counting lines, parsing nothing) to find out whether one of the
+/// earlier errors applies.
+pub fn read_trace_from(
+    file: &str,
+    reader: impl Read,
+    format: TraceFormat,
+    skip_bad_rows: bool,
+    counted: bool,
+) -> Result<Trace, FormatError> {
+    let lines = Rc::new(RefCell::new(LineState::default()));
+    let tracked = LineTracker {
+        inner: reader,
+        state: Rc::clone(&lines),
+    };
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
+        .from_reader(tracked);
+    let parsed = parse_records(file, &mut reader, &lines, format, skip_bad_rows);
+    if let Err(Failure::Text(e)) = parsed {
+        return Err(e);
+    }
+    if !counted {
+        // Read what is left (nothing when the records ran to the end) to count the rows.
+        lines.borrow_mut().track_starts = false;
+        let mut rest = reader.into_inner();
+        if let Err(e) = std::io::copy(&mut rest, &mut std::io::sink()) {
+            return Err(io_failure(file, e));
+        }
+        check_row_count(file, lines.borrow().nonblank_lines.saturating_sub(1))?;
+    }
+    match parsed {
+        Ok(table) => table.into_trace(file),
+        Err(Failure::Text(e) | Failure::Trace(e)) => Err(e),
+    }
+}
+
+/// Why reading stopped: the text itself (first in precedence) or the trace in it.
+enum Failure {
+    Text(FormatError),
+    Trace(FormatError),
+}
+
+/// An I/O error of the reader: the text fault a [`crate::input::TextReader`] found, else the
+/// error of reading `file`.
+fn io_failure(file: &str, e: std::io::Error) -> FormatError {
+    crate::input::format_error_of(e).unwrap_or_else(|source| FormatError::Io {
+        path: file.to_owned(),
+        source,
+    })
+}
+
+/// A csv error: the reader's I/O error as a text failure, anything else as a trace failure
+/// described by `describe`.
+fn csv_failure(file: &str, e: csv::Error, describe: impl FnOnce(&csv::Error) -> String) -> Failure {
+    if e.is_io_error() {
+        match e.into_kind() {
+            csv::ErrorKind::Io(io) => Failure::Text(io_failure(file, io)),
+            _ => unreachable!("is_io_error"),
+        }
+    } else {
+        Failure::Trace(FormatError::input(file, describe(&e)))
+    }
+}
+
+fn parse_records<R: Read>(
+    file: &str,
+    reader: &mut csv::Reader<R>,
+    lines: &RefCell<LineState>,
+    format: TraceFormat,
+    skip_bad_rows: bool,
+) -> Result<Table, Failure> {
+    let fail = |message: String| Failure::Trace(FormatError::input(file, message));
     let header: Vec<String> = reader
         .headers()
-        .map_err(|e| FormatError::input(file, format!("line 1: unreadable header: {e}")))?
+        .map_err(|e| csv_failure(file, e, |e| format!("line 1: unreadable header: {e}")))?
         .iter()
         .map(str::to_owned)
         .collect();
     let format = match format {
         TraceFormat::Auto => detect(&header).ok_or_else(|| {
-            FormatError::input(
-                file,
-                format!(
-                    "line 1: unknown trace header `{}`; expected Philly (timestamp,duration,num_gpus,gpu_time,cluster), Helios (job_id,…,gpu_num,…,submit_time,…,duration,…) or native (name,submit_s,duration_s,gpus,…)",
-                    excerpt(&header.join(","))
-                ),
-            )
+            fail(format!(
+                "line 1: unknown trace header `{}`; expected Philly (timestamp,duration,num_gpus,gpu_time,cluster), Helios (job_id,…,gpu_num,…,submit_time,…,duration,…) or native (name,submit_s,duration_s,gpus,…)",
+                excerpt(&header.join(","))
+            ))
         })?,
         f => f,
     };
@@ -127,83 +275,61 @@ pub fn parse_trace(
                 .find(|h| edit_distance(h, c) <= 2)
                 .map(|h| format!(" (`{}` is close: misspelt?)", excerpt(h)))
                 .unwrap_or_default();
-            return Err(FormatError::input(
-                file,
-                format!("line 1: missing column `{c}`{near}"),
-            ));
+            return Err(fail(format!("line 1: missing column `{c}`{near}")));
         }
     }
-    check_columns(file, format, &header)?;
-    let mut trace = Trace {
-        jobs: Vec::with_capacity(rows),
-        format: Some(format),
-        ..Trace::default()
-    };
+    check_columns(file, format, &header).map_err(Failure::Trace)?;
+    let mut table = Table::new(format);
     // Job names (native `name`, Helios `job_id`) → first line, for look-ups only. Philly names
     // are made from line numbers, unique by construction: no map.
     let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
-    // Line numbers from the records' byte offsets (the csv crate's own line count drifts after
-    // blank lines and in CRLF files): newlines counted once, from the last record on.
-    let bytes = text.as_bytes();
-    let (mut counted_to, mut line_at) = (0usize, 1u64);
-    for (i, record) in reader.records().enumerate() {
-        let line = match record.as_ref().ok().and_then(|r| r.position()) {
-            Some(p) => {
-                let mut at = usize::try_from(p.byte())
-                    .unwrap_or(usize::MAX)
-                    .min(bytes.len());
-                // The position may be that of blank lines before the record.
-                while at < bytes.len() && matches!(bytes[at], b'\n' | b'\r') {
-                    at += 1;
-                }
-                if at >= counted_to {
-                    line_at += bytes[counted_to..at]
-                        .iter()
-                        .filter(|&&b| b == b'\n')
-                        .count() as u64;
-                    counted_to = at;
-                }
-                line_at
-            }
-            None => i as u64 + 2,
+    let mut record = csv::StringRecord::new();
+    let mut index = 0u64;
+    loop {
+        let read = reader.read_record(&mut record);
+        let line = match &read {
+            Ok(true) => match record.position() {
+                // Line numbers from the records' byte offsets (the csv crate's own line count
+                // drifts after blank lines and in CRLF files).
+                Some(p) => lines.borrow_mut().line_at(p.byte()),
+                None => index + 2,
+            },
+            Ok(false) => break,
+            Err(_) => index + 2,
         };
-        if trace.jobs.len() + trace.skipped.len() >= MAX_ROWS {
-            return Err(FormatError::input(
-                file,
-                format!("more than {MAX_ROWS} rows; split the trace"),
-            ));
+        index += 1;
+        if table.len() >= MAX_ROWS {
+            return Err(fail(format!("more than {MAX_ROWS} rows; split the trace")));
         }
-        let parsed = record
-            .map_err(|e| format!("unreadable row: {e}"))
-            .and_then(|r| parse_row(format, &columns, &r, line))
-            .and_then(|job| match seen.get(&job.name) {
-                _ if format == TraceFormat::Philly => Ok(job),
-                Some(first) => Err(format!(
+        let parsed = match read {
+            Ok(_) => parse_row(format, &columns, &record),
+            Err(e) if e.is_io_error() => return Err(csv_failure(file, e, |_| String::new())),
+            Err(e) => Err(format!("unreadable row: {e}")),
+        };
+        let parsed = parsed.and_then(|row| {
+            if matches!(row.name, RowName::Philly) {
+                return Ok(row);
+            }
+            if let Some(first) = seen.get(row.name.key()) {
+                return Err(format!(
                     "job name `{}` is already used on line {first}; names must be unique",
-                    excerpt(&job.name)
-                )),
-                None => {
-                    seen.insert(job.name.clone(), line);
-                    Ok(job)
-                }
-            });
+                    excerpt(row.name.key())
+                ));
+            }
+            seen.insert(row.name.key().to_owned(), line);
+            Ok(row)
+        });
         match parsed {
-            Ok(job) => trace.jobs.push(job),
-            Err(msg) if skip_bad_rows => trace.skipped.push((line, msg)),
+            Ok(row) => table.push(line, row),
+            Err(msg) if skip_bad_rows => table.skipped.push((line, msg)),
             Err(msg) => {
-                return Err(FormatError::input(
-                    file,
-                    format!(
-                        "line {line}: {msg} (pass --skip-bad-rows to count and skip such rows)"
-                    ),
-                ))
+                return Err(fail(format!(
+                    "line {line}: {msg} (pass --skip-bad-rows to count and skip such rows)"
+                )))
             }
         }
     }
-    if trace.jobs.is_empty() {
-        return Err(FormatError::input(file, "no readable jobs"));
-    }
-    Ok(trace)
+    Ok(table)
 }
 
 fn unreachable_auto() -> &'static [&'static str] {
@@ -365,23 +491,293 @@ fn count(name: &str, v: &str) -> Result<u32, String> {
     Ok(x as u32)
 }
 
-fn parse_row(
+/// A row's name as the trace gives it.
+enum RowName<'r> {
+    /// Philly rows have none: `philly-LINE`.
+    Philly,
+    /// `helios-` and the Helios `job_id` (kept whole, as the duplicate check's key).
+    Helios(String),
+    /// The native `name`.
+    Native(&'r str),
+}
+
+impl RowName<'_> {
+    /// The job's name (Philly: empty, never looked up).
+    fn key(&self) -> &str {
+        match self {
+            RowName::Philly => "",
+            RowName::Helios(s) => s,
+            RowName::Native(s) => s,
+        }
+    }
+}
+
+/// A parsed row, borrowing its strings from the record.
+struct ParsedRow<'r> {
+    name: RowName<'r>,
+    submit_s: f64,
+    duration_s: f64,
+    gpus: u32,
+    /// The queue: a prefix (`vc-` for Philly and Helios) and the value.
+    queue: (&'static str, &'r str),
+    /// Native rows' optional columns.
+    extras: Option<Extras>,
+}
+
+/// A native row's optional columns.
+struct Extras {
+    priority: i32,
+    preemptible: bool,
+    topology: TopologyAsk,
+    comm: Option<CommProfile>,
+}
+
+/// No name or extras (`u32::MAX` in [`CompactRow`]).
+const NONE: u32 = u32::MAX;
+
+/// A row kept until the whole trace is read: numbers inline, the name a span of
+/// [`Table::names`] (Philly's is made from the line), the queue an index into
+/// [`Table::queues`], native extras an index into [`Table::extras`]. 40 bytes.
+struct CompactRow {
+    line: u64,
+    submit_s: f64,
+    duration_s: f64,
+    gpus: u32,
+    queue: u32,
+    name_start: u32,
+    name_len: u32,
+}
+
+/// The rows of a trace as they are read.
+struct Table {
+    format: TraceFormat,
+    rows: Vec<CompactRow>,
+    /// Names of Helios and native rows, one after the other.
+    names: String,
+    /// Queues in order of first appearance, and their indices (look-ups only).
+    queues: Vec<String>,
+    queue_index: std::collections::HashMap<String, u32>,
+    /// Native rows' extras, one per native row (row `i`'s is `extras[i]`).
+    extras: Vec<Extras>,
+    skipped: Vec<(u64, String)>,
+    /// A reused buffer for queue look-ups.
+    key: String,
+}
+
+impl Table {
+    fn new(format: TraceFormat) -> Self {
+        Self {
+            format,
+            rows: Vec::new(),
+            names: String::new(),
+            queues: Vec::new(),
+            queue_index: std::collections::HashMap::new(),
+            extras: Vec::new(),
+            skipped: Vec::new(),
+            key: String::new(),
+        }
+    }
+
+    /// Rows read so far, kept and skipped.
+    fn len(&self) -> usize {
+        self.rows.len() + self.skipped.len()
+    }
+
+    fn push(&mut self, line: u64, row: ParsedRow<'_>) {
+        self.key.clear();
+        self.key.push_str(row.queue.0);
+        self.key.push_str(row.queue.1);
+        let queue = match self.queue_index.get(&self.key) {
+            Some(&q) => q,
+            None => {
+                let q = self.queues.len() as u32;
+                self.queues.push(self.key.clone());
+                self.queue_index.insert(self.key.clone(), q);
+                q
+            }
+        };
+        let (name_start, name_len) = match &row.name {
+            RowName::Philly => (NONE, 0),
+            named => {
+                let start = self.names.len() as u32;
+                self.names.push_str(named.key());
+                (start, named.key().len() as u32)
+            }
+        };
+        if let Some(extras) = row.extras {
+            self.extras.push(extras);
+        }
+        self.rows.push(CompactRow {
+            line,
+            submit_s: row.submit_s,
+            duration_s: row.duration_s,
+            gpus: row.gpus,
+            queue,
+            name_start,
+            name_len,
+        });
+    }
+
+    /// The jobs, in file order; an error when none could be read.
+    fn into_trace(self, file: &str) -> Result<Trace, FormatError> {
+        if self.rows.is_empty() {
+            return Err(FormatError::input(file, "no readable jobs"));
+        }
+        let mut jobs = Vec::with_capacity(self.rows.len());
+        let mut extras = self.extras.into_iter();
+        for r in &self.rows {
+            let name = if r.name_start == NONE {
+                format!("philly-{}", r.line)
+            } else {
+                let start = r.name_start as usize;
+                self.names[start..start + r.name_len as usize].to_owned()
+            };
+            let mut job = TraceJob {
+                name,
+                line: r.line,
+                submit_s: r.submit_s,
+                duration_s: r.duration_s,
+                gpus: r.gpus,
+                queue: self.queues[r.queue as usize].clone(),
+                priority: 0,
+                preemptible: true,
+                topology: TopologyAsk::None,
+                comm: None,
+            };
+            if self.format == TraceFormat::Native {
+                if let Some(x) = extras.next() {
+                    job.priority = x.priority;
+                    job.preemptible = x.preemptible;
+                    job.topology = x.topology;
+                    job.comm = x.comm;
+                }
+            }
+            jobs.push(job);
+        }
+        Ok(Trace {
+            jobs,
+            skipped: self.skipped,
+            format: Some(self.format),
+            ..Trace::default()
+        })
+    }
+}
+
+/// Which bytes `str::trim` removes that can stand alone in a line of ASCII.
+fn is_blank_byte(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// What the line tracker has seen of the input.
+#[derive(Debug)]
+struct LineState {
+    /// Input offset of the next byte.
+    offset: u64,
+    /// 1 + newlines so far.
+    line: u64,
+    /// The last byte was a line break (`\n` or `\r`), or nothing has been read.
+    after_break: bool,
+    /// Offset and line of each line's first byte that is not a line break, not yet asked for.
+    starts: VecDeque<(u64, u64)>,
+    /// Lines with something other than whitespace, so far (a row count that matches the old
+    /// one for ASCII whitespace; a line of only non-ASCII spaces counts as a row here).
+    nonblank_lines: u64,
+    /// The current line has something other than whitespace.
+    line_has_content: bool,
+    /// Whether to record [`LineState::starts`] (not while the rest is only counted).
+    track_starts: bool,
+}
+
+impl Default for LineState {
+    fn default() -> Self {
+        Self {
+            offset: 0,
+            line: 1,
+            after_break: true,
+            starts: VecDeque::new(),
+            nonblank_lines: 0,
+            line_has_content: false,
+            track_starts: true,
+        }
+    }
+}
+
+impl LineState {
+    fn scan(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            match b {
+                b'\n' => {
+                    self.line += 1;
+                    if self.line_has_content {
+                        self.nonblank_lines += 1;
+                    }
+                    self.line_has_content = false;
+                    self.after_break = true;
+                }
+                b'\r' => self.after_break = true,
+                _ => {
+                    if self.after_break && self.track_starts {
+                        self.starts.push_back((self.offset, self.line));
+                    }
+                    self.after_break = false;
+                    if !is_blank_byte(b) {
+                        self.line_has_content = true;
+                    }
+                }
+            }
+            self.offset += 1;
+        }
+    }
+
+    fn finish(&mut self) {
+        if self.line_has_content {
+            self.nonblank_lines += 1;
+            self.line_has_content = false;
+        }
+    }
+
+    /// The line of a record starting at byte `at` (its first byte that is not a line break at
+    /// or after `at`: the csv reader's position may be that of blank lines before the record).
+    /// Records are asked for in order, so the starts before `at` are dropped.
+    fn line_at(&mut self, at: u64) -> u64 {
+        while self.starts.front().is_some_and(|&(o, _)| o < at) {
+            self.starts.pop_front();
+        }
+        self.starts.front().map_or(self.line, |&(_, line)| line)
+    }
+}
+
+/// A reader that tells [`LineState`] every byte it passes on.
+struct LineTracker<R> {
+    inner: R,
+    state: Rc<RefCell<LineState>>,
+}
+
+impl<R: Read> Read for LineTracker<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut state = self.state.borrow_mut();
+        if n == 0 {
+            state.finish();
+        } else {
+            state.scan(&buf[..n]);
+        }
+        Ok(n)
+    }
+}
+
+fn parse_row<'r>(
     format: TraceFormat,
     cols: &Columns<'_>,
-    r: &csv::StringRecord,
-    line: u64,
-) -> Result<TraceJob, String> {
-    let base = |name: String, submit_s: f64, duration_s: f64, gpus: u32, queue: String| TraceJob {
+    r: &'r csv::StringRecord,
+) -> Result<ParsedRow<'r>, String> {
+    let base = |name, submit_s, duration_s, gpus, queue| ParsedRow {
         name,
-        line,
         submit_s,
         duration_s,
         gpus,
         queue,
-        priority: 0,
-        preemptible: true,
-        topology: TopologyAsk::None,
-        comm: None,
+        extras: None,
     };
     match format {
         TraceFormat::Philly => {
@@ -390,13 +786,7 @@ fn parse_row(
             let duration = duration("duration", field(cols, r, "duration")?)?;
             let gpus = count("num_gpus", field(cols, r, "num_gpus")?)?;
             let vc = field(cols, r, "cluster")?;
-            Ok(base(
-                format!("philly-{line}"),
-                submit,
-                duration,
-                gpus,
-                format!("vc-{vc}"),
-            ))
+            Ok(base(RowName::Philly, submit, duration, gpus, ("vc-", vc)))
         }
         TraceFormat::Helios => {
             let id = field(cols, r, "job_id")?;
@@ -412,28 +802,34 @@ fn parse_row(
             let gpus = count("gpu_num", field(cols, r, "gpu_num")?)?;
             let vc = field(cols, r, "vc")?;
             Ok(base(
-                format!("helios-{id}"),
+                RowName::Helios(format!("helios-{id}")),
                 submit,
                 duration,
                 gpus,
-                format!("vc-{vc}"),
+                ("vc-", vc),
             ))
         }
         TraceFormat::Native => {
-            let mut job = base(
-                field(cols, r, "name")?.to_owned(),
+            let mut row = base(
+                RowName::Native(field(cols, r, "name")?),
                 submit_time("submit_s", number("submit_s", field(cols, r, "submit_s")?)?)?,
                 duration("duration_s", field(cols, r, "duration_s")?)?,
                 count("gpus", field(cols, r, "gpus")?)?,
-                optional(cols, r, "queue").unwrap_or("default").to_owned(),
+                ("", optional(cols, r, "queue").unwrap_or("default")),
             );
+            let mut extras = Extras {
+                priority: 0,
+                preemptible: true,
+                topology: TopologyAsk::None,
+                comm: None,
+            };
             if let Some(p) = optional(cols, r, "priority") {
-                job.priority = p.parse().map_err(|_| {
+                extras.priority = p.parse().map_err(|_| {
                     format!("priority: expected an integer, got \"{}\"", excerpt(p))
                 })?;
             }
             if let Some(p) = optional(cols, r, "preemptible") {
-                job.preemptible = match p {
+                extras.preemptible = match p {
                     "true" | "yes" | "1" => true,
                     "false" | "no" | "0" => false,
                     _ => {
@@ -445,7 +841,7 @@ fn parse_row(
                 };
             }
             if let Some(t) = optional(cols, r, "topology") {
-                job.topology = match t.split_once(':') {
+                extras.topology = match t.split_once(':') {
                     Some(("required", l)) if !l.is_empty() => TopologyAsk::Required(l.to_owned()),
                     Some(("preferred", l)) if !l.is_empty() => TopologyAsk::Preferred(l.to_owned()),
                     _ if t == "none" => TopologyAsk::None,
@@ -467,14 +863,15 @@ fn parse_row(
                 if s > 1.0 {
                     return Err(format!("comm_share: expected a share in 0..=1, got {s}"));
                 }
-                job.comm = Some(CommProfile {
+                extras.comm = Some(CommProfile {
                     comm_share: s,
                     bytes_per_step: bytes.unwrap_or(0.0),
                 });
             } else if bytes.is_some() {
                 return Err("bytes_per_step: given without comm_share".to_owned());
             }
-            Ok(job)
+            row.extras = Some(extras);
+            Ok(row)
         }
         TraceFormat::Auto | TraceFormat::Sacct | TraceFormat::KueueWorkloads => {
             Err("format not resolved".to_owned())
@@ -583,6 +980,86 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.len() < 300, "{}", e.len());
+    }
+
+    /// A reader that hands out `step` bytes at a time, as a pipe might.
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    /// Streamed through the bounded reader in pieces of every size, a trace reads as its text
+    /// does: the same jobs, and the same errors with the same line numbers (blank lines, CRLF).
+    #[test]
+    fn streamed_traces_read_as_their_text_does() {
+        let texts = [
+            "timestamp,duration,num_gpus,gpu_time,cluster\n\n\n2017-10-07 01:11:39,1,8,1,a\n\n2017-10-07 01:11:39,1,x,1,a\n",
+            "timestamp,duration,num_gpus,gpu_time,cluster\r\n2017-10-07 01:11:39,1,8,1,a\r\n2017-10-07 01:11:39,1,8,1,b\r\n2017-10-07 01:11:39,1,x,1,a\r\n",
+            "timestamp,duration,num_gpus,gpu_time,cluster\r\n\r\n2017-10-07 01:11:39,1,2,1,a\r\n  \r\n2017-10-07 01:11:39,1,4,1,b",
+            "job_id,vc,gpu_num,submit_time,duration\na,v,1,0,10\n\nb,w,2,5,10\na,v,1,0,10\n",
+            "name,submit_s,duration_s,gpus,queue,priority\nx,0,1,1,q,3\ny,1,1,2,,\n",
+            "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-07 01:11:39,1,8,1,\u{e9}t\u{e9}\n",
+            "garbage header\n1,2\n",
+            "",
+        ];
+        for text in texts {
+            for skip in [false, true] {
+                let whole = parse_trace("t.csv", text, TraceFormat::Auto, skip);
+                for step in [1, 2, 3, 7, 64] {
+                    let reader = crate::input::TextReader::new(
+                        "t.csv",
+                        Trickle {
+                            bytes: text.as_bytes(),
+                            step,
+                        },
+                        crate::input::MAX_INPUT_BYTES,
+                    );
+                    let streamed = read_trace_from("t.csv", reader, TraceFormat::Auto, skip, false);
+                    match (&whole, &streamed) {
+                        (Ok(a), Ok(b)) => {
+                            assert_eq!(a.jobs, b.jobs, "{text:?} step {step}");
+                            assert_eq!(a.skipped, b.skipped, "{text:?} step {step}");
+                        }
+                        (Err(a), Err(b)) => {
+                            assert_eq!(a.to_string(), b.to_string(), "{text:?} step {step}")
+                        }
+                        _ => panic!("{text:?} step {step}: {whole:?} vs {streamed:?}"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The text's own faults come first, as when the whole text was read before parsing: a NUL
+    /// after a bad row is what is reported, at its byte.
+    #[test]
+    fn a_fault_of_the_text_outranks_a_bad_row_before_it() {
+        let text = b"timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-07 01:11:39,1,x,1,a\n2017-10-07 01:11:39,1,8,1,a\0\n";
+        let reader = crate::input::TextReader::new(
+            "t.csv",
+            Trickle {
+                bytes: text,
+                step: 5,
+            },
+            crate::input::MAX_INPUT_BYTES,
+        );
+        let e = read_trace_from("t.csv", reader, TraceFormat::Auto, false, false)
+            .unwrap_err()
+            .to_string();
+        let at = text.iter().position(|&b| b == 0).unwrap();
+        assert_eq!(
+            e,
+            format!("t.csv: not text: NUL byte at byte {at}; expected a UTF-8 text file")
+        );
     }
 
     #[test]

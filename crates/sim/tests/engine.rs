@@ -19,6 +19,7 @@ fn cluster(nodes: u32, rack: u32) -> Cluster {
         latency_us: lat,
         switches_per_domain: None,
         oversubscription: None,
+        sharp: false,
     };
     build_from_spec(&ClusterSpec {
         name: "small".into(),

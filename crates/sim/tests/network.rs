@@ -36,6 +36,7 @@ fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
         latency_us: 1.0 + f64::from(n),
         switches_per_domain: Some(1),
         oversubscription: o,
+        sharp: false,
     };
     let cluster = build_from_spec(&ClusterSpec {
         name: "two-racks".into(),

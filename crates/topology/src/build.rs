@@ -102,7 +102,12 @@ pub fn build_from_spec(spec: &ClusterSpec) -> Result<Cluster, TopologyError> {
         return Err(TopologyError::new(problems));
     }
     let (records, params) = clos_records(&clos, &spec.node);
-    assemble(&spec.name, records, &params)
+    let mut cluster = assemble(&spec.name, records, &params)?;
+    // The last Clos tier holds every node, so the spec's tiers are the cluster's, leaf first.
+    for (tier, spec_tier) in cluster.tiers.iter_mut().zip(&clos.tiers) {
+        tier.sharp = spec_tier.sharp;
+    }
+    Ok(cluster)
 }
 
 fn check_node_spec(n: &NodeSpec) -> Vec<Problem> {
@@ -187,6 +192,7 @@ fn fat_tree_as_clos(f: &FatTreeSpec) -> ClosSpec {
         latency_us: f.latency_us[i],
         switches_per_domain: Some(switches),
         oversubscription: None,
+        sharp: false,
     };
     ClosSpec {
         nodes: f.k * f.k * f.k / 4,
@@ -573,6 +579,7 @@ pub fn assemble(
             oversubscription: params.tiers[t].oversubscription,
             groups,
             gpus_max: gpus.iter().copied().max().unwrap_or(0),
+            sharp: false,
         });
     }
 

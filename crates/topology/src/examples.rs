@@ -15,6 +15,7 @@ pub fn oci_h100(nodes: u32) -> ClusterSpec {
         latency_us,
         switches_per_domain: Some(switches),
         oversubscription: None,
+        sharp: false,
     };
     let gpus = u64::from(nodes) * 8;
     // Presets are named by thousands of GPUs, rounded down: 16,384 → 16k, 131,072 → 131k.

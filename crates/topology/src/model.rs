@@ -232,6 +232,9 @@ pub struct Tier {
     pub groups: u32,
     /// Most GPUs in one group of this tier.
     pub gpus_max: u64,
+    /// The tier's switches reduce data in the network (SHARP; from the spec's `sharp`, false
+    /// for imported clusters).
+    pub sharp: bool,
 }
 
 impl Cluster {

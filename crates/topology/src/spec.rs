@@ -108,4 +108,8 @@ pub struct TierSpec {
     /// Down-link capacity of the tier below over its up-link capacity to this tier (default 1).
     #[serde(default)]
     pub oversubscription: Option<f64>,
+    /// The tier's switches reduce data in the network (InfiniBand SHARP, what NCCL's CollNet
+    /// algorithms use); default false. CollNet needs it on every tier a job's traffic crosses.
+    #[serde(default)]
+    pub sharp: bool,
 }

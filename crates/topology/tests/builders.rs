@@ -31,6 +31,7 @@ fn tier(label: &str, nodes: u32, latency_us: f64, switches: Option<u32>) -> Tier
         latency_us,
         switches_per_domain: switches,
         oversubscription: None,
+        sharp: false,
     }
 }
 

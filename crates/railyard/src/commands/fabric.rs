@@ -66,8 +66,9 @@ impl From<HashArg> for HashFn {
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct NcclArgs {
     /// An NCCL setting NAME=VALUE (repeatable): NCCL_IB_QPS_PER_CONNECTION,
-    /// NCCL_IB_SPLIT_DATA_ON_QPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_PROTO.
-    /// Unset: NCCL's defaults (1 QP per connection, NCCL's own channel count).
+    /// NCCL_IB_SPLIT_DATA_ON_QPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_PROTO,
+    /// NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE. Unset: NCCL's defaults (1 QP per connection,
+    /// NCCL's own channel count, NVLS where the hardware has it, CollNet off).
     #[arg(long = "nccl", value_name = "NAME=VALUE")]
     pub nccl: Vec<String>,
     /// Shorthand for --nccl NCCL_IB_QPS_PER_CONNECTION=N (both given must agree).

@@ -962,3 +962,71 @@ fn ecmp_by_placement_on_fat_tree_k8() {
         }
     }
 }
+
+/// The sweep names the algorithm NCCL's tuner picks per size, NVLS and NVLSTree included:
+/// one DGX H100 node runs large AllReduces on NVLink SHARP (~476 GB/s, NVIDIA quotes ~480),
+/// two nodes on NVLSTree; `--nccl NCCL_NVLS_ENABLE=0` takes both away.
+#[test]
+fn sweep_shows_nvls_where_the_tuner_picks_it() {
+    let sweep = |placement: &str, extra: &[&str]| {
+        let mut args = vec![
+            "fabric",
+            "collective",
+            "--cluster",
+            DGX,
+            "--placement",
+            placement,
+            "--collective",
+            "allreduce",
+            "--sizes",
+            "1K:8G",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let v = json_of(&crate::railyard(&args));
+        v["sweep"].as_array().expect("sweep").clone()
+    };
+    let one = "tests/fixtures/fabric/dgx-h100-1n-placement.json";
+    let rows = sweep(one, &[]);
+    assert_eq!(
+        rows[0]["algorithm"], "Ring",
+        "small messages: {:?}",
+        rows[0]
+    );
+    let last = rows.last().expect("8 GiB");
+    assert_eq!(
+        (last["algorithm"].as_str(), last["protocol"].as_str()),
+        (Some("NVLS"), Some("Simple"))
+    );
+    let busbw = last["busbw_gb_s"].as_f64().expect("busbw");
+    assert!((470.0..480.0).contains(&busbw), "{busbw}");
+    let two = sweep(DGX_PLACEMENT, &[]);
+    assert_eq!(two.last().expect("8 GiB")["algorithm"], "NVLSTree");
+    for placement in [one, DGX_PLACEMENT] {
+        let off = sweep(placement, &["--nccl", "NCCL_NVLS_ENABLE=0"]);
+        assert!(
+            off.iter()
+                .all(|r| r["algorithm"] == "Ring" || r["algorithm"] == "Tree"),
+            "{off:?}"
+        );
+    }
+    // The text table keeps its columns with the longer names.
+    let text = crate::railyard(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        DGX,
+        "--placement",
+        one,
+        "--collective",
+        "allreduce",
+        "--sizes",
+        "8G:8G",
+    ]);
+    assert!(
+        text.stdout.contains("float          NVLS Simple"),
+        "{}",
+        text.stdout
+    );
+}
