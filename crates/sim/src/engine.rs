@@ -496,7 +496,7 @@ pub fn simulate(
         comm,
         submit,
         records,
-        occupancy: Occupancy::new(cluster),
+        occupancy: Occupancy::with_node_tracking(cluster),
         pending: BTreeMap::new(),
         running: BTreeMap::new(),
         queue_index,
@@ -537,7 +537,7 @@ pub fn simulate(
     let mut checked_changes = None;
     // Feasibility on an empty cluster, cached by job shape.
     let mut feasible: BTreeMap<String, bool> = BTreeMap::new();
-    let empty = Occupancy::new(cluster);
+    let empty = Occupancy::with_node_tracking(cluster);
     while let Some(ev) = events.pop() {
         if config.horizon.is_some_and(|h| ev.time > h) {
             break;
