@@ -261,6 +261,7 @@ fn place_scoped(
             job,
             input,
             in_scope: &in_scope,
+            scoped: scope.is_some(),
         };
         let placed = place_group(&ctx, *workers, *leader)?;
         let n_placed = placed.len();
@@ -382,6 +383,8 @@ struct Ctx<'a> {
     job: &'a Job,
     input: &'a PlaceInput,
     in_scope: &'a [bool],
+    /// Placement is limited to one domain.
+    scoped: bool,
 }
 
 impl Ctx<'_> {
@@ -462,6 +465,35 @@ impl Ctx<'_> {
             .collect()
     }
 
+    /// GPUs per pod when the pod set's node capacities may come from the occupancy's kept
+    /// counts, on demand ([`tas::Leaves::OnDemand`]): whole GPUs, no leader, slices, extras,
+    /// scope or balanced placement, a required or preferred level above the nodes, on an
+    /// occupancy that tracks node state.
+    fn counted_gpus(&self, workers: usize, leader: Option<usize>) -> Option<u32> {
+        let set = &self.job.pod_sets[workers];
+        let t = &set.topology;
+        let GpuRequest::Whole(g) = set.gpu else {
+            return None;
+        };
+        let cap = Count::MAX as u64 / (self.cluster.nodes.len() as u64 + 1);
+        let most = self.occ.free_whole_histogram(None).len().saturating_sub(1) as u64;
+        let level = t.preferred.or(t.required)?;
+        let usable = g > 0
+            && leader.is_none()
+            && !self.scoped
+            && t.slices.is_empty()
+            && most <= cap
+            && self.occ.tracks_nodes()
+            && self.occ.node_count() == self.cluster.nodes.len()
+            && self.free.is_empty()
+            && self.input.extras(workers).is_none()
+            && !self.input.options.balanced
+            && (self.job.tolerations.is_empty() || self.occ.tainted_nodes() == 0)
+            && self.pos(level) < self.levels.len()
+            && t.required.is_none_or(|r| self.pos(r) < self.levels.len());
+        usable.then_some(g)
+    }
+
     /// Preferred-affinity scores of the eligible nodes (empty when not used).
     fn scores(&self, workers: usize, leaves: &[LeafCap]) -> Vec<i64> {
         let terms = match self.input.extras(workers) {
@@ -538,8 +570,30 @@ fn place_group(
         pod_set: set.name.clone(),
         reason,
     };
-    let leaves = ctx.leaves(workers, leader);
-    let scores = ctx.scores(workers, &leaves);
+    let counted = ctx.counted_gpus(workers, leader);
+    let all = match counted {
+        Some(_) => Vec::new(),
+        None => ctx.leaves(workers, leader),
+    };
+    let scores = ctx.scores(workers, &all);
+    let (occ, n_nodes) = (ctx.occ, ctx.cluster.nodes.len());
+    let g = counted.unwrap_or(1);
+    let node = |n: NodeId| {
+        let pods = if occ.is_schedulable(n) {
+            u64::from(occ.free_whole(n) / g)
+        } else {
+            0
+        };
+        tas::leaf(pods, false, pods, n_nodes)
+    };
+    let domain_pods = |d: DomainId| occ.whole_gpu_pods(Some(d), g) as Count;
+    let leaves = match counted {
+        Some(_) => tas::Leaves::OnDemand {
+            node: &node,
+            domain_pods: &domain_pods,
+        },
+        None => tas::Leaves::All(&all),
+    };
     let attempt = |count: u64| {
         let req = ctx.request(set, count, leader.is_some());
         let placed =
