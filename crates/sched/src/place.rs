@@ -29,7 +29,18 @@
 //! Ties are broken by label values (domain values top first, then host names), as in Kueue,
 //! never by input order. Cost per pod set: O(nodes + domains · log) — counts are one pass up the
 //! tree; each level sorts only the children of the domains chosen above it (the node level of
-//! an unconstrained pod set sorts all nodes, as Kueue does). Ranks: pods are numbered in domain
+//! an unconstrained pod set sorts all nodes, as Kueue does).
+//!
+//! Kept counts (2026-11-30). On an occupancy that tracks node state
+//! ([`Occupancy::with_node_tracking`], the simulator's), a one-pod-set job of whole GPUs without
+//! slices, extras, scope or gang minimum skips the node walk: `from_counts` refuses it from
+//! the per-domain counts of schedulable nodes by untouched GPUs, with the reason the full
+//! algorithm gives, and places it when unconstrained (least free first: a k-way walk over the
+//! nodes by untouched GPUs, in label order); a required or preferred pod set that fits goes
+//! through the full algorithm with node capacities on demand (`tas::Leaves::OnDemand`): the
+//! domains just above the nodes take their pods from the counts and only the chosen domains'
+//! nodes are read. Same results as the full algorithm, compared on random churn of jobs and
+//! nodes (`tests/it/incremental.rs`). Ranks: pods are numbered in domain
 //! order (lexicographic by the node's domains, top first), so consecutive ranks share the
 //! lowest-level domain. GPUs: whole-GPU pods take untouched GPUs, lowest index first; fractional
 //! pods go to the most used GPU that still has room.
