@@ -141,8 +141,8 @@ impl FreeIndex {
             by_free: vec![BTreeSet::new(); width],
             tracked: false,
         };
-        for i in 0..cluster.nodes.len() {
-            index.refresh(cluster, NodeId::from_index(i), free_whole[i]);
+        for (i, &free) in free_whole.iter().enumerate() {
+            index.refresh(cluster, NodeId::from_index(i), free);
         }
         index
     }
