@@ -226,7 +226,7 @@ impl Occupancy {
 
     /// An empty cluster whose owner reports every change of a node's Ready, cordon or taints
     /// through [`Occupancy::refresh_node`]. Placement then trusts the kept free-capacity counts
-    /// instead of reading every node ([`crate::place()`] costs O(domains + pods) in the common
+    /// instead of reading every node (placement costs O(domains + pods) in the common
     /// case rather than O(nodes)). With [`Occupancy::new`] the counts are kept too but
     /// placement reads the nodes' state from the cluster on every call.
     pub fn with_node_tracking(cluster: &Cluster) -> Self {
