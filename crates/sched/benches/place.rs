@@ -1,6 +1,9 @@
 //! Placement on the 16,384-node `oci-h100-131k` cluster at 70% random occupancy (seeded):
 //! a 1,024-node gang preferring a Tier-1 block, and 32-node gangs required within one Tier-0
-//! block, fitting and not fitting. DESIGN.md target: p50 < 1 ms each.
+//! block, fitting and not fitting; the simulator's common case, unconstrained jobs of one node
+//! and of 64 nodes. DESIGN.md target: p50 < 1 ms each. Each runs on a plain occupancy
+//! (`Occupancy::new`: the full algorithm, a walk over every node) and on one that tracks node
+//! state (`Occupancy::with_node_tracking`: the kept free-capacity counts where they decide).
 //!
 //! Run: `CARGO_TARGET_DIR=… cargo bench -p sched`.
 
@@ -13,6 +16,33 @@ fn main() {
     divan::main();
 }
 
+/// Which occupancy a bench places on.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// `Occupancy::new`.
+    Plain,
+    /// `Occupancy::with_node_tracking`.
+    Tracked,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Plain => "plain",
+            Kind::Tracked => "tracked",
+        })
+    }
+}
+
+const KINDS: [Kind; 2] = [Kind::Plain, Kind::Tracked];
+
+fn empty(cluster: &Cluster, kind: Kind) -> Occupancy {
+    match kind {
+        Kind::Plain => Occupancy::new(cluster),
+        Kind::Tracked => Occupancy::with_node_tracking(cluster),
+    }
+}
+
 const TIER0: &str = "oci.oraclecloud.com/rdma.local_block_id";
 const TIER1: &str = "oci.oraclecloud.com/rdma.network_block_id";
 const TIER2: &str = "oci.oraclecloud.com/rdma.hpc_island_id";
@@ -23,7 +53,7 @@ fn oci_131k() -> Cluster {
 }
 
 /// 70% of the nodes busy (whole nodes, seeded), except the Tier-0 blocks listed in `keep_free`.
-fn occupied(cluster: &Cluster, keep_free: &[usize]) -> Occupancy {
+fn occupied(cluster: &Cluster, keep_free: &[usize], kind: Kind) -> Occupancy {
     let mut rng = fastrand::Rng::with_seed(0x5eed);
     let tier0 = cluster.level_by_label(TIER0).expect("level");
     let free_blocks: Vec<_> = keep_free
@@ -40,7 +70,7 @@ fn occupied(cluster: &Cluster, keep_free: &[usize]) -> Occupancy {
             memory_mib: 80 * 1024,
         })
         .collect();
-    let mut occ = Occupancy::new(cluster);
+    let mut occ = empty(cluster, kind);
     occ.allocate(
         RunningJob {
             name: "background".to_owned(),
@@ -73,10 +103,10 @@ fn gang(nodes: u32, topology: TopologyRequest) -> Job {
     }
 }
 
-#[divan::bench(sample_count = 50)]
-fn gang_1024_nodes_preferred_tier1(bencher: divan::Bencher) {
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn gang_1024_nodes_preferred_tier1(bencher: divan::Bencher, kind: Kind) {
     let cluster = oci_131k();
-    let occ = occupied(&cluster, &[]);
+    let occ = occupied(&cluster, &[], kind);
     let job = gang(
         1024,
         TopologyRequest {
@@ -88,10 +118,10 @@ fn gang_1024_nodes_preferred_tier1(bencher: divan::Bencher) {
     bencher.bench_local(|| place(&cluster, &occ, divan::black_box(&job)));
 }
 
-#[divan::bench(sample_count = 50)]
-fn gang_32_nodes_required_tier0_fits(bencher: divan::Bencher) {
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn gang_32_nodes_required_tier0_fits(bencher: divan::Bencher, kind: Kind) {
     let cluster = oci_131k();
-    let occ = occupied(&cluster, &[17, 300]);
+    let occ = occupied(&cluster, &[17, 300], kind);
     let job = gang(
         32,
         TopologyRequest {
@@ -103,10 +133,10 @@ fn gang_32_nodes_required_tier0_fits(bencher: divan::Bencher) {
     bencher.bench_local(|| place(&cluster, &occ, divan::black_box(&job)));
 }
 
-#[divan::bench(sample_count = 50)]
-fn gang_32_nodes_required_tier0_does_not_fit(bencher: divan::Bencher) {
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn gang_32_nodes_required_tier0_does_not_fit(bencher: divan::Bencher, kind: Kind) {
     let cluster = oci_131k();
-    let occ = occupied(&cluster, &[]);
+    let occ = occupied(&cluster, &[], kind);
     let job = gang(
         32,
         TopologyRequest {
@@ -118,10 +148,10 @@ fn gang_32_nodes_required_tier0_does_not_fit(bencher: divan::Bencher) {
     bencher.bench_local(|| place(&cluster, &occ, divan::black_box(&job)));
 }
 
-#[divan::bench(sample_count = 50)]
-fn gang_1024_nodes_required_tier1_does_not_fit(bencher: divan::Bencher) {
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn gang_1024_nodes_required_tier1_does_not_fit(bencher: divan::Bencher, kind: Kind) {
     let cluster = oci_131k();
-    let occ = occupied(&cluster, &[]);
+    let occ = occupied(&cluster, &[], kind);
     let job = gang(
         1024,
         TopologyRequest {
@@ -133,10 +163,10 @@ fn gang_1024_nodes_required_tier1_does_not_fit(bencher: divan::Bencher) {
     bencher.bench_local(|| place(&cluster, &occ, divan::black_box(&job)));
 }
 
-#[divan::bench(sample_count = 50)]
-fn gang_1024_nodes_required_tier2(bencher: divan::Bencher) {
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn gang_1024_nodes_required_tier2(bencher: divan::Bencher, kind: Kind) {
     let cluster = oci_131k();
-    let occ = occupied(&cluster, &[]);
+    let occ = occupied(&cluster, &[], kind);
     let job = gang(
         1024,
         TopologyRequest {
@@ -150,10 +180,10 @@ fn gang_1024_nodes_required_tier2(bencher: divan::Bencher) {
 }
 
 /// What a simulator step costs: place, commit and release a 1,024-node gang.
-#[divan::bench(sample_count = 50)]
-fn place_commit_release_1024(bencher: divan::Bencher) {
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn place_commit_release_1024(bencher: divan::Bencher, kind: Kind) {
     let cluster = oci_131k();
-    let mut occ = occupied(&cluster, &[]);
+    let mut occ = occupied(&cluster, &[], kind);
     let job = gang(
         1024,
         TopologyRequest {
@@ -166,6 +196,27 @@ fn place_commit_release_1024(bencher: divan::Bencher) {
         sched::commit(&mut occ, &job, &p).expect("commit");
         occ.release("gang")
     });
+}
+
+/// The simulator's common case: an unconstrained job of one node's 4 GPUs, placed.
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn one_node_4_gpus_unconstrained(bencher: divan::Bencher, kind: Kind) {
+    let cluster = oci_131k();
+    let occ = occupied(&cluster, &[], kind);
+    let mut job = gang(1, TopologyRequest::default());
+    job.pod_sets[0].gpu = GpuRequest::Whole(4);
+    assert!(place(&cluster, &occ, &job).is_ok());
+    bencher.bench_local(|| place(&cluster, &occ, divan::black_box(&job)));
+}
+
+/// An unconstrained 64-node gang, placed.
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn gang_64_nodes_unconstrained(bencher: divan::Bencher, kind: Kind) {
+    let cluster = oci_131k();
+    let occ = occupied(&cluster, &[], kind);
+    let job = gang(64, TopologyRequest::default());
+    assert!(place(&cluster, &occ, &job).is_ok());
+    bencher.bench_local(|| place(&cluster, &occ, divan::black_box(&job)));
 }
 
 /// 70% of the nodes run one-node jobs (priority 0); a priority-1 gang of 32 nodes required in

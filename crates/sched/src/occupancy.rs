@@ -1,9 +1,11 @@
 //! Cluster occupancy: per GPU the used share (thousandths) and memory, per node the count of
-//! untouched GPUs, and which running job holds what. Allocate and release cost O(pods).
+//! untouched GPUs, and which running job holds what; and, kept in step, per domain how many
+//! schedulable nodes have each count of untouched GPUs. Allocate and release cost
+//! O(pods × (levels + log nodes)).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use topology::{Cluster, NodeId};
+use topology::{Cluster, DomainId, NodeId};
 
 use crate::error::StateError;
 use crate::job::MILLI_PER_GPU;
@@ -68,6 +70,132 @@ pub struct Occupancy {
     free_whole: Vec<u32>,
     /// Running jobs by name.
     jobs: BTreeMap<String, Allocation>,
+    /// Free capacity by domain.
+    free: FreeIndex,
+}
+
+/// Untouched GPUs of the schedulable nodes, by domain, kept in step with every allocation.
+///
+/// "Schedulable" is what a job without tolerations may use (Ready, not cordoned, no
+/// `NoSchedule`/`NoExecute` taint), as of [`Occupancy::new`] or the last
+/// [`Occupancy::refresh_node`] of the node.
+#[derive(Clone, Debug)]
+struct FreeIndex {
+    /// Longest histogram: the most GPUs on one node, plus one.
+    width: usize,
+    /// Per node: schedulable.
+    schedulable: Vec<bool>,
+    /// Per node: left out only for a taint (a tolerating job might use it).
+    taint_only: Vec<bool>,
+    /// Nodes left out only for a taint.
+    tainted: usize,
+    /// Per node: its position in label order ([`Cluster::node_order`]).
+    node_order: Vec<u32>,
+    /// `domain_start[n]..domain_start[n + 1]` index `domains`: node `n`'s non-host domains.
+    domain_start: Vec<u32>,
+    domains: Vec<DomainId>,
+    /// Per non-host domain: its row in `domain_hist` (`u32::MAX` for host-level domains).
+    row: Vec<u32>,
+    /// Row `r`, column `k` (`r * width + k`): schedulable nodes of the domain with `k`
+    /// untouched GPUs.
+    domain_hist: Vec<u32>,
+    /// The same over the whole cluster.
+    cluster_hist: Vec<u32>,
+    /// Per count of untouched GPUs: the schedulable nodes with that many, by label order.
+    by_free: Vec<BTreeSet<(u32, NodeId)>>,
+    /// The owner reports every change of a node's state ([`Occupancy::with_node_tracking`]).
+    tracked: bool,
+}
+
+impl FreeIndex {
+    fn new(cluster: &Cluster, free_whole: &[u32]) -> Self {
+        let width = cluster.nodes.iter().map(|n| n.gpus).max().unwrap_or(0) as usize + 1;
+        let mut row = vec![u32::MAX; cluster.domains.len()];
+        let mut rows = 0u32;
+        for (i, d) in cluster.domains.iter().enumerate() {
+            if Some(d.level) != cluster.host_level {
+                row[i] = rows;
+                rows += 1;
+            }
+        }
+        let mut domain_start = Vec::with_capacity(cluster.nodes.len() + 1);
+        let mut domains = Vec::new();
+        for n in &cluster.nodes {
+            domain_start.push(domains.len() as u32);
+            domains.extend(n.domains.iter().filter(|d| row[d.index()] != u32::MAX));
+        }
+        domain_start.push(domains.len() as u32);
+        let mut index = Self {
+            width,
+            schedulable: vec![false; cluster.nodes.len()],
+            taint_only: vec![false; cluster.nodes.len()],
+            tainted: 0,
+            node_order: (0..cluster.nodes.len())
+                .map(|i| cluster.node_order(NodeId::from_index(i)))
+                .collect(),
+            domain_start,
+            domains,
+            row,
+            domain_hist: vec![0; rows as usize * width],
+            cluster_hist: vec![0; width],
+            by_free: vec![BTreeSet::new(); width],
+            tracked: false,
+        };
+        for (i, &free) in free_whole.iter().enumerate() {
+            index.refresh(cluster, NodeId::from_index(i), free);
+        }
+        index
+    }
+
+    /// Take the node's schedulability from the cluster.
+    fn refresh(&mut self, cluster: &Cluster, node: NodeId, free_whole: u32) {
+        let i = node.index();
+        let plain = cluster.is_schedulable(node, |_| false);
+        let taint_only = !plain && cluster.is_schedulable(node, |_| true);
+        if taint_only != self.taint_only[i] {
+            self.taint_only[i] = taint_only;
+            if taint_only {
+                self.tainted += 1;
+            } else {
+                self.tainted -= 1;
+            }
+        }
+        if plain != self.schedulable[i] {
+            self.count(node, free_whole, plain);
+            self.schedulable[i] = plain;
+        }
+    }
+
+    /// Add (`add`) or remove a node with `free` untouched GPUs from the counts.
+    fn count(&mut self, node: NodeId, free: u32, add: bool) {
+        let k = free as usize;
+        let a = self.domain_start[node.index()] as usize;
+        let b = self.domain_start[node.index() + 1] as usize;
+        for &d in &self.domains[a..b] {
+            let slot = self.row[d.index()] as usize * self.width + k;
+            if add {
+                self.domain_hist[slot] += 1;
+            } else {
+                self.domain_hist[slot] -= 1;
+            }
+        }
+        let key = (self.node_order[node.index()], node);
+        if add {
+            self.cluster_hist[k] += 1;
+            self.by_free[k].insert(key);
+        } else {
+            self.cluster_hist[k] -= 1;
+            self.by_free[k].remove(&key);
+        }
+    }
+
+    /// A node's untouched GPUs went from `from` to `to`.
+    fn moved(&mut self, node: NodeId, from: u32, to: u32) {
+        if from != to && self.schedulable[node.index()] {
+            self.count(node, from, false);
+            self.count(node, to, true);
+        }
+    }
 }
 
 impl Occupancy {
@@ -80,7 +208,9 @@ impl Occupancy {
             total += n.gpus;
         }
         gpu_start.push(total);
+        let free_whole: Vec<u32> = cluster.nodes.iter().map(|n| n.gpus).collect();
         Self {
+            free: FreeIndex::new(cluster, &free_whole),
             gpu_start,
             gpu_memory_mib: cluster
                 .nodes
@@ -89,9 +219,80 @@ impl Occupancy {
                 .collect(),
             used_milli: vec![0; total as usize],
             used_memory: vec![0; total as usize],
-            free_whole: cluster.nodes.iter().map(|n| n.gpus).collect(),
+            free_whole,
             jobs: BTreeMap::new(),
         }
+    }
+
+    /// An empty cluster whose owner reports every change of a node's Ready, cordon or taints
+    /// through [`Occupancy::refresh_node`]. Placement then trusts the kept free-capacity counts
+    /// instead of reading every node (placement costs O(domains + pods) in the common
+    /// case rather than O(nodes)). With [`Occupancy::new`] the counts are kept too but
+    /// placement reads the nodes' state from the cluster on every call.
+    pub fn with_node_tracking(cluster: &Cluster) -> Self {
+        let mut occ = Self::new(cluster);
+        occ.free.tracked = true;
+        occ
+    }
+
+    /// Whether the owner reports node state changes ([`Occupancy::with_node_tracking`]).
+    pub fn tracks_nodes(&self) -> bool {
+        self.free.tracked
+    }
+
+    /// Take a node's Ready, cordon and taints from the cluster into the free-capacity counts.
+    /// O(levels + log nodes).
+    pub fn refresh_node(&mut self, cluster: &Cluster, node: NodeId) {
+        let free = self.free_whole[node.index()];
+        self.free.refresh(cluster, node, free);
+    }
+
+    /// Whether a job without tolerations may use the node (as of the last
+    /// [`Occupancy::refresh_node`]).
+    pub fn is_schedulable(&self, node: NodeId) -> bool {
+        self.free.schedulable[node.index()]
+    }
+
+    /// Nodes a job without tolerations may not use only because of a taint.
+    pub fn tainted_nodes(&self) -> usize {
+        self.free.tainted
+    }
+
+    /// Schedulable nodes by untouched GPUs: entry `k` counts the schedulable nodes of the
+    /// domain (the whole cluster for `None`) with exactly `k` untouched GPUs. Empty for a
+    /// host-level domain. O(1).
+    pub fn free_whole_histogram(&self, domain: Option<DomainId>) -> &[u32] {
+        match domain {
+            None => &self.free.cluster_hist,
+            Some(d) => match self.free.row.get(d.index()) {
+                Some(&r) if r != u32::MAX => {
+                    let a = r as usize * self.free.width;
+                    &self.free.domain_hist[a..a + self.free.width]
+                }
+                _ => &[],
+            },
+        }
+    }
+
+    /// Pods of `gpus_per_pod` whole GPUs that the schedulable nodes of the domain (the whole
+    /// cluster for `None`) can take on untouched GPUs. O(GPUs per node).
+    pub fn whole_gpu_pods(&self, domain: Option<DomainId>, gpus_per_pod: u32) -> u64 {
+        let g = gpus_per_pod.max(1) as usize;
+        self.free_whole_histogram(domain)
+            .iter()
+            .enumerate()
+            .map(|(k, &nodes)| u64::from(nodes) * (k / g) as u64)
+            .sum()
+    }
+
+    /// The schedulable nodes with exactly `free` untouched GPUs, in label order
+    /// ([`Cluster::node_order`]). O(log nodes) to start, O(1) per node.
+    pub fn nodes_with_free_whole(&self, free: u32) -> impl Iterator<Item = NodeId> + '_ {
+        self.free
+            .by_free
+            .get(free as usize)
+            .into_iter()
+            .flat_map(|set| set.iter().map(|&(_, n)| n))
     }
 
     /// Nodes known to this occupancy.
@@ -213,6 +414,7 @@ impl Occupancy {
     }
 
     fn apply(&mut self, p: &PodAllocation) {
+        let before = self.free_whole[p.node.index()];
         for &g in &p.gpu_ids {
             let slot = (self.gpu_start[p.node.index()] + g) as usize;
             let was_free = self.used_milli[slot] == 0 && self.used_memory[slot] == 0;
@@ -222,9 +424,12 @@ impl Occupancy {
                 self.free_whole[p.node.index()] -= 1;
             }
         }
+        self.free
+            .moved(p.node, before, self.free_whole[p.node.index()]);
     }
 
     fn unapply(&mut self, p: &PodAllocation) {
+        let before = self.free_whole[p.node.index()];
         for &g in &p.gpu_ids {
             let slot = (self.gpu_start[p.node.index()] + g) as usize;
             let was_used = self.used_milli[slot] > 0 || self.used_memory[slot] > 0;
@@ -234,5 +439,7 @@ impl Occupancy {
                 self.free_whole[p.node.index()] += 1;
             }
         }
+        self.free
+            .moved(p.node, before, self.free_whole[p.node.index()]);
     }
 }

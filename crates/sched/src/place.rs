@@ -29,7 +29,18 @@
 //! Ties are broken by label values (domain values top first, then host names), as in Kueue,
 //! never by input order. Cost per pod set: O(nodes + domains · log) — counts are one pass up the
 //! tree; each level sorts only the children of the domains chosen above it (the node level of
-//! an unconstrained pod set sorts all nodes, as Kueue does). Ranks: pods are numbered in domain
+//! an unconstrained pod set sorts all nodes, as Kueue does).
+//!
+//! Kept counts (2026-11-30). On an occupancy that tracks node state
+//! ([`Occupancy::with_node_tracking`], the simulator's), a one-pod-set job of whole GPUs without
+//! slices, extras, scope or gang minimum skips the node walk: `from_counts` refuses it from
+//! the per-domain counts of schedulable nodes by untouched GPUs, with the reason the full
+//! algorithm gives, and places it when unconstrained (least free first: a k-way walk over the
+//! nodes by untouched GPUs, in label order); a required or preferred pod set that fits goes
+//! through the full algorithm with node capacities on demand (`tas::Leaves::OnDemand`): the
+//! domains just above the nodes take their pods from the counts and only the chosen domains'
+//! nodes are read. Same results as the full algorithm, compared on random churn of jobs and
+//! nodes (`tests/it/incremental.rs`). Ranks: pods are numbered in domain
 //! order (lexicographic by the node's domains, top first), so consecutive ranks share the
 //! lowest-level domain. GPUs: whole-GPU pods take untouched GPUs, lowest index first; fractional
 //! pods go to the most used GPU that still has room.
@@ -225,6 +236,11 @@ fn place_scoped(
     scope: Option<DomainId>,
     input: &PlaceInput,
 ) -> Result<Placement, NotPlaced> {
+    if scope.is_none() {
+        if let Some(answer) = from_counts(cluster, occupancy, job, input) {
+            return answer;
+        }
+    }
     let levels: Vec<usize> = (0..cluster.levels.len())
         .filter(|&l| Some(l) != cluster.host_level)
         .collect();
@@ -256,6 +272,7 @@ fn place_scoped(
             job,
             input,
             in_scope: &in_scope,
+            scoped: scope.is_some(),
         };
         let placed = place_group(&ctx, *workers, *leader)?;
         let n_placed = placed.len();
@@ -377,6 +394,8 @@ struct Ctx<'a> {
     job: &'a Job,
     input: &'a PlaceInput,
     in_scope: &'a [bool],
+    /// Placement is limited to one domain.
+    scoped: bool,
 }
 
 impl Ctx<'_> {
@@ -457,6 +476,35 @@ impl Ctx<'_> {
             .collect()
     }
 
+    /// GPUs per pod when the pod set's node capacities may come from the occupancy's kept
+    /// counts, on demand ([`tas::Leaves::OnDemand`]): whole GPUs, no leader, slices, extras,
+    /// scope or balanced placement, a required or preferred level above the nodes, on an
+    /// occupancy that tracks node state.
+    fn counted_gpus(&self, workers: usize, leader: Option<usize>) -> Option<u32> {
+        let set = &self.job.pod_sets[workers];
+        let t = &set.topology;
+        let GpuRequest::Whole(g) = set.gpu else {
+            return None;
+        };
+        let cap = Count::MAX as u64 / (self.cluster.nodes.len() as u64 + 1);
+        let most = self.occ.free_whole_histogram(None).len().saturating_sub(1) as u64;
+        let level = t.preferred.or(t.required)?;
+        let usable = g > 0
+            && leader.is_none()
+            && !self.scoped
+            && t.slices.is_empty()
+            && most <= cap
+            && self.occ.tracks_nodes()
+            && self.occ.node_count() == self.cluster.nodes.len()
+            && self.free.is_empty()
+            && self.input.extras(workers).is_none()
+            && !self.input.options.balanced
+            && (self.job.tolerations.is_empty() || self.occ.tainted_nodes() == 0)
+            && self.pos(level) < self.levels.len()
+            && t.required.is_none_or(|r| self.pos(r) < self.levels.len());
+        usable.then_some(g)
+    }
+
     /// Preferred-affinity scores of the eligible nodes (empty when not used).
     fn scores(&self, workers: usize, leaves: &[LeafCap]) -> Vec<i64> {
         let terms = match self.input.extras(workers) {
@@ -533,8 +581,30 @@ fn place_group(
         pod_set: set.name.clone(),
         reason,
     };
-    let leaves = ctx.leaves(workers, leader);
-    let scores = ctx.scores(workers, &leaves);
+    let counted = ctx.counted_gpus(workers, leader);
+    let all = match counted {
+        Some(_) => Vec::new(),
+        None => ctx.leaves(workers, leader),
+    };
+    let scores = ctx.scores(workers, &all);
+    let (occ, n_nodes) = (ctx.occ, ctx.cluster.nodes.len());
+    let g = counted.unwrap_or(1);
+    let node = |n: NodeId| {
+        let pods = if occ.is_schedulable(n) {
+            u64::from(occ.free_whole(n) / g)
+        } else {
+            0
+        };
+        tas::leaf(pods, false, pods, n_nodes)
+    };
+    let domain_pods = |d: DomainId| occ.whole_gpu_pods(Some(d), g) as Count;
+    let leaves = match counted {
+        Some(_) => tas::Leaves::OnDemand {
+            node: &node,
+            domain_pods: &domain_pods,
+        },
+        None => tas::Leaves::All(&all),
+    };
     let attempt = |count: u64| {
         let req = ctx.request(set, count, leader.is_some());
         let placed =
@@ -571,17 +641,7 @@ fn place_group(
             best
         }
     };
-    let cluster = ctx.cluster;
-    let in_rank_order = |mut v: Vec<(NodeId, u64)>| {
-        v.sort_by(|(x, _), (y, _)| {
-            cluster
-                .node(*x)
-                .domains
-                .cmp(&cluster.node(*y).domains)
-                .then(x.cmp(y))
-        });
-        v
-    };
+    let in_rank_order = |v| in_rank_order(ctx.cluster, v);
     let mut out = Vec::new();
     if let Some(l) = leader {
         let nodes = placed
@@ -598,6 +658,155 @@ fn place_group(
         .collect();
     out.push((workers, in_rank_order(nodes)));
     Ok(out)
+}
+
+/// Nodes in rank order: by their domains, top first, then by id.
+fn in_rank_order(cluster: &Cluster, mut v: Vec<(NodeId, u64)>) -> Vec<(NodeId, u64)> {
+    v.sort_by(|(x, _), (y, _)| {
+        cluster
+            .node(*x)
+            .domains
+            .cmp(&cluster.node(*y).domains)
+            .then(x.cmp(y))
+    });
+    v
+}
+
+/// The common case decided from the occupancy's free-capacity counts instead of a walk over
+/// every node: one pod set of whole GPUs without slices, extras or a gang minimum, on an
+/// occupancy that tracks node state ([`Occupancy::with_node_tracking`]). A pod set that cannot
+/// fit is refused with the full algorithm's reason, in O(levels' domains · GPUs per node); an
+/// unconstrained pod set (least free capacity first, the default) is placed in
+/// O(pods · GPUs per node · log nodes). `None`: not that case, or a constrained pod set that
+/// fits; the full algorithm decides.
+fn from_counts(
+    cluster: &Cluster,
+    occ: &Occupancy,
+    job: &Job,
+    input: &PlaceInput,
+) -> Option<Result<Placement, NotPlaced>> {
+    if !occ.tracks_nodes()
+        || occ.node_count() != cluster.nodes.len()
+        || job.pod_sets.len() != 1
+        || !input.node_free.0.is_empty()
+        || input.extras(0).is_some()
+        || (!job.tolerations.is_empty() && occ.tainted_nodes() > 0)
+    {
+        return None;
+    }
+    let set = &job.pod_sets[0];
+    let t = &set.topology;
+    let GpuRequest::Whole(g) = set.gpu else {
+        return None;
+    };
+    // Per-node capacities as the full algorithm caps them (never binding on real clusters).
+    let cap = Count::MAX as u64 / (cluster.nodes.len() as u64 + 1);
+    let most = occ.free_whole_histogram(None).len().saturating_sub(1) as u64;
+    if g == 0
+        || !t.slices.is_empty()
+        || set.min_count < set.count
+        || most > cap
+        || u64::from(set.count) > Count::MAX as u64
+    {
+        return None;
+    }
+    let count = u64::from(set.count);
+    let not_placed = |reason: String| {
+        Some(Err(NotPlaced {
+            pod_set: set.name.clone(),
+            reason,
+        }))
+    };
+    if let Some(level) = t.required {
+        if Some(level) == cluster.host_level {
+            return None;
+        }
+        let roomiest = cluster.levels[level]
+            .domains
+            .iter()
+            .map(|&d| occ.whole_gpu_pods(Some(d), g))
+            .max()
+            .unwrap_or(0);
+        if roomiest >= count {
+            return None;
+        }
+        let label = &cluster.levels[level].label;
+        return not_placed(format!(
+            "{count} pods do not fit in one `{label}` domain (the roomiest has room for {roomiest})"
+        ));
+    }
+    let total = occ.whole_gpu_pods(None, g);
+    if total < count {
+        return not_placed(format!(
+            "{count} pods do not fit: the schedulable nodes have room for {total}"
+        ));
+    }
+    if t.preferred.is_some() || input.options.unconstrained != UnconstrainedMode::LeastFreeCapacity
+    {
+        return None;
+    }
+    let nodes = least_free_nodes(cluster, occ, g, count);
+    let mut pods = Vec::with_capacity(set.count as usize);
+    for (node, n) in in_rank_order(cluster, nodes) {
+        for (gpu_ids, milli, memory_mib) in assign_gpus(occ, node, set.gpu, n) {
+            pods.push(PlacedPod {
+                rank: pods.len() as u32,
+                pod_set: 0,
+                node,
+                gpu_ids,
+                milli,
+                memory_mib,
+            });
+        }
+    }
+    let nodes: Vec<NodeId> = pods.iter().map(|p| p.node).collect();
+    let tier = highest_tier(cluster, &nodes);
+    Some(Ok(Placement {
+        pods,
+        highest_tier: tier,
+        worst_latency_ns: tier.map_or(0, |t| cluster.tiers[usize::from(t)].latency_ns),
+    }))
+}
+
+/// Kueue's unconstrained placement (least free capacity first) of `count` pods of `g` whole
+/// GPUs, which fit: the node with the fewest pods' room that holds them all, else nodes by
+/// room (fewest first), each filled, the last in part. Ties by label order.
+fn least_free_nodes(cluster: &Cluster, occ: &Occupancy, g: u32, count: u64) -> Vec<(NodeId, u64)> {
+    let width = occ.free_whole_histogram(None).len() as u64;
+    let g = u64::from(g);
+    // Nodes with room for `room` pods, in label order: those with `room·g..(room+1)·g` GPUs free.
+    let with_room = |room: u64| {
+        let lo = room * g;
+        let hi = ((room + 1) * g).min(width);
+        let mut lists: Vec<_> = (lo..hi)
+            .map(|k| occ.nodes_with_free_whole(k as u32).peekable())
+            .collect();
+        std::iter::from_fn(move || {
+            let best = lists
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(i, l)| l.peek().map(|&n| (cluster.node_order(n), i)))
+                .min()?;
+            lists[best.1].next()
+        })
+    };
+    let most = (width.saturating_sub(1)) / g;
+    if let Some(n) = (count..=most).find_map(|room| with_room(room).next()) {
+        return vec![(n, count)];
+    }
+    let mut out = Vec::new();
+    let mut rem = count;
+    for room in 1..=most {
+        for n in with_room(room) {
+            let take = room.min(rem);
+            out.push((n, take));
+            rem -= take;
+            if rem == 0 {
+                return out;
+            }
+        }
+    }
+    out
 }
 
 fn no_fit_reason(

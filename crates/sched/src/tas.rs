@@ -29,6 +29,23 @@ pub(crate) fn leaf(pods: u64, leader: bool, pods_with_leader: u64, nodes: usize)
     }
 }
 
+/// The nodes' capacities for [`assign`]: every node's, or (for a pod set without leader,
+/// slices, affinity or balanced placement, searched above the node level) each node's on
+/// demand, with the pods of each domain just above the nodes given directly; then only the
+/// nodes of the chosen domains are read.
+pub(crate) enum Leaves<'a> {
+    /// Every node's capacity, by node index.
+    All(&'a [LeafCap]),
+    /// A node's capacity, and a domain's pods summed over its nodes (both capped as
+    /// [`leaf`] caps).
+    OnDemand {
+        /// The node's capacity.
+        node: &'a dyn Fn(NodeId) -> LeafCap,
+        /// Pods of the domain (one level above the nodes).
+        domain_pods: &'a dyn Fn(DomainId) -> Count,
+    },
+}
+
 /// A pod set's request in placement levels (non-host levels top first, then the node level).
 #[derive(Clone, Debug)]
 pub(crate) struct Request {
@@ -197,10 +214,19 @@ impl<'a> Tree<'a> {
 /// pods, in no particular order. `Err` says how much fit.
 pub(crate) fn assign(
     tree: &Tree,
-    leaves: &[LeafCap],
+    leaves: &Leaves,
     scores: &[i64],
     req: &Request,
 ) -> Result<Vec<(NodeId, u64, u64)>, NoFit> {
+    let on_demand = match leaves {
+        Leaves::OnDemand { node, .. } => {
+            debug_assert!(req.leader_count == 0 && req.slice_level == tree.node_level());
+            debug_assert!(scores.is_empty() && !req.balanced && !req.unconstrained);
+            debug_assert!(req.search_level < tree.node_level());
+            Some(*node)
+        }
+        Leaves::All(_) => None,
+    };
     let mut st = fill_counts(tree, leaves, req);
     if !scores.is_empty() {
         st.aff = affinity_sums(tree, scores);
@@ -241,6 +267,19 @@ pub(crate) fn assign(
     while level < tree.node_level().min(req.slice_level) && !use_balanced {
         // Children without a whole slice take nothing here (they sort last, or first and take
         // nothing under least-free), nor do their own children: leave them out of the sort.
+        if let (Some(node), true) = (on_demand, level + 1 == tree.node_level()) {
+            for &d in &cur {
+                tree.for_children(d, level, |c| {
+                    // No slices: a node's slices are its pods.
+                    let x = node(NodeId::from_index(c));
+                    st.c[c] = Cnt {
+                        slice: x.pod,
+                        slice_wl: x.pod_wl,
+                        ..x
+                    };
+                });
+            }
+        }
         let lower: Vec<E> = cur
             .iter()
             .flat_map(|&d| tree.children(d, level))
@@ -331,10 +370,14 @@ fn capped(pods: u64, nodes: usize) -> Count {
 }
 
 /// Phase 1: pods, slices and leader room of every node and domain.
-fn fill_counts(tree: &Tree, leaves: &[LeafCap], req: &Request) -> State {
-    let mut c = Vec::with_capacity(leaves.len() + tree.n_domains);
+fn fill_counts(tree: &Tree, leaves: &Leaves, req: &Request) -> State {
+    let (leaves, domain_pods) = match leaves {
+        Leaves::All(l) => (*l, None),
+        Leaves::OnDemand { domain_pods, .. } => (&[][..], Some(*domain_pods)),
+    };
+    let mut c = Vec::with_capacity(tree.n_nodes + tree.n_domains);
     c.extend_from_slice(leaves);
-    c.resize(leaves.len() + tree.n_domains, Cnt::default());
+    c.resize(tree.n_nodes + tree.n_domains, Cnt::default());
     let mut st = State { c, aff: Vec::new() };
     let node_level = tree.node_level();
     if node_level == req.slice_level {
@@ -353,6 +396,18 @@ fn fill_counts(tree: &Tree, leaves: &[LeafCap], req: &Request) -> State {
         let inner = req.size_at.get(&(level + 1)).copied();
         let round = |p: Count| inner.map_or(p, |s| p / s * s);
         for e in tree.entries_at(level) {
+            if let (Some(pods_of), true) = (domain_pods, level + 1 == node_level) {
+                // No leader, no slices: pods and slices are the nodes' pods.
+                let pods = pods_of(tree.dom[e - tree.n_nodes]);
+                st.c[e] = Cnt {
+                    pod: pods,
+                    slice: pods,
+                    pod_wl: pods,
+                    slice_wl: pods,
+                    leader: 0,
+                };
+                continue;
+            }
             if !leader_required {
                 // Without a leader the counts "with the leader" equal the plain ones.
                 let (mut pods, mut slices) = (0 as Count, 0 as Count);

@@ -496,7 +496,7 @@ pub fn simulate(
         comm,
         submit,
         records,
-        occupancy: Occupancy::new(cluster),
+        occupancy: Occupancy::with_node_tracking(cluster),
         pending: BTreeMap::new(),
         running: BTreeMap::new(),
         queue_index,
@@ -536,8 +536,8 @@ pub fn simulate(
     let mut now = SimTime::ZERO;
     let mut checked_changes = None;
     // Feasibility on an empty cluster, cached by job shape.
-    let mut feasible: BTreeMap<String, bool> = BTreeMap::new();
-    let empty = Occupancy::new(cluster);
+    let mut feasible: BTreeMap<ShapeKey, bool> = BTreeMap::new();
+    let empty = Occupancy::with_node_tracking(cluster);
     while let Some(ev) = events.pop() {
         if config.horizon.is_some_and(|h| ev.time > h) {
             break;
@@ -789,11 +789,23 @@ impl std::hash::Hasher for Fnv {
     }
 }
 
-fn shape_key(job: &Job) -> String {
+/// What decides whether a simulated job fits an empty cluster: pods, GPU request (kind, amount)
+/// and topology levels (a tuple, not a string: one is built per arrival).
+type ShapeKey = (u32, u8, u32, Option<usize>, Option<usize>);
+
+fn shape_key(job: &Job) -> ShapeKey {
     let s = &job.pod_sets[0];
-    format!(
-        "{}x{:?}/{:?}/{:?}",
-        s.count, s.gpu, s.topology.required, s.topology.preferred
+    let (kind, amount) = match s.gpu {
+        GpuRequest::Whole(g) => (0, g),
+        GpuRequest::Fraction(m) => (1, m),
+        GpuRequest::MemoryMib(m) => (2, m),
+    };
+    (
+        s.count,
+        kind,
+        amount,
+        s.topology.required,
+        s.topology.preferred,
     )
 }
 
@@ -1042,17 +1054,16 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
     let level = if st.pending.is_empty() || free <= 0.0 {
         0.0
     } else {
-        let mut shapes: Vec<(u32, usize)> = st
-            .pending
-            .keys()
-            .map(|&(_, i)| (st.records[i].gpus, i))
-            .collect();
-        shapes.sort();
-        shapes.dedup_by_key(|s| s.0);
+        // Per GPU count, the lowest-numbered waiting job (no sort of the whole pending list).
+        let mut shapes: BTreeMap<u32, usize> = BTreeMap::new();
+        for &(_, i) in st.pending.keys() {
+            let first = shapes.entry(st.records[i].gpus).or_insert(i);
+            *first = (*first).min(i);
+        }
         let any_fits = shapes
-            .iter()
+            .values()
             .take(8)
-            .any(|&(_, i)| sched::place(st.cluster, &st.occupancy, &st.jobs[i]).is_ok());
+            .any(|&i| sched::place(st.cluster, &st.occupancy, &st.jobs[i]).is_ok());
         if any_fits {
             0.0
         } else {

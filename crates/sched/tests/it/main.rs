@@ -1,6 +1,7 @@
 //! Tests of the scheduler core through its public API: one binary, one module per area.
 
 mod examples;
+mod incremental;
 mod kai;
 mod kueue_cases;
 mod preempt;
