@@ -953,6 +953,7 @@ fn template_extras(
         preferred,
         tolerations,
         group,
+        sub_group: None,
     })
 }
 

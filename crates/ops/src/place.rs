@@ -359,6 +359,7 @@ pub fn place_input(
         options,
         node_free,
         pod_sets: doc.extras(),
+        sub_groups: Vec::new(),
     }
 }
 

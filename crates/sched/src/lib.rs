@@ -12,6 +12,7 @@ mod dialect;
 mod error;
 mod invariants;
 mod job;
+mod kai_place;
 mod occupancy;
 mod place;
 mod preempt;
@@ -21,7 +22,7 @@ mod tas;
 
 pub use constraints::{
     NodeFree, PlaceInput, PlaceOptions, PodSetExtras, PreferredTerm, ResourceList, SelectorOp,
-    SelectorRequirement, UnconstrainedMode, PODS,
+    SelectorRequirement, SubGroup, UnconstrainedMode, PODS,
 };
 pub use dialect::Dialect;
 pub use error::{JobError, StateError};
@@ -30,6 +31,7 @@ pub use job::{
     GpuRequest, Job, PodSet, Resource, Resources, SliceLayer, Toleration, TopologyRequest,
     MAX_SLICE_LAYERS, MILLI_PER_GPU,
 };
+pub use kai_place::{KaiStrategy, PlacementStrategy};
 pub use occupancy::{Allocation, Occupancy, PodAllocation, RunningJob};
 pub use place::{
     commit, highest_tier, place, place_with, place_within, place_within_with, running_job,

@@ -225,6 +225,9 @@ fn place_scoped(
     scope: Option<DomainId>,
     input: &PlaceInput,
 ) -> Result<Placement, NotPlaced> {
+    if input.options.dialect == crate::Dialect::Kai {
+        return crate::kai_place::place(cluster, occupancy, job, scope, input);
+    }
     let levels: Vec<usize> = (0..cluster.levels.len())
         .filter(|&l| Some(l) != cluster.host_level)
         .collect();

@@ -2,6 +2,7 @@
 
 mod examples;
 mod kai;
+mod kai_allocate;
 mod kueue_cases;
 mod preempt;
 mod props;
