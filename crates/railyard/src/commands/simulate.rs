@@ -41,6 +41,15 @@ pub struct SimulateArgs {
     /// Run several policies side by side (comma-separated POLICY values); overrides --policy.
     #[arg(long, value_delimiter = ',', value_name = "POLICY,…")]
     pub compare: Vec<String>,
+    /// Whose placement rules place the jobs: `kueue` (TAS BestFit, the default for trace jobs)
+    /// or `kai` (KAI Scheduler's topology and node-placement rules); comma-separated to run
+    /// each, crossed with every policy, the series labelled `POLICY (SCHEDULER)`.
+    #[arg(long, value_delimiter = ',', value_name = "kueue|kai,…")]
+    pub scheduler: Vec<String>,
+    /// KAI's placement strategy (SchedulingShard `placementStrategy`): `binpack` (default),
+    /// `spread`, or `gpu=…,cpu=…`; used by runs with `--scheduler kai`.
+    #[arg(long, value_name = "STRATEGY", default_value = "")]
+    pub kai_placement: String,
     /// Scheduling passes run at multiples of this many seconds (0 = at every event).
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub cycle_s: f64,
@@ -195,6 +204,39 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         .iter()
         .map(|s| parse_policy(s, &cluster, flag))
         .collect::<Result<Vec<_>, _>>()?;
+    let strategy = ops::place::parse_kai_strategy(&args.kai_placement)?;
+    let schedulers = args
+        .scheduler
+        .iter()
+        .map(|s| ops::place::parse_scheduler(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Every policy under every scheduler given (labelled by it); without --scheduler, Kueue's
+    // rules under the policy's own name.
+    let runs: Vec<(sim::engine::Policy, sched::PlaceOptions)> = if schedulers.is_empty() {
+        policies
+            .into_iter()
+            .map(|p| (p, sched::PlaceOptions::default()))
+            .collect()
+    } else {
+        policies
+            .iter()
+            .flat_map(|p| {
+                schedulers.iter().map(move |&dialect| {
+                    let mut p = p.clone();
+                    p.name = format!("{} ({})", p.name, dialect.name());
+                    (
+                        p,
+                        sched::PlaceOptions {
+                            dialect,
+                            strategy,
+                            ..sched::PlaceOptions::default()
+                        },
+                    )
+                })
+            })
+            .collect()
+    };
+    let several = runs.len() > 1;
     if cluster.gpu_count() == 0 {
         return Err(CliError::input(
             &args.cluster.cluster,
@@ -223,8 +265,8 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     };
     let trace = read_trace(&args.trace, args.trace_format.into(), args.skip_bad_rows)?;
     let trace_name = args.trace.display().to_string();
-    let mut results = Vec::with_capacity(policies.len());
-    for policy in policies {
+    let mut results = Vec::with_capacity(runs.len());
+    for (policy, placement) in runs {
         let config = SimConfig {
             policy,
             cycle: SimTime::from_secs_f64(args.cycle_s),
@@ -232,6 +274,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             comm: CommDefaults::default(),
             timeline_points: 400,
             check_invariants: args.check_invariants,
+            placement,
         };
         let mut network = fabric_network(&cluster, routing);
         let mut bar = ProgressBar::new(trace.jobs.len(), &config.policy.name);
@@ -286,10 +329,10 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                     summary: &r.summary,
                     skipped_rows: trace.skipped.len(),
                     queues: r.per_queue(),
-                    run: args.compare.is_empty().then_some(&meta),
+                    run: (!several).then_some(&meta),
                 })
                 .collect();
-            if args.compare.is_empty() {
+            if !several {
                 to_json(&runs[0])
             } else {
                 to_json(&JsonCompare { run: &meta, runs })
