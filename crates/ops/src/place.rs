@@ -147,6 +147,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     let job = doc.resolve(&job_file, cluster)?;
     let mut options = inputs.options;
     options.dialect = dialect_for(inputs.scheduler, doc.format);
+    doc.resolve_sub_groups(&job_file, cluster)?;
     // A job that does not fit even with nothing running would wait forever: that is a mistake
     // in the job (or the wrong cluster), not an answer, so it is an input error (exit 1).
     let largest = cluster.nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
@@ -420,7 +421,7 @@ pub fn place_input(
         options,
         node_free,
         pod_sets: doc.extras(),
-        sub_groups: Vec::new(),
+        sub_groups: doc.resolve_sub_groups("", cluster).unwrap_or_default(),
     }
 }
 
