@@ -55,6 +55,33 @@ pub fn parse_scheduler(text: &str) -> Result<sched::Dialect, FormatError> {
     }
 }
 
+/// The placement options of each run `simulate --scheduler A,B,…` asks for, with the label its
+/// series carries (the scheduler's name); one unlabelled run with Kueue's rules when none is
+/// given, so the output stays as it was.
+pub fn scheduler_runs(
+    schedulers: &[String],
+    kai_placement: &str,
+) -> Result<Vec<(Option<&'static str>, sched::PlaceOptions)>, FormatError> {
+    let strategy = parse_kai_strategy(kai_placement)?;
+    if schedulers.is_empty() {
+        return Ok(vec![(None, sched::PlaceOptions::default())]);
+    }
+    schedulers
+        .iter()
+        .map(|s| {
+            let dialect = parse_scheduler(s)?;
+            Ok((
+                Some(dialect.name()),
+                sched::PlaceOptions {
+                    dialect,
+                    strategy,
+                    ..sched::PlaceOptions::default()
+                },
+            ))
+        })
+        .collect()
+}
+
 /// Parse KAI's placement strategy as a SchedulingShard's `placementStrategy` gives it:
 /// `binpack` or `spread` for both, or `gpu=binpack|spread,cpu=binpack|spread` (an omitted
 /// one stays binpack, KAI's default). The GPU strategy also picks the GPU of a shared pod

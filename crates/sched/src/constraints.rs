@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 
 use topology::{Cluster, NodeId};
 
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, KaiStrategy};
 use crate::job::{Job, Toleration};
-use crate::kai_place::KaiStrategy;
 
 /// Resource amounts by Kubernetes resource name: `cpu` in millicores, `memory` in bytes, `pods`
 /// and extended resources (`nvidia.com/gpu`, `example.com/nic`, …) in units.

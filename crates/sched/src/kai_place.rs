@@ -34,60 +34,30 @@ use std::collections::BTreeMap;
 use topology::{Cluster, DomainId, NodeId};
 
 use crate::constraints::{count_in, eligible, subtract, PlaceInput, ResourceList};
+use crate::dialect::PlacementStrategy;
 use crate::job::{GpuRequest, Job, PodSet, MILLI_PER_GPU};
 use crate::occupancy::Occupancy;
-use crate::place::{highest_tier, NotPlaced, PlacedPod, Placement};
 
-/// How KAI spreads pods over nodes and GPUs (a SchedulingShard's `placementStrategy`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PlacementStrategy {
-    /// Busier nodes first; shared pods on the most used GPU (KAI's default).
-    #[default]
-    Binpack,
-    /// Emptier nodes first; shared pods on the least used GPU (`gpuspread`).
-    Spread,
+/// One placed pod: its pod set, node and GPUs (ranks are given by [`crate::place_with`]).
+pub(crate) struct KaiPod {
+    /// Index of the pod set.
+    pub pod_set: usize,
+    /// The node.
+    pub node: NodeId,
+    /// GPU indices on the node.
+    pub gpu_ids: Vec<u32>,
+    /// Share of each GPU, thousandths.
+    pub milli: u32,
+    /// Memory of each GPU, MiB.
+    pub memory_mib: u32,
 }
 
-impl PlacementStrategy {
-    /// Lower-case name (`binpack`, `spread`).
-    pub fn name(self) -> &'static str {
-        match self {
-            PlacementStrategy::Binpack => "binpack",
-            PlacementStrategy::Spread => "spread",
-        }
-    }
-
-    /// Parse `binpack` or `spread`.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "binpack" => Some(PlacementStrategy::Binpack),
-            "spread" => Some(PlacementStrategy::Spread),
-            _ => None,
-        }
-    }
-}
-
-/// KAI's placement strategies (a SchedulingShard's `placementStrategy.gpu` sets `gpu` and
-/// `shared_gpus` together, `placementStrategy.cpu` sets `cpu`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct KaiStrategy {
-    /// Node order for pods with GPUs (KAI's `nodeplacement` plugin, GPU argument).
-    pub gpu: PlacementStrategy,
-    /// Node order for CPU-only pods (`nodeplacement`, CPU argument).
-    pub cpu: PlacementStrategy,
-    /// Which GPU a shared pod takes: `gpupack` (binpack) or `gpuspread` (spread).
-    pub shared_gpus: PlacementStrategy,
-}
-
-impl KaiStrategy {
-    /// The same strategy for nodes and GPUs, as one SchedulingShard setting gives it.
-    pub fn all(strategy: PlacementStrategy) -> Self {
-        Self {
-            gpu: strategy,
-            cpu: strategy,
-            shared_gpus: strategy,
-        }
-    }
+/// Why a job does not fit under KAI's rules: the pod set (or sub-group) and the reason.
+pub(crate) struct NoRoom {
+    /// The pod set or sub-group that did not fit.
+    pub pod_set: String,
+    /// Why, with the numbers.
+    pub reason: String,
 }
 
 /// Weight of the topology score over the strategy score (KAI: `scores.Topology`).
@@ -96,14 +66,15 @@ const TOPOLOGY_WEIGHT: i64 = 100_000;
 /// Ratio given to a resource the domain has none of (KAI: `requiredResourceNotInDomainRatio`).
 const MISSING_RATIO: f64 = 1000.0;
 
-/// Place a job with KAI's rules; see the module notes. Pure.
+/// Place a job with KAI's rules; see the module notes. Pure. Pods come in rank order: by pod
+/// set, then by the nodes' domains.
 pub(crate) fn place(
     cluster: &Cluster,
     occupancy: &Occupancy,
     job: &Job,
     scope: Option<DomainId>,
     input: &PlaceInput,
-) -> Result<Placement, NotPlaced> {
+) -> Result<Vec<KaiPod>, NoRoom> {
     let mut state = State::new(cluster, occupancy, input);
     let in_scope: Vec<bool> = match scope {
         None => vec![true; cluster.nodes.len()],
@@ -126,23 +97,14 @@ pub(crate) fn place(
                 .then(a.node.cmp(&b.node))
         })
     });
-    for (rank, p) in pods.iter_mut().enumerate() {
-        p.rank = rank as u32;
-    }
-    let nodes: Vec<NodeId> = pods.iter().map(|p| p.node).collect();
-    let tier = highest_tier(cluster, &nodes);
-    Ok(Placement {
-        pods,
-        highest_tier: tier,
-        worst_latency_ns: tier.map_or(0, |t| cluster.tiers[usize::from(t)].latency_ns),
-    })
+    Ok(pods)
 }
 
 /// Sub-group indices must point backwards (a parent before its children) and exist.
-fn check_sub_groups(job: &Job, input: &PlaceInput) -> Result<(), NotPlaced> {
+fn check_sub_groups(job: &Job, input: &PlaceInput) -> Result<(), NoRoom> {
     for (i, g) in input.sub_groups.iter().enumerate() {
         if g.parent.is_some_and(|p| p >= i) {
-            return Err(NotPlaced {
+            return Err(NoRoom {
                 pod_set: g.name.clone(),
                 reason: "sub-group parent must come before the sub-group".to_owned(),
             });
@@ -151,7 +113,7 @@ fn check_sub_groups(job: &Job, input: &PlaceInput) -> Result<(), NotPlaced> {
     for k in 0..job.pod_sets.len() {
         if let Some(g) = input.extras(k).and_then(|e| e.sub_group) {
             if g >= input.sub_groups.len() {
-                return Err(NotPlaced {
+                return Err(NoRoom {
                     pod_set: job.pod_sets[k].name.clone(),
                     reason: format!("sub-group {g} does not exist"),
                 });
@@ -187,7 +149,7 @@ fn place_children(
     mask: &[bool],
     input: &PlaceInput,
     scores: Option<&[i64]>,
-) -> Result<Vec<PlacedPod>, NotPlaced> {
+) -> Result<Vec<KaiPod>, NoRoom> {
     let mut out = Vec::new();
     for (i, g) in input.sub_groups.iter().enumerate() {
         if g.parent == parent {
@@ -214,7 +176,7 @@ fn place_sub_group(
     mask: &[bool],
     input: &PlaceInput,
     scores: Option<&[i64]>,
-) -> Result<Vec<PlacedPod>, NotPlaced> {
+) -> Result<Vec<KaiPod>, NoRoom> {
     let g = &input.sub_groups[group];
     let t = &g.topology;
     if t.required.is_none() && t.preferred.is_none() {
@@ -300,7 +262,7 @@ fn place_sub_group(
             Err(e) => last = Some(e),
         }
     }
-    Err(last.unwrap_or_else(|| NotPlaced {
+    Err(last.unwrap_or_else(|| NoRoom {
         pod_set: g.name.clone(),
         reason: match t.required {
             Some(r) => format!(
@@ -515,13 +477,13 @@ fn place_set(
     in_scope: &[bool],
     input: &PlaceInput,
     inherited_scores: Option<&[i64]>,
-) -> Result<Vec<PlacedPod>, NotPlaced> {
+) -> Result<Vec<KaiPod>, NoRoom> {
     let set = &job.pod_sets[set_index];
     let extras = input.extras(set_index);
     let empty = ResourceList::new();
     let requests = extras.map_or(&empty, |e| &e.requests);
     let limit_resources = !state.free.is_empty();
-    let not_placed = |reason: String| NotPlaced {
+    let not_placed = |reason: String| NoRoom {
         pod_set: set.name.clone(),
         reason,
     };
@@ -574,7 +536,7 @@ fn place_set(
             >= count
     };
     let all_nodes: Vec<NodeId> = (0..cluster.nodes.len()).map(NodeId::from_index).collect();
-    let attempt = |state: &mut State, count: u64| -> Option<Vec<PlacedPod>> {
+    let attempt = |state: &mut State, count: u64| -> Option<Vec<KaiPod>> {
         let mut candidates: Vec<&[NodeId]> = Vec::new();
         if constrained {
             let low = t.preferred.or(t.required).unwrap_or(0);
@@ -725,7 +687,7 @@ fn fill(
     limit_resources: bool,
     (strategy, gpu_strategy): (PlacementStrategy, PlacementStrategy),
     count: u64,
-) -> Option<Vec<PlacedPod>> {
+) -> Option<Vec<KaiPod>> {
     let mut local: BTreeMap<NodeId, NodeUse> = BTreeMap::new();
     let mut open: Vec<NodeId> = nodes
         .iter()
@@ -779,8 +741,7 @@ fn fill(
             let Some((gpu_ids, milli, memory_mib)) = u.take(set.gpu, requests, gpu_strategy) else {
                 break;
             };
-            out.push(PlacedPod {
-                rank: 0,
+            out.push(KaiPod {
                 pod_set: set_index,
                 node: n,
                 gpu_ids,

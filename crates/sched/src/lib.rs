@@ -24,14 +24,13 @@ pub use constraints::{
     NodeFree, PlaceInput, PlaceOptions, PodSetExtras, PreferredTerm, ResourceList, SelectorOp,
     SelectorRequirement, SubGroup, UnconstrainedMode, PODS,
 };
-pub use dialect::Dialect;
+pub use dialect::{Dialect, KaiStrategy, PlacementStrategy};
 pub use error::{JobError, StateError};
 pub use invariants::{check_gang, check_invariants, check_occupancy, Violation};
 pub use job::{
     GpuRequest, Job, PodSet, Resource, Resources, SliceLayer, Toleration, TopologyRequest,
     MAX_SLICE_LAYERS, MILLI_PER_GPU,
 };
-pub use kai_place::{KaiStrategy, PlacementStrategy};
 pub use occupancy::{Allocation, Occupancy, PodAllocation, RunningJob};
 pub use place::{
     commit, highest_tier, place, place_with, place_within, place_within_with, running_job,

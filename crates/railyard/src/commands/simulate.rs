@@ -204,38 +204,20 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         .iter()
         .map(|s| parse_policy(s, &cluster, flag))
         .collect::<Result<Vec<_>, _>>()?;
-    let strategy = ops::place::parse_kai_strategy(&args.kai_placement)?;
-    let schedulers = args
-        .scheduler
+    // Every policy under every scheduler given, labelled by it.
+    let placements = ops::place::scheduler_runs(&args.scheduler, &args.kai_placement)?;
+    let runs: Vec<(sim::engine::Policy, sched::PlaceOptions)> = policies
         .iter()
-        .map(|s| ops::place::parse_scheduler(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    // Every policy under every scheduler given (labelled by it); without --scheduler, Kueue's
-    // rules under the policy's own name.
-    let runs: Vec<(sim::engine::Policy, sched::PlaceOptions)> = if schedulers.is_empty() {
-        policies
-            .into_iter()
-            .map(|p| (p, sched::PlaceOptions::default()))
-            .collect()
-    } else {
-        policies
-            .iter()
-            .flat_map(|p| {
-                schedulers.iter().map(move |&dialect| {
-                    let mut p = p.clone();
-                    p.name = format!("{} ({})", p.name, dialect.name());
-                    (
-                        p,
-                        sched::PlaceOptions {
-                            dialect,
-                            strategy,
-                            ..sched::PlaceOptions::default()
-                        },
-                    )
-                })
+        .flat_map(|p| {
+            placements.iter().map(move |&(label, options)| {
+                let mut p = p.clone();
+                if let Some(l) = label {
+                    p.name = format!("{} ({l})", p.name);
+                }
+                (p, options)
             })
-            .collect()
-    };
+        })
+        .collect();
     let several = runs.len() > 1;
     if cluster.gpu_count() == 0 {
         return Err(CliError::input(
