@@ -124,6 +124,21 @@ pub struct JobDoc {
     pub document: usize,
     /// Where the queue is named, e.g. `metadata.labels[kueue.x-k8s.io/queue-name]`.
     pub queue_field: String,
+    /// KAI PodGroup sub-groups that hold other sub-groups (parents first); the sub-groups that
+    /// hold pods are the pod sets, each naming its parent in `extras.sub_group`. Empty for
+    /// every other format.
+    pub sub_groups: Vec<SubGroupDoc>,
+}
+
+/// A KAI sub-group above pod sets, before its levels are resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SubGroupDoc {
+    /// Name (`podgroup` for the PodGroup itself).
+    pub name: String,
+    /// The enclosing sub-group, an earlier index.
+    pub parent: Option<usize>,
+    /// Its topology constraint.
+    pub topology: TopologyDoc,
 }
 
 /// Whether a document is a workload this module reads (any kind of [`workloads::KINDS`], a KAI
@@ -560,6 +575,7 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, FormatError> {
         });
     }
     Ok(JobDoc {
+        sub_groups: Vec::new(),
         format: JobFormat::Native,
         document: 1,
         queue_field: "queue".to_owned(),
@@ -953,6 +969,7 @@ fn template_extras(
         preferred,
         tolerations,
         group,
+        sub_group: None,
     })
 }
 
@@ -1154,6 +1171,7 @@ fn kueue_workload(
         });
     }
     let job = JobDoc {
+        sub_groups: Vec::new(),
         format: JobFormat::Kueue,
         document,
         queue_field: format!("metadata.labels[{KUEUE_QUEUE_LABEL}]"),
@@ -1169,6 +1187,7 @@ fn kueue_workload(
     }
     Ok((0..groups)
         .map(|g| JobDoc {
+            sub_groups: Vec::new(),
             name: format!("{name}-{g}"),
             ..job.clone()
         })
@@ -1276,6 +1295,7 @@ fn kueue_pod_group(
         pod_sets.push(set);
     }
     Ok(JobDoc {
+        sub_groups: Vec::new(),
         format: JobFormat::Kueue,
         document: first + 1,
         queue_field: format!("metadata.labels[{KUEUE_QUEUE_LABEL}]"),
@@ -1732,7 +1752,45 @@ fn kai_job(
     let memory_mib = pod_requests(file, &at, &pod_spec, "spec", "memory", parse_memory_mib)?;
     let (priority, preemptible) = kai_priority(owner, pod).map_err(err)?;
     let tolerations = k8s_tolerations(file, &at, &pod_spec, "spec")?;
+    let pod_set = |name: String, count: u32, topology: TopologyDoc, sub_group: Option<usize>| {
+        PodSetDoc {
+            name,
+            count,
+            min_count: None,
+            gpu,
+            cpu_millis,
+            memory_mib,
+            topology,
+            gpu_field: format!(
+                "{at}: spec.containers: no {GPU_RESOURCE} limit, {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}"
+            ),
+            pod_spec: pod_spec.clone(),
+            extras: sched::PodSetExtras {
+                sub_group,
+                ..sched::PodSetExtras::default()
+            },
+        }
+    };
+    if let Some(list) = group.and_then(|g| path(g, &["spec", "subGroups"])) {
+        let (sub_groups, leaves) = kai_sub_groups(list, required, preferred).map_err(err)?;
+        return Ok(JobDoc {
+            format: JobFormat::Kai,
+            document,
+            queue_field,
+            name,
+            queue,
+            priority,
+            preemptible,
+            tolerations,
+            pod_sets: leaves
+                .into_iter()
+                .map(|(n, count, topology, parent)| pod_set(n, count, topology, Some(parent)))
+                .collect(),
+            sub_groups,
+        });
+    }
     Ok(JobDoc {
+        sub_groups: Vec::new(),
         format: JobFormat::Kai,
         document,
         queue_field,
@@ -1760,6 +1818,119 @@ fn kai_job(
             extras: sched::PodSetExtras::default(),
         }],
     })
+}
+
+/// A PodGroup's `spec.subGroups`: the sub-groups with children (the PodGroup itself first, as
+/// `podgroup`, with its own constraint), and the leaves as (name, minMember, constraint, parent
+/// index). Errors name the field: a missing or duplicate name, an unknown or cyclic parent, a
+/// leaf without `minMember`.
+type Leaf = (String, u32, TopologyDoc, usize);
+fn kai_sub_groups(
+    list: &Value,
+    required: Option<LevelRef>,
+    preferred: Option<LevelRef>,
+) -> Result<(Vec<SubGroupDoc>, Vec<Leaf>), String> {
+    let items = list
+        .as_array()
+        .ok_or("spec.subGroups: expected a list of sub-groups")?;
+    if items.is_empty() {
+        return Err("spec.subGroups: expected at least one sub-group".to_owned());
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for (i, g) in items.iter().enumerate() {
+        let n = str_at(g, &["name"])
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| format!("spec.subGroups[{i}].name: expected a name"))?;
+        if names.contains(&n) {
+            return Err(format!("spec.subGroups[{i}].name: `{n}` appears twice"));
+        }
+        names.push(n);
+    }
+    let mut parent: Vec<Option<usize>> = Vec::new();
+    for (i, g) in items.iter().enumerate() {
+        parent.push(match str_at(g, &["parent"]) {
+            None => None,
+            Some(p) => Some(names.iter().position(|n| *n == p).ok_or_else(|| {
+                format!(
+                    "spec.subGroups[{i}].parent: `{p}` is not a sub-group of this PodGroup (sub-groups: {})",
+                    names.join(", ")
+                )
+            })?),
+        });
+    }
+    // Depth of each sub-group; a chain longer than the list is a cycle.
+    let mut depth = vec![0usize; items.len()];
+    for (i, d) in depth.iter_mut().enumerate() {
+        let mut at = parent[i];
+        while let Some(p) = at {
+            *d += 1;
+            if *d > items.len() {
+                return Err(format!(
+                    "spec.subGroups[{i}].parent: the parents of `{}` form a cycle",
+                    names[i]
+                ));
+            }
+            at = parent[p];
+        }
+    }
+    let constraint = |i: usize| {
+        let tc = |k: &str| {
+            str_at(&items[i], &["topologyConstraint", k]).map(|l| LevelRef {
+                label: l.to_owned(),
+                field: format!("spec.subGroups[{i}].topologyConstraint.{k}"),
+            })
+        };
+        TopologyDoc {
+            required: tc("requiredTopologyLevel"),
+            preferred: tc("preferredTopologyLevel"),
+            slices: Vec::new(),
+        }
+    };
+    let has_children: Vec<bool> = (0..items.len())
+        .map(|i| parent.contains(&Some(i)))
+        .collect();
+    // Inner sub-groups, parents first (by depth, then list order); index 0 is the PodGroup.
+    let mut inner: Vec<usize> = (0..items.len()).filter(|&i| has_children[i]).collect();
+    inner.sort_by_key(|&i| (depth[i], i));
+    let mut groups = vec![SubGroupDoc {
+        name: "podgroup".to_owned(),
+        parent: None,
+        topology: TopologyDoc {
+            required,
+            preferred,
+            slices: Vec::new(),
+        },
+    }];
+    let index_of = |i: Option<usize>| match i {
+        None => 0,
+        Some(p) => 1 + inner.iter().position(|&x| x == p).unwrap_or(0),
+    };
+    for &i in &inner {
+        groups.push(SubGroupDoc {
+            name: names[i].to_owned(),
+            parent: Some(index_of(parent[i])),
+            topology: constraint(i),
+        });
+    }
+    let mut leaves = Vec::new();
+    for i in (0..items.len()).filter(|&i| !has_children[i]) {
+        let count = path(&items[i], &["minMember"])
+            .and_then(parse_count)
+            .filter(|&n| (1..=u64::from(MAX_PODS_PER_JOB)).contains(&n))
+            .ok_or_else(|| {
+                format!(
+                    "spec.subGroups[{i}].minMember: expected 1..={MAX_PODS_PER_JOB} pods (sub-group `{}` holds pods)",
+                    names[i]
+                )
+            })? as u32;
+        leaves.push((
+            names[i].to_owned(),
+            count,
+            constraint(i),
+            index_of(parent[i]),
+        ));
+    }
+    Ok((groups, leaves))
 }
 
 // ---- resolving against a cluster ----
@@ -1896,6 +2067,32 @@ impl JobDoc {
         job.check(cluster)
             .map_err(|e| FormatError::input(file, e))?;
         Ok(job)
+    }
+
+    /// The KAI sub-groups above the pod sets, their levels resolved against the cluster.
+    pub fn resolve_sub_groups(
+        &self,
+        file: &str,
+        cluster: &Cluster,
+    ) -> Result<Vec<sched::SubGroup>, FormatError> {
+        let levels: Vec<&str> = cluster.levels.iter().map(|l| l.label.as_str()).collect();
+        self.sub_groups
+            .iter()
+            .map(|g| {
+                let topology = resolve_levels(
+                    &g.topology,
+                    1,
+                    &levels,
+                    &format!("cluster {}", cluster.name),
+                )
+                .map_err(|p| FormatError::input(file, p))?;
+                Ok(sched::SubGroup {
+                    name: g.name.clone(),
+                    parent: g.parent,
+                    topology,
+                })
+            })
+            .collect()
     }
 
     /// The placement constraints of each pod set, in pod-set order ([`sched::PlaceInput`]).

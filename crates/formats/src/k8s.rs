@@ -520,11 +520,22 @@ fn node_record(
         .get(NVLINK_DOMAIN_LABEL)
         .or_else(|| labels.get(GPU_CLIQUE_LABEL))
         .cloned();
+    let label_memory = labels
+        .get(GPU_MEMORY_LABEL)
+        .map(|v| {
+            gpu_memory_from_label(v).ok_or_else(|| {
+                at(format!(
+                    "metadata.labels[\"{GPU_MEMORY_LABEL}\"]: expected MiB per GPU as a positive integer (as GPU feature discovery publishes it), got \"{v}\""
+                ))
+            })
+        })
+        .transpose()?;
     let record = NodeRecord {
         name: name.clone(),
         gpus,
         gpu_memory_gib: overlay
             .gpu_memory_gib
+            .or(label_memory)
             .or(shape.map(|s| s.gpu_memory_gib))
             .unwrap_or(80),
         nics,
@@ -1085,4 +1096,35 @@ pub fn export_nodelist(cluster: &Cluster) -> String {
         .collect();
     let list = serde_json::json!({ "apiVersion": "v1", "kind": "NodeList", "items": items });
     serde_norway::to_string(&list).expect("plain data serializes")
+}
+
+/// The node label GPU feature discovery sets to the memory of one GPU, in MiB.
+pub const GPU_MEMORY_LABEL: &str = "nvidia.com/gpu.memory";
+
+/// GiB per GPU from the `nvidia.com/gpu.memory` label (MiB, e.g. `81559` on an H100 80GB: 80
+/// GiB, to the nearest GiB). Values of a TiB or more are bytes, as KAI reads them (a GPU
+/// feature discovery bug published bytes); `None` for anything but a positive integer or a
+/// memory above [`topology::MAX_GPU_MEMORY_GIB`].
+pub fn gpu_memory_from_label(value: &str) -> Option<u32> {
+    let raw: u64 = value.trim().parse().ok().filter(|&v| v > 0)?;
+    let mib = if raw >= 1 << 20 { raw >> 20 } else { raw };
+    let gib = (mib + 512) / 1024;
+    u32::try_from(gib.max(1))
+        .ok()
+        .filter(|&g| g <= topology::MAX_GPU_MEMORY_GIB)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gpu_memory_from_label;
+
+    #[test]
+    fn gpu_memory_label_is_mib_rounded_to_gib_and_bytes_when_huge() {
+        // H100 80GB HBM3 as GPU feature discovery labels it; A100 40GB; 80 GiB given in bytes.
+        assert_eq!(gpu_memory_from_label("81559"), Some(80));
+        assert_eq!(gpu_memory_from_label("40960"), Some(40));
+        assert_eq!(gpu_memory_from_label("85899345920"), Some(80));
+        assert_eq!(gpu_memory_from_label("0"), None);
+        assert_eq!(gpu_memory_from_label("80Gi"), None);
+    }
 }

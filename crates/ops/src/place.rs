@@ -27,8 +27,94 @@ pub struct PlaceInputs<'a> {
     /// `nodeLabels` added to every pod set's node selector, its `tolerations` to theirs), the
     /// first that places it wins, as Kueue assigns the first flavor that fits. Empty: no flavor.
     pub flavors: &'a [PathBuf],
-    /// Kueue's placement feature gates ([`parse_feature_gates`]).
+    /// Kueue's placement feature gates ([`parse_feature_gates`]) and KAI's placement strategy
+    /// ([`parse_kai_strategy`]).
     pub options: sched::PlaceOptions,
+    /// Whose placement rules decide; `None`: by the job's format (KAI objects → KAI, Kueue
+    /// objects and native jobs → Kueue).
+    pub scheduler: Option<sched::Dialect>,
+}
+
+/// The dialect a job is placed with: the run's choice, else by the format it came in.
+pub fn dialect_for(scheduler: Option<sched::Dialect>, format: jobs::JobFormat) -> sched::Dialect {
+    scheduler.unwrap_or(match format {
+        jobs::JobFormat::Kai => sched::Dialect::Kai,
+        jobs::JobFormat::Kueue | jobs::JobFormat::Native => sched::Dialect::Kueue,
+    })
+}
+
+/// Parse `--scheduler`: `kueue` or `kai`.
+pub fn parse_scheduler(text: &str) -> Result<sched::Dialect, FormatError> {
+    match text.trim() {
+        "kueue" => Ok(sched::Dialect::Kueue),
+        "kai" => Ok(sched::Dialect::Kai),
+        other => Err(FormatError::input(
+            "--scheduler",
+            format!("expected kueue or kai, got \"{other}\""),
+        )),
+    }
+}
+
+/// The placement options of each run `simulate --scheduler A,B,…` asks for, with the label its
+/// series carries (the scheduler's name); one unlabelled run with Kueue's rules when none is
+/// given, so the output stays as it was.
+pub fn scheduler_runs(
+    schedulers: &[String],
+    kai_placement: &str,
+) -> Result<Vec<(Option<&'static str>, sched::PlaceOptions)>, FormatError> {
+    let strategy = parse_kai_strategy(kai_placement)?;
+    if schedulers.is_empty() {
+        return Ok(vec![(None, sched::PlaceOptions::default())]);
+    }
+    schedulers
+        .iter()
+        .map(|s| {
+            let dialect = parse_scheduler(s)?;
+            Ok((
+                Some(dialect.name()),
+                sched::PlaceOptions {
+                    dialect,
+                    strategy,
+                    ..sched::PlaceOptions::default()
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Parse KAI's placement strategy as a SchedulingShard's `placementStrategy` gives it:
+/// `binpack` or `spread` for both, or `gpu=binpack|spread,cpu=binpack|spread` (an omitted
+/// one stays binpack, KAI's default). The GPU strategy also picks the GPU of a shared pod
+/// (`gpupack` under binpack, `gpuspread` under spread).
+pub fn parse_kai_strategy(text: &str) -> Result<sched::KaiStrategy, FormatError> {
+    let err = |what: String| FormatError::input("--kai-placement", what);
+    let strategy = |v: &str| {
+        sched::PlacementStrategy::parse(v.trim()).ok_or_else(|| {
+            err(format!(
+                "unknown strategy \"{}\"; expected binpack or spread",
+                v.trim()
+            ))
+        })
+    };
+    let mut out = sched::KaiStrategy::default();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match item.split_once('=') {
+            None => out = sched::KaiStrategy::all(strategy(item)?),
+            Some((k, v)) => match k.trim() {
+                "gpu" => {
+                    out.gpu = strategy(v)?;
+                    out.shared_gpus = out.gpu;
+                }
+                "cpu" => out.cpu = strategy(v)?,
+                other => {
+                    return Err(err(format!(
+                        "unknown resource `{other}`; expected gpu=… or cpu=…"
+                    )))
+                }
+            },
+        }
+    }
+    Ok(out)
 }
 
 /// Kueue feature gates that change placement, as Kueue's `--feature-gates` takes them
@@ -86,6 +172,9 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     let flavors = read_flavors(inputs.flavors)?;
     let doc = jobs::read_job(&job_file, &read_text(inputs.job)?)?;
     let job = doc.resolve(&job_file, cluster)?;
+    let mut options = inputs.options;
+    options.dialect = dialect_for(inputs.scheduler, doc.format);
+    doc.resolve_sub_groups(&job_file, cluster)?;
     // A job that does not fit even with nothing running would wait forever: that is a mistake
     // in the job (or the wrong cluster), not an answer, so it is an input error (exit 1).
     let largest = cluster.nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
@@ -115,7 +204,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     } else {
         cluster
     };
-    let idle = place_input(whole, inputs.options, &doc, &BTreeMap::new());
+    let idle = place_input(whole, options, &doc, &BTreeMap::new());
     if let Err(e) = sched::place_with(whole, &sched::Occupancy::new(whole), &job, &idle) {
         return Err(FormatError::input(
             &job_file,
@@ -132,7 +221,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
         state_files.push((p.display().to_string(), read_text(p)?));
     }
     let (occupancy, usage) = state::read_all_with_usage(&state_files, cluster)?;
-    let input = place_input(cluster, inputs.options, &doc, &usage);
+    let input = place_input(cluster, options, &doc, &usage);
     if occupancy.jobs().contains_key(&job.name) {
         return Err(FormatError::input(
             &job_file,
@@ -359,6 +448,7 @@ pub fn place_input(
         options,
         node_free,
         pod_sets: doc.extras(),
+        sub_groups: doc.resolve_sub_groups("", cluster).unwrap_or_default(),
     }
 }
 

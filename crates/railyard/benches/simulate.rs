@@ -39,6 +39,7 @@ fn philly_full_trace(bencher: divan::Bencher, order: &str) {
         comm: CommDefaults::default(),
         timeline_points: 400,
         check_invariants: false,
+        placement: Default::default(),
     };
     bencher.bench(|| {
         let mut net = fabric_network(&cluster, RoutingConfig::default());

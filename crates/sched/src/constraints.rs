@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use topology::{Cluster, NodeId};
 
+use crate::dialect::{Dialect, KaiStrategy};
 use crate::job::{Job, Toleration};
 
 /// Resource amounts by Kubernetes resource name: `cpu` in millicores, `memory` in bytes, `pods`
@@ -37,6 +38,11 @@ pub struct PlaceOptions {
     /// Preferred node affinity ranks domains before their capacity (Kueue's
     /// `TASRespectNodeAffinityPreferred` gate, off by default).
     pub preferred_affinity: bool,
+    /// Whose placement rules decide: Kueue's TAS (the default) or KAI Scheduler's
+    /// (`kai_place.rs`; the three options above are Kueue's and ignored by KAI).
+    pub dialect: Dialect,
+    /// KAI's placement strategies for GPU and CPU-only pods (used with [`Dialect::Kai`]).
+    pub strategy: KaiStrategy,
 }
 
 /// An operator of a node selector requirement.
@@ -133,6 +139,21 @@ pub struct PodSetExtras {
     /// `kueue.x-k8s.io/podset-group-name`): a group is a leader pod set of one pod and a worker
     /// pod set, placed in one pass so the leader lands inside the workers' domain.
     pub group: Option<String>,
+    /// The KAI sub-group the pod set belongs to (index into [`PlaceInput::sub_groups`]);
+    /// `None`: directly under the job. Kueue's rules ignore it.
+    pub sub_group: Option<usize>,
+}
+
+/// A KAI PodGroup sub-group that holds other sub-groups or pod sets (a PodGroup's
+/// `spec.subGroups` entry with children): all pods under it obey its topology constraint.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SubGroup {
+    /// Name, for messages.
+    pub name: String,
+    /// The enclosing sub-group (an earlier index); `None` directly under the job.
+    pub parent: Option<usize>,
+    /// The constraint on all pods under the sub-group (slices are not used).
+    pub topology: crate::job::TopologyRequest,
 }
 
 /// Free resources of every node, by node index: allocatable minus what pods not tracked in the
@@ -149,6 +170,8 @@ pub struct PlaceInput {
     pub node_free: NodeFree,
     /// Extras per pod set, by index in [`Job::pod_sets`]; missing entries have none.
     pub pod_sets: Vec<PodSetExtras>,
+    /// KAI sub-groups above the pod sets, parents first (used with [`Dialect::Kai`]).
+    pub sub_groups: Vec<SubGroup>,
 }
 
 impl PlaceInput {

@@ -12,6 +12,7 @@ mod dialect;
 mod error;
 mod invariants;
 mod job;
+mod kai_place;
 mod occupancy;
 mod place;
 mod preempt;
@@ -21,9 +22,9 @@ mod tas;
 
 pub use constraints::{
     NodeFree, PlaceInput, PlaceOptions, PodSetExtras, PreferredTerm, ResourceList, SelectorOp,
-    SelectorRequirement, UnconstrainedMode, PODS,
+    SelectorRequirement, SubGroup, UnconstrainedMode, PODS,
 };
-pub use dialect::Dialect;
+pub use dialect::{Dialect, KaiStrategy, PlacementStrategy};
 pub use error::{JobError, StateError};
 pub use invariants::{check_gang, check_invariants, check_occupancy, Violation};
 pub use job::{

@@ -236,6 +236,31 @@ fn place_scoped(
     scope: Option<DomainId>,
     input: &PlaceInput,
 ) -> Result<Placement, NotPlaced> {
+    if input.options.dialect == crate::Dialect::Kai {
+        let pods = crate::kai_place::place(cluster, occupancy, job, scope, input).map_err(|e| {
+            NotPlaced {
+                pod_set: e.pod_set,
+                reason: e.reason,
+            }
+        })?;
+        let nodes: Vec<NodeId> = pods.iter().map(|p| p.node).collect();
+        let tier = highest_tier(cluster, &nodes);
+        return Ok(Placement {
+            pods: (0u32..)
+                .zip(pods)
+                .map(|(rank, p)| PlacedPod {
+                    rank,
+                    pod_set: p.pod_set,
+                    node: p.node,
+                    gpu_ids: p.gpu_ids,
+                    milli: p.milli,
+                    memory_mib: p.memory_mib,
+                })
+                .collect(),
+            highest_tier: tier,
+            worst_latency_ns: tier.map_or(0, |t| cluster.tiers[usize::from(t)].latency_ns),
+        });
+    }
     if scope.is_none() {
         if let Some(answer) = from_counts(cluster, occupancy, job, input) {
             return answer;

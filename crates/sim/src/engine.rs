@@ -103,6 +103,10 @@ pub struct SimConfig {
     /// Check every invariant after every event (`engine::check_state`); a violation stops the run
     /// with [`SimError::Invariant`]. Costs O(GPUs + running pods) per event.
     pub check_invariants: bool,
+    /// Whose placement rules place the jobs (and KAI's strategy): passed to every placement.
+    /// The default is Kueue's TAS. Not serialized: a run's label names the scheduler.
+    #[serde(skip)]
+    pub placement: sched::PlaceOptions,
 }
 
 /// A multi-node job as the network model sees it.
@@ -366,6 +370,14 @@ struct Running {
     version: u64,
 }
 
+/// What every placement of a run takes besides the job: the run's placement options.
+fn place_input(config: &SimConfig) -> sched::PlaceInput {
+    sched::PlaceInput {
+        options: config.placement,
+        ..sched::PlaceInput::default()
+    }
+}
+
 struct State<'a> {
     cluster: &'a Cluster,
     config: &'a SimConfig,
@@ -546,9 +558,9 @@ pub fn simulate(
         match ev.event {
             Event::Arrival(i) => {
                 let key = shape_key(&st.jobs[i]);
-                let ok = *feasible
-                    .entry(key)
-                    .or_insert_with(|| sched::place(cluster, &empty, &st.jobs[i]).is_ok());
+                let ok = *feasible.entry(key).or_insert_with(|| {
+                    sched::place_with(cluster, &empty, &st.jobs[i], &place_input(st.config)).is_ok()
+                });
                 if ok {
                     st.pending.insert((st.submit[i], i), ());
                     request_pass(&mut st, &mut events, now);
@@ -1015,7 +1027,13 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
         let free = st.total_gpus - st.busy_gpus;
         let want = f64::from(st.records[i].gpus);
         let placed = if want <= free + 1e-9 {
-            sched::place(st.cluster, &st.occupancy, &st.jobs[i]).ok()
+            sched::place_with(
+                st.cluster,
+                &st.occupancy,
+                &st.jobs[i],
+                &place_input(st.config),
+            )
+            .ok()
         } else {
             None
         };
@@ -1031,9 +1049,13 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
                 let policy = PreemptionPolicy {
                     fair_share_gpus: fair.clone(),
                 };
-                if let Ok(d) =
-                    sched::place_with_preemption(st.cluster, &st.occupancy, &st.jobs[i], &policy)
-                {
+                if let Ok(d) = sched::place_with_preemption_input(
+                    st.cluster,
+                    &st.occupancy,
+                    &st.jobs[i],
+                    &policy,
+                    &place_input(st.config),
+                ) {
                     if !d.victims.is_empty() {
                         for v in &d.victims {
                             preempt(st, v, now);
@@ -1060,10 +1082,11 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
             let first = shapes.entry(st.records[i].gpus).or_insert(i);
             *first = (*first).min(i);
         }
+        let input = place_input(st.config);
         let any_fits = shapes
             .values()
             .take(8)
-            .any(|&i| sched::place(st.cluster, &st.occupancy, &st.jobs[i]).is_ok());
+            .any(|&i| sched::place_with(st.cluster, &st.occupancy, &st.jobs[i], &input).is_ok());
         if any_fits {
             0.0
         } else {

@@ -64,6 +64,7 @@ fn config(order: Order) -> SimConfig {
         comm: CommDefaults::default(),
         timeline_points: 20,
         check_invariants: true,
+        placement: Default::default(),
     }
 }
 

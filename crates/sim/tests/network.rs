@@ -75,6 +75,7 @@ fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
         comm: CommDefaults::default(),
         timeline_points: 10,
         check_invariants: true,
+        placement: Default::default(),
     };
     let mut net = fabric_network(&cluster, RoutingConfig::default());
     let r = simulate(&cluster, &trace, &cfg, &mut net, &mut |_| {}).unwrap();

@@ -491,6 +491,7 @@ fn ranks_source(
                     no_preempt: false,
                     flavors: &[],
                     options: sched::PlaceOptions::default(),
+                    scheduler: None,
                 },
             )?;
             if !decided.placed {

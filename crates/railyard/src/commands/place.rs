@@ -43,6 +43,15 @@ pub struct PlaceArgs {
     /// (default false), e.g. `TASBalancedPlacement=true`.
     #[arg(long, value_name = "NAME=BOOL,…", default_value = "")]
     pub feature_gates: String,
+    /// Whose placement rules decide: `kueue` (TAS BestFit) or `kai` (KAI Scheduler's topology
+    /// and node-placement plugins). Default: by the job's format (KAI objects → kai, Kueue
+    /// objects and native specs → kueue).
+    #[arg(long, value_name = "kueue|kai")]
+    pub scheduler: Option<String>,
+    /// KAI's placement strategy (SchedulingShard `placementStrategy`): `binpack` (default) or
+    /// `spread` for GPU and CPU-only pods alike, or `gpu=…,cpu=…`. Used with KAI's rules.
+    #[arg(long, value_name = "STRATEGY", default_value = "")]
+    pub kai_placement: String,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub output: OutputFormat,
@@ -59,7 +68,15 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
             queues: &args.queues,
             no_preempt: args.no_preempt,
             flavors: &args.flavor,
-            options: ops::place::parse_feature_gates(&args.feature_gates)?,
+            options: sched::PlaceOptions {
+                strategy: ops::place::parse_kai_strategy(&args.kai_placement)?,
+                ..ops::place::parse_feature_gates(&args.feature_gates)?
+            },
+            scheduler: args
+                .scheduler
+                .as_deref()
+                .map(ops::place::parse_scheduler)
+                .transpose()?,
         },
     )?;
     Ok(match args.output {

@@ -41,6 +41,15 @@ pub struct SimulateArgs {
     /// Run several policies side by side (comma-separated POLICY values); overrides --policy.
     #[arg(long, value_delimiter = ',', value_name = "POLICY,…")]
     pub compare: Vec<String>,
+    /// Whose placement rules place the jobs: `kueue` (TAS BestFit, the default for trace jobs)
+    /// or `kai` (KAI Scheduler's topology and node-placement rules); comma-separated to run
+    /// each, crossed with every policy, the series labelled `POLICY (SCHEDULER)`.
+    #[arg(long, value_delimiter = ',', value_name = "kueue|kai,…")]
+    pub scheduler: Vec<String>,
+    /// KAI's placement strategy (SchedulingShard `placementStrategy`): `binpack` (default),
+    /// `spread`, or `gpu=…,cpu=…`; used by runs with `--scheduler kai`.
+    #[arg(long, value_name = "STRATEGY", default_value = "")]
+    pub kai_placement: String,
     /// Scheduling passes run at multiples of this many seconds (0 = at every event).
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub cycle_s: f64,
@@ -207,6 +216,21 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         .iter()
         .map(|s| parse_policy(s, &cluster, flag))
         .collect::<Result<Vec<_>, _>>()?;
+    // Every policy under every scheduler given, labelled by it.
+    let placements = ops::place::scheduler_runs(&args.scheduler, &args.kai_placement)?;
+    let runs: Vec<(sim::engine::Policy, sched::PlaceOptions)> = policies
+        .iter()
+        .flat_map(|p| {
+            placements.iter().map(move |&(label, options)| {
+                let mut p = p.clone();
+                if let Some(l) = label {
+                    p.name = format!("{} ({l})", p.name);
+                }
+                (p, options)
+            })
+        })
+        .collect();
+    let several = runs.len() > 1;
     if cluster.gpu_count() == 0 {
         return Err(CliError::input(
             &args.cluster.cluster,
@@ -236,8 +260,8 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     let trace = read_trace(&args.trace, args.trace_format.into(), args.skip_bad_rows)?;
     let trace_name = args.trace.display().to_string();
     let observed: Vec<f64> = trace.observed_wait_s.iter().flatten().copied().collect();
-    let mut results = Vec::with_capacity(policies.len());
-    for policy in policies {
+    let mut results = Vec::with_capacity(runs.len());
+    for (policy, placement) in runs {
         let config = SimConfig {
             policy,
             cycle: SimTime::from_secs_f64(args.cycle_s),
@@ -245,6 +269,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             comm: CommDefaults::default(),
             timeline_points: 400,
             check_invariants: args.check_invariants,
+            placement,
         };
         let mut network = fabric_network(&cluster, routing);
         let mut bar = ProgressBar::new(trace.jobs.len(), &config.policy.name);
@@ -302,10 +327,10 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                     not_run: trace.not_run.len(),
                     observed_wait: (!observed.is_empty()).then(|| sim::WaitStats::of(&observed)),
                     queues: r.per_queue(),
-                    run: args.compare.is_empty().then_some(&meta),
+                    run: (!several).then_some(&meta),
                 })
                 .collect();
-            if args.compare.is_empty() {
+            if !several {
                 to_json(&runs[0])
             } else {
                 to_json(&JsonCompare { run: &meta, runs })

@@ -9,8 +9,10 @@ use crate::{fails, ok, temp_dir};
 #[test]
 fn kais_documented_zone_and_rack_example_is_placed_as_kai_describes() {
     // docs/topology/README.md: zone A has 5 free GPUs, zone B 6, no rack holds 3: zone A is
-    // chosen (fewer free GPUs: bin-packing), then rack A1 (2 GPUs, the most) is filled before
-    // rack A2 takes the third pod.
+    // chosen (fewer free GPUs: bin-packing), then rack A1 (2 GPUs, the most) is filled before a
+    // one-GPU rack takes the third pod. The doc names rack A2 for it; KAI's code (node_scoring.go
+    // at d5bc503a) scores the racks A2, A3, A4 (tied at one free GPU, in name order) 1, 2 and 4
+    // of 10 and A1 5, so the third pod goes to A4, as railyard's KAI rules place it.
     let out = ok(&[
         "place",
         "--cluster",
@@ -24,7 +26,53 @@ fn kais_documented_zone_and_rack_example_is_placed_as_kai_describes() {
     ]);
     let p: PlacementFile = serde_json::from_str(&out).unwrap();
     let nodes: Vec<&str> = p.pods.iter().map(|q| q.node.as_str()).collect();
-    assert_eq!(nodes, vec!["a1-1", "a1-2", "a2-1"]);
+    assert_eq!(nodes, vec!["a1-1", "a1-2", "a4-1"]);
+}
+
+#[test]
+fn podgroup_sub_groups_keep_their_racks_inside_the_groups_zone() {
+    // Zone A has one rack with 2 free GPUs (a1), zone B three (b1, b2, b3): each sub-group
+    // needs a rack of 2 and both one zone, so KAI's rules go to zone B.
+    let args = |scheduler: &'static str| {
+        vec![
+            "place",
+            "--cluster",
+            "tests/fixtures/kai/zone-rack-nodes.json",
+            "--levels",
+            "topology.kubernetes.io/zone,topology.kubernetes.io/rack,kubernetes.io/hostname",
+            "--job",
+            "tests/fixtures/kai/subgroups-podgroup.yaml",
+            "--scheduler",
+            scheduler,
+            "--output",
+            "json",
+        ]
+    };
+    let nodes = |out: String| {
+        let p: PlacementFile = serde_json::from_str(&out).unwrap();
+        p.pods.iter().map(|q| q.node.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        nodes(ok(&args("kai"))),
+        vec!["b1-1", "b1-2", "b2-1", "b2-2"]
+    );
+    // Kueue's rules know no sub-groups: each pod set takes its tightest rack, zone A's a1 first.
+    assert_eq!(nodes(ok(&args("kueue")))[..2], ["a1-1", "a1-2"]);
+    let e = fails(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/kai/zone-rack-nodes.json",
+        "--levels",
+        "topology.kubernetes.io/zone,topology.kubernetes.io/rack,kubernetes.io/hostname",
+        "--job",
+        "tests/fixtures/kai/subgroups-podgroup.yaml",
+        "--kai-placement",
+        "tight",
+    ]);
+    assert!(
+        e.contains("--kai-placement") && e.contains("\"tight\""),
+        "{e}"
+    );
 }
 
 fn read(name: &str, yaml: &str) -> formats::jobs::JobDoc {

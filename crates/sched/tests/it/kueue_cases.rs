@@ -411,6 +411,7 @@ fn job(case: &Case, c: &Cluster) -> Result<(Job, PlaceInput), &'static str> {
                 })
                 .collect(),
             group: ps.group.clone(),
+            sub_group: None,
         });
     }
     let job = Job {
@@ -430,6 +431,7 @@ fn job(case: &Case, c: &Cluster) -> Result<(Job, PlaceInput), &'static str> {
         },
         balanced: gate(case, "TASBalancedPlacement", false),
         preferred_affinity: gate(case, "TASRespectNodeAffinityPreferred", false),
+        ..PlaceOptions::default()
     };
     Ok((
         job,
@@ -437,6 +439,7 @@ fn job(case: &Case, c: &Cluster) -> Result<(Job, PlaceInput), &'static str> {
             options,
             node_free: NodeFree::default(),
             pod_sets: extras,
+            sub_groups: Vec::new(),
         },
     ))
 }

@@ -3,6 +3,7 @@
 mod examples;
 mod incremental;
 mod kai;
+mod kai_allocate;
 mod kueue_cases;
 mod preempt;
 mod props;

@@ -1,0 +1,761 @@
+//! KAI Scheduler's placement rules ([`crate::Dialect::Kai`]), reached through
+//! [`crate::place_with`] when [`crate::PlaceOptions::dialect`] is KAI.
+//!
+//! Design note (2026-11-30). The rules follow KAI Scheduler's topology plugin
+//! (`pkg/scheduler/plugins/topology/job_filtering.go`, `node_scoring.go`), its node-placement
+//! plugin (`nodeplacement/pack.go`, `spread.go`) and its GPU order plugins (`gpupack`,
+//! `gpuspread`) at commit d5bc503a, checked against KAI's allocate tests
+//! (`tests/kai/allocate_*.yaml`). Per pod set (KAI: per sub-group), in order:
+//!
+//! 1. Domain order: every domain's free whole GPUs (and CPU/memory when nodes carry free
+//!    resources) against the pod set's total request gives a ratio, its dominant resource; the
+//!    children of each domain are sorted by that ratio, highest first (the domain that will be
+//!    the most packed first), then by label value. Domains of one level are taken in the order
+//!    this sorted tree shows them, left to right.
+//! 2. Candidates: the domains of the preferred level (else the required level), then of each
+//!    level above it up to the required level (or the whole cluster when nothing is required),
+//!    lowest level first, keeping those whose nodes have room for every pod (KAI counts every
+//!    node of the domain here, eligible or not).
+//! 3. The first candidate whose eligible nodes take all pods wins. Inside it pods go one at a
+//!    time to the best node: first the topology score of its preferred-level domain
+//!    (`floor(10·(i+1)/n)` for the i-th of the n preferred-level domains in sorted order), then
+//!    the placement strategy — binpack: fewest free GPUs first (busier node first), spread: the
+//!    largest free share first (CPU-only pods compare free CPU) —, then the node name.
+//! 4. GPUs inside a node: whole GPUs take untouched GPUs, lowest index first; a shared pod
+//!    (fraction or GPU memory, on each of its devices) takes the most used GPU with room under
+//!    binpack (`gpupack`) and the least used under spread (`gpuspread`).
+//!
+//! Without a topology request the candidate is the whole cluster. A pod set that does not fit
+//! whole is retried at its gang minimum. Cost: O(domains · log) for the order plus
+//! O(pods · nodes) for the node choice under spread (binpack fills one node at a time).
+
+use std::collections::BTreeMap;
+
+use topology::{Cluster, DomainId, NodeId};
+
+use crate::constraints::{count_in, eligible, subtract, PlaceInput, ResourceList};
+use crate::dialect::PlacementStrategy;
+use crate::job::{GpuRequest, Job, PodSet, MILLI_PER_GPU};
+use crate::occupancy::Occupancy;
+
+/// One placed pod: its pod set, node and GPUs (ranks are given by [`crate::place_with`]).
+pub(crate) struct KaiPod {
+    /// Index of the pod set.
+    pub pod_set: usize,
+    /// The node.
+    pub node: NodeId,
+    /// GPU indices on the node.
+    pub gpu_ids: Vec<u32>,
+    /// Share of each GPU, thousandths.
+    pub milli: u32,
+    /// Memory of each GPU, MiB.
+    pub memory_mib: u32,
+}
+
+/// Why a job does not fit under KAI's rules: the pod set (or sub-group) and the reason.
+pub(crate) struct NoRoom {
+    /// The pod set or sub-group that did not fit.
+    pub pod_set: String,
+    /// Why, with the numbers.
+    pub reason: String,
+}
+
+/// Weight of the topology score over the strategy score (KAI: `scores.Topology`).
+const TOPOLOGY_WEIGHT: i64 = 100_000;
+
+/// Ratio given to a resource the domain has none of (KAI: `requiredResourceNotInDomainRatio`).
+const MISSING_RATIO: f64 = 1000.0;
+
+/// Place a job with KAI's rules; see the module notes. Pure. Pods come in rank order: by pod
+/// set, then by the nodes' domains.
+pub(crate) fn place(
+    cluster: &Cluster,
+    occupancy: &Occupancy,
+    job: &Job,
+    scope: Option<DomainId>,
+    input: &PlaceInput,
+) -> Result<Vec<KaiPod>, NoRoom> {
+    let mut state = State::new(cluster, occupancy, input);
+    let in_scope: Vec<bool> = match scope {
+        None => vec![true; cluster.nodes.len()],
+        Some(d) => {
+            let mut v = vec![false; cluster.nodes.len()];
+            for &n in &cluster.domain(d).nodes {
+                v[n.index()] = true;
+            }
+            v
+        }
+    };
+    check_sub_groups(job, input)?;
+    let mut pods = place_children(cluster, &mut state, job, None, &in_scope, input, None)?;
+    pods.sort_by(|a, b| {
+        a.pod_set.cmp(&b.pod_set).then_with(|| {
+            cluster
+                .node(a.node)
+                .domains
+                .cmp(&cluster.node(b.node).domains)
+                .then(a.node.cmp(&b.node))
+        })
+    });
+    Ok(pods)
+}
+
+/// Sub-group indices must point backwards (a parent before its children) and exist.
+fn check_sub_groups(job: &Job, input: &PlaceInput) -> Result<(), NoRoom> {
+    for (i, g) in input.sub_groups.iter().enumerate() {
+        if g.parent.is_some_and(|p| p >= i) {
+            return Err(NoRoom {
+                pod_set: g.name.clone(),
+                reason: "sub-group parent must come before the sub-group".to_owned(),
+            });
+        }
+    }
+    for k in 0..job.pod_sets.len() {
+        if let Some(g) = input.extras(k).and_then(|e| e.sub_group) {
+            if g >= input.sub_groups.len() {
+                return Err(NoRoom {
+                    pod_set: job.pod_sets[k].name.clone(),
+                    reason: format!("sub-group {g} does not exist"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The sub-group of pod set `k` (`None`: directly under the job).
+fn parent_of_set(input: &PlaceInput, k: usize) -> Option<usize> {
+    input.extras(k).and_then(|e| e.sub_group)
+}
+
+/// Whether sub-group `g` is `ancestor` or lies under it.
+fn under(input: &PlaceInput, mut g: Option<usize>, ancestor: usize) -> bool {
+    while let Some(i) = g {
+        if i == ancestor {
+            return true;
+        }
+        g = input.sub_groups[i].parent;
+    }
+    false
+}
+
+/// Place the sub-groups and pod sets directly under `parent` (the job when `None`) on the
+/// nodes of `mask`: sub-groups first, in order, then pod sets, in order.
+fn place_children(
+    cluster: &Cluster,
+    state: &mut State,
+    job: &Job,
+    parent: Option<usize>,
+    mask: &[bool],
+    input: &PlaceInput,
+    scores: Option<&[i64]>,
+) -> Result<Vec<KaiPod>, NoRoom> {
+    let mut out = Vec::new();
+    for (i, g) in input.sub_groups.iter().enumerate() {
+        if g.parent == parent {
+            out.extend(place_sub_group(
+                cluster, state, job, i, mask, input, scores,
+            )?);
+        }
+    }
+    for k in 0..job.pod_sets.len() {
+        if parent_of_set(input, k) == parent {
+            out.extend(place_set(cluster, state, job, k, mask, input, scores)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Place a sub-group: with a topology constraint, its candidate domains (KAI's order, for all
+/// the pods under it) are tried in turn, the first where every child fits winning.
+fn place_sub_group(
+    cluster: &Cluster,
+    state: &mut State,
+    job: &Job,
+    group: usize,
+    mask: &[bool],
+    input: &PlaceInput,
+    scores: Option<&[i64]>,
+) -> Result<Vec<KaiPod>, NoRoom> {
+    let g = &input.sub_groups[group];
+    let t = &g.topology;
+    if t.required.is_none() && t.preferred.is_none() {
+        return place_children(cluster, state, job, Some(group), mask, input, scores);
+    }
+    let sets: Vec<usize> = (0..job.pod_sets.len())
+        .filter(|&k| under(input, parent_of_set(input, k), group))
+        .collect();
+    let empty = ResourceList::new();
+    let limit_resources = !state.free.is_empty();
+    let mut request = vec![0.0];
+    let mut names: ResourceList = ResourceList::new();
+    let typical_memory = typical_gpu_memory(cluster);
+    for &k in &sets {
+        let set = &job.pod_sets[k];
+        let requests = input.extras(k).map_or(&empty, |e| &e.requests);
+        request[0] += f64::from(set.count) * set.gpu.gpus(typical_memory);
+        for (name, &a) in requests {
+            *names.entry(name.clone()).or_default() += u64::from(set.count) * a;
+        }
+    }
+    request.extend(names.values().map(|&a| a as f64));
+    let sorted = sorted_levels(cluster, state, &request, &names);
+    let own_scores = t
+        .preferred
+        .map(|p| topology_scores(cluster, &sorted[p], mask));
+    let scores = own_scores.as_deref().or(scores);
+    // Per pod set, the pods each node has room for.
+    let caps: Vec<Vec<u64>> = sets
+        .iter()
+        .map(|&k| {
+            let set = &job.pod_sets[k];
+            let requests = input.extras(k).map_or(&empty, |e| &e.requests);
+            (0..cluster.nodes.len())
+                .map(|i| {
+                    if mask[i] {
+                        state
+                            .node(NodeId::from_index(i))
+                            .capacity(set.gpu, requests, limit_resources)
+                            .min(u64::from(u32::MAX))
+                    } else {
+                        0
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let fits = |nodes: &[NodeId]| {
+        sets.iter().enumerate().all(|(j, &k)| {
+            nodes
+                .iter()
+                .map(|n| caps[j][n.index()])
+                .fold(0u64, u64::saturating_add)
+                >= u64::from(job.pod_sets[k].count)
+        })
+    };
+    let all_nodes: Vec<NodeId> = (0..cluster.nodes.len()).map(NodeId::from_index).collect();
+    let mut candidates: Vec<&[NodeId]> = Vec::new();
+    let low = t.preferred.or(t.required).unwrap_or(0);
+    for level in (t.required.unwrap_or(0)..=low).rev() {
+        for &d in &sorted[level] {
+            let nodes = &cluster.domain(d).nodes;
+            if fits(nodes) {
+                candidates.push(nodes);
+            }
+        }
+    }
+    if t.required.is_none() && fits(&all_nodes) {
+        candidates.push(&all_nodes);
+    }
+    let mut last = None;
+    for nodes in candidates {
+        let mut inner = vec![false; cluster.nodes.len()];
+        for n in nodes {
+            inner[n.index()] = mask[n.index()];
+        }
+        let mut trial = state.clone();
+        match place_children(cluster, &mut trial, job, Some(group), &inner, input, scores) {
+            Ok(p) => {
+                *state = trial;
+                return Ok(p);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| NoRoom {
+        pod_set: g.name.clone(),
+        reason: match t.required {
+            Some(r) => format!(
+                "sub-group `{}` does not fit in one `{}` domain",
+                g.name, cluster.levels[r].label
+            ),
+            None => format!("sub-group `{}` does not fit", g.name),
+        },
+    }))
+}
+
+/// Topology scores of nodes: the position of their preferred-level domain among those with
+/// nodes in `mask`, in sorted order (`floor(10·(i+1)/n)`, weighted above the strategy score).
+fn topology_scores(cluster: &Cluster, sorted: &[DomainId], mask: &[bool]) -> Vec<i64> {
+    let domains: Vec<DomainId> = sorted
+        .iter()
+        .copied()
+        .filter(|&d| cluster.domain(d).nodes.iter().any(|n| mask[n.index()]))
+        .collect();
+    let k = domains.len().max(1) as i64;
+    let mut out = vec![0i64; cluster.nodes.len()];
+    for (i, &d) in domains.iter().enumerate() {
+        for &n in &cluster.domain(d).nodes {
+            out[n.index()] = (10 * (i as i64 + 1)) / k * TOPOLOGY_WEIGHT;
+        }
+    }
+    out
+}
+
+/// The largest GPU memory of a node, MiB (to count a `gpu-memory` request as GPUs).
+fn typical_gpu_memory(cluster: &Cluster) -> u32 {
+    cluster
+        .nodes
+        .iter()
+        .map(|n| n.gpu_memory_gib.saturating_mul(1024))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Per-node GPU use and free resources, copied from the occupancy only for nodes a placement
+/// touches.
+#[derive(Clone)]
+struct State<'a> {
+    occupancy: &'a Occupancy,
+    free: &'a [ResourceList],
+    touched: BTreeMap<NodeId, NodeUse>,
+}
+
+/// A node's GPUs and free resources after the pods placed so far.
+#[derive(Clone, Debug)]
+struct NodeUse {
+    used_milli: Vec<u32>,
+    used_memory: Vec<u32>,
+    total_memory: u32,
+    free: Option<ResourceList>,
+}
+
+/// One pod's GPUs: ids, share of each, memory of each.
+type PodGpus = (Vec<u32>, u32, u32);
+
+impl<'a> State<'a> {
+    fn new(_cluster: &Cluster, occupancy: &'a Occupancy, input: &'a PlaceInput) -> Self {
+        Self {
+            occupancy,
+            free: &input.node_free.0,
+            touched: BTreeMap::new(),
+        }
+    }
+
+    fn node(&self, n: NodeId) -> NodeUse {
+        if let Some(u) = self.touched.get(&n) {
+            return u.clone();
+        }
+        let gpus = self.occupancy.gpus(n);
+        NodeUse {
+            used_milli: (0..gpus).map(|g| self.occupancy.used_milli(n, g)).collect(),
+            used_memory: (0..gpus)
+                .map(|g| self.occupancy.used_memory_mib(n, g))
+                .collect(),
+            total_memory: self.occupancy.gpu_memory_mib(n),
+            free: self.free.get(n.index()).cloned(),
+        }
+    }
+
+    /// Whole GPUs nobody uses on node `n`.
+    fn idle_gpus(&self, n: NodeId) -> u64 {
+        match self.touched.get(&n) {
+            Some(u) => u.idle() as u64,
+            None => u64::from(self.occupancy.free_whole(n)),
+        }
+    }
+}
+
+impl NodeUse {
+    fn idle(&self) -> usize {
+        self.used_milli
+            .iter()
+            .zip(&self.used_memory)
+            .filter(|(&m, &e)| m == 0 && e == 0)
+            .count()
+    }
+
+    /// Unallocated GPUs, thousandths.
+    fn free_milli(&self) -> u64 {
+        self.used_milli
+            .iter()
+            .map(|&m| u64::from(MILLI_PER_GPU.saturating_sub(m)))
+            .sum()
+    }
+
+    /// Pods of `gpu` (and `requests`) that fit.
+    fn capacity(&self, gpu: GpuRequest, requests: &ResourceList, limit_resources: bool) -> u64 {
+        let res = match &self.free {
+            Some(f) if limit_resources => count_in(f, requests),
+            _ => u64::MAX,
+        };
+        let gpu_pods = match gpu {
+            GpuRequest::Whole(0) => u64::MAX,
+            GpuRequest::Whole(g) => (self.idle() / g as usize) as u64,
+            GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
+                let (milli, mem) = share(gpu, self.total_memory);
+                if milli > MILLI_PER_GPU || mem > self.total_memory || mem == 0 {
+                    0
+                } else {
+                    self.used_milli
+                        .iter()
+                        .zip(&self.used_memory)
+                        .map(|(&um, &ume)| {
+                            u64::from(
+                                ((MILLI_PER_GPU - um) / milli).min((self.total_memory - ume) / mem),
+                            )
+                        })
+                        .sum()
+                }
+            }
+        };
+        gpu_pods.min(res)
+    }
+
+    /// Take one pod's GPUs and resources; `None` if it does not fit.
+    fn take(
+        &mut self,
+        gpu: GpuRequest,
+        requests: &ResourceList,
+        strategy: PlacementStrategy,
+    ) -> Option<PodGpus> {
+        let (milli, mem) = share(gpu, self.total_memory);
+        let ids = match gpu {
+            GpuRequest::Whole(0) => Vec::new(),
+            GpuRequest::Whole(g) => {
+                let ids: Vec<u32> = (0..self.used_milli.len())
+                    .filter(|&i| self.used_milli[i] == 0 && self.used_memory[i] == 0)
+                    .take(g as usize)
+                    .map(|i| i as u32)
+                    .collect();
+                if ids.len() < g as usize {
+                    return None;
+                }
+                ids
+            }
+            GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
+                let room = (0..self.used_milli.len()).filter(|&i| {
+                    self.used_milli[i] + milli <= MILLI_PER_GPU
+                        && self.used_memory[i] + mem <= self.total_memory
+                });
+                let used = |i: usize| (self.used_milli[i], self.used_memory[i]);
+                let best = match strategy {
+                    PlacementStrategy::Binpack => {
+                        room.max_by(|&x, &y| used(x).cmp(&used(y)).then(y.cmp(&x)))
+                    }
+                    PlacementStrategy::Spread => {
+                        room.min_by(|&x, &y| used(x).cmp(&used(y)).then(x.cmp(&y)))
+                    }
+                }?;
+                vec![best as u32]
+            }
+        };
+        for &g in &ids {
+            self.used_milli[g as usize] += milli;
+            self.used_memory[g as usize] += mem;
+        }
+        if let Some(f) = self.free.as_mut() {
+            subtract(f, requests, 1);
+        }
+        Some((ids, milli, mem))
+    }
+}
+
+/// The share (thousandths) and memory (MiB) one pod takes of each GPU it uses.
+fn share(req: GpuRequest, gpu_memory_mib: u32) -> (u32, u32) {
+    let mem = u64::from(gpu_memory_mib.max(1));
+    match req {
+        GpuRequest::Whole(_) => (MILLI_PER_GPU, gpu_memory_mib),
+        GpuRequest::Fraction(m) => (m, (u64::from(m) * mem).div_ceil(1000) as u32),
+        GpuRequest::MemoryMib(m) => (((u64::from(m) * 1000).div_ceil(mem) as u32).max(1), m),
+    }
+}
+
+/// The pod set's total request per resource, in KAI's order (GPU, then the non-GPU requests).
+fn total_request(set: &PodSet, requests: &ResourceList, gpu_memory_mib: u32) -> Vec<f64> {
+    let n = f64::from(set.count);
+    let mut v = vec![n * set.gpu.gpus(gpu_memory_mib)];
+    v.extend(requests.values().map(|&a| n * a as f64));
+    v
+}
+
+fn place_set(
+    cluster: &Cluster,
+    state: &mut State,
+    job: &Job,
+    set_index: usize,
+    in_scope: &[bool],
+    input: &PlaceInput,
+    inherited_scores: Option<&[i64]>,
+) -> Result<Vec<KaiPod>, NoRoom> {
+    let set = &job.pod_sets[set_index];
+    let extras = input.extras(set_index);
+    let empty = ResourceList::new();
+    let requests = extras.map_or(&empty, |e| &e.requests);
+    let limit_resources = !state.free.is_empty();
+    let not_placed = |reason: String| NoRoom {
+        pod_set: set.name.clone(),
+        reason,
+    };
+    // Per-node capacity as KAI's domain filter counts it (every node in scope), and whether the
+    // node may take the pods at all.
+    let typical_memory = typical_gpu_memory(cluster);
+    let capacity: Vec<u64> = (0..cluster.nodes.len())
+        .map(|i| {
+            let n = NodeId::from_index(i);
+            if !in_scope[i] {
+                return 0;
+            }
+            state
+                .node(n)
+                .capacity(set.gpu, requests, limit_resources)
+                .min(u64::from(u32::MAX))
+        })
+        .collect();
+    let ok: Vec<bool> = (0..cluster.nodes.len())
+        .map(|i| in_scope[i] && eligible(cluster, NodeId::from_index(i), job, extras))
+        .collect();
+    let strategy = if set.gpu == GpuRequest::Whole(0) {
+        input.options.strategy.cpu
+    } else {
+        input.options.strategy.gpu
+    };
+    let gpu_strategy = input.options.strategy.shared_gpus;
+    let t = &set.topology;
+    let constrained = t.required.is_some() || t.preferred.is_some();
+    let sorted = if constrained {
+        sorted_levels(
+            cluster,
+            state,
+            &total_request(set, requests, typical_memory),
+            requests,
+        )
+    } else {
+        Vec::new()
+    };
+    // Topology scores of nodes: the pod set's own preferred level, else its nearest ancestor's.
+    let topology_score = match t.preferred {
+        Some(p) => topology_scores(cluster, &sorted[p], in_scope),
+        None => inherited_scores.map_or_else(|| vec![0; cluster.nodes.len()], <[i64]>::to_vec),
+    };
+    let room = |nodes: &[NodeId], count: u64| {
+        nodes
+            .iter()
+            .map(|n| capacity[n.index()])
+            .fold(0u64, u64::saturating_add)
+            >= count
+    };
+    let all_nodes: Vec<NodeId> = (0..cluster.nodes.len()).map(NodeId::from_index).collect();
+    let attempt = |state: &mut State, count: u64| -> Option<Vec<KaiPod>> {
+        let mut candidates: Vec<&[NodeId]> = Vec::new();
+        if constrained {
+            let low = t.preferred.or(t.required).unwrap_or(0);
+            let high = t.required;
+            for level in (high.unwrap_or(0)..=low).rev() {
+                for &d in &sorted[level] {
+                    let nodes = &cluster.domain(d).nodes;
+                    if room(nodes, count) {
+                        candidates.push(nodes);
+                    }
+                }
+            }
+            if high.is_none() && room(&all_nodes, count) {
+                candidates.push(&all_nodes);
+            }
+        } else {
+            candidates.push(&all_nodes);
+        }
+        candidates.into_iter().find_map(|nodes| {
+            fill(
+                state,
+                nodes,
+                &ok,
+                &topology_score,
+                set,
+                set_index,
+                requests,
+                limit_resources,
+                (strategy, gpu_strategy),
+                count,
+            )
+        })
+    };
+    let full = u64::from(set.count);
+    if let Some(p) = attempt(state, full) {
+        return Ok(p);
+    }
+    if set.min_count < set.count {
+        let g = u64::from(set.outer_granule().max(1));
+        let mut count = full / g * g;
+        while count >= u64::from(set.min_count) && count > 0 {
+            if let Some(p) = attempt(state, count) {
+                return Ok(p);
+            }
+            count -= g;
+        }
+    }
+    let total: u64 = (0..cluster.nodes.len())
+        .filter(|&i| ok[i])
+        .map(|i| capacity[i])
+        .fold(0, u64::saturating_add);
+    Err(not_placed(match t.required {
+        Some(r) => format!(
+            "{} pods do not fit in one `{}` domain under KAI's rules (the schedulable nodes have room for {total})",
+            set.count, cluster.levels[r].label
+        ),
+        None => format!(
+            "{} pods do not fit: the schedulable nodes have room for {total}",
+            set.count
+        ),
+    }))
+}
+
+/// Domains per level in the order of KAI's sorted tree (children by their ratio of the
+/// request to their free resources, highest first, then by value).
+fn sorted_levels(
+    cluster: &Cluster,
+    state: &State,
+    request: &[f64],
+    requests: &ResourceList,
+) -> Vec<Vec<DomainId>> {
+    // Free whole GPUs and free non-GPU resources per domain.
+    let names: Vec<&String> = requests.keys().collect();
+    let mut free: Vec<Vec<f64>> = vec![vec![0.0; 1 + names.len()]; cluster.domains.len()];
+    for (i, node) in cluster.nodes.iter().enumerate() {
+        let n = NodeId::from_index(i);
+        let mut f = vec![state.idle_gpus(n) as f64];
+        let node_free = state
+            .touched
+            .get(&n)
+            .and_then(|u| u.free.as_ref())
+            .or_else(|| state.free.get(i));
+        for name in &names {
+            f.push(
+                node_free
+                    .and_then(|r| r.get(*name))
+                    .map_or(0.0, |&v| v as f64),
+            );
+        }
+        for d in &node.domains {
+            for (k, v) in f.iter().enumerate() {
+                free[d.index()][k] += v;
+            }
+        }
+    }
+    let limit_resources = !state.free.is_empty();
+    let ratio = |d: DomainId| -> f64 {
+        let mut r = 0.0f64;
+        for (k, &want) in request.iter().enumerate() {
+            if want <= 0.0 || (k > 0 && !limit_resources) {
+                continue;
+            }
+            let have = free[d.index()][k];
+            r = r.max(if have <= 0.0 {
+                MISSING_RATIO
+            } else {
+                want / have
+            });
+        }
+        r
+    };
+    let order = |ds: &[DomainId]| {
+        let mut v: Vec<(f64, DomainId)> = ds.iter().map(|&d| (ratio(d), d)).collect();
+        v.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| cluster.domain(a.1).value.cmp(&cluster.domain(b.1).value))
+        });
+        v.into_iter().map(|(_, d)| d).collect::<Vec<_>>()
+    };
+    let mut out: Vec<Vec<DomainId>> = vec![Vec::new(); cluster.levels.len()];
+    let top: Vec<DomainId> = cluster
+        .levels
+        .first()
+        .map(|l| l.domains.clone())
+        .unwrap_or_default();
+    let mut stack: Vec<DomainId> = order(&top);
+    stack.reverse();
+    while let Some(d) = stack.pop() {
+        out[cluster.domain(d).level].push(d);
+        let mut kids = order(&cluster.domain(d).children);
+        kids.reverse();
+        stack.extend(kids);
+    }
+    out
+}
+
+/// Place `count` pods on `nodes` one at a time (see the module notes); `None` if they do not
+/// all fit. Commits nothing to `state` unless they do.
+#[allow(clippy::too_many_arguments)]
+fn fill(
+    state: &mut State,
+    nodes: &[NodeId],
+    ok: &[bool],
+    topology_score: &[i64],
+    set: &PodSet,
+    set_index: usize,
+    requests: &ResourceList,
+    limit_resources: bool,
+    (strategy, gpu_strategy): (PlacementStrategy, PlacementStrategy),
+    count: u64,
+) -> Option<Vec<KaiPod>> {
+    let mut local: BTreeMap<NodeId, NodeUse> = BTreeMap::new();
+    let mut open: Vec<NodeId> = nodes
+        .iter()
+        .copied()
+        .filter(|n| ok[n.index()])
+        .filter(|&n| state.node(n).capacity(set.gpu, requests, limit_resources) > 0)
+        .collect();
+    let mut out = Vec::with_capacity(count as usize);
+    let cpu_only = set.gpu == GpuRequest::Whole(0);
+    while (out.len() as u64) < count {
+        let key = |n: NodeId, u: &NodeUse| -> (i64, f64) {
+            let free = if cpu_only {
+                u.free
+                    .as_ref()
+                    .and_then(|f| f.get("cpu"))
+                    .map_or(0.0, |&c| c as f64)
+            } else {
+                u.free_milli() as f64
+            };
+            let total = if cpu_only {
+                1.0
+            } else {
+                (u.used_milli.len().max(1) * MILLI_PER_GPU as usize) as f64
+            };
+            let s = match strategy {
+                PlacementStrategy::Binpack => -free,
+                PlacementStrategy::Spread => free / total,
+            };
+            (topology_score[n.index()], s)
+        };
+        let mut best: Option<(usize, (i64, f64))> = None;
+        for (i, &n) in open.iter().enumerate() {
+            let u = local.entry(n).or_insert_with(|| state.node(n));
+            let k = key(n, u);
+            let better = match &best {
+                None => true,
+                Some((_, b)) => k.0 > b.0 || (k.0 == b.0 && k.1 > b.1),
+            };
+            if better {
+                best = Some((i, k));
+            }
+        }
+        let (i, _) = best?;
+        let n = open[i];
+        let u = local.get_mut(&n).expect("node state made above");
+        let take = match strategy {
+            PlacementStrategy::Binpack => count - out.len() as u64,
+            PlacementStrategy::Spread => 1,
+        };
+        for _ in 0..take {
+            let Some((gpu_ids, milli, memory_mib)) = u.take(set.gpu, requests, gpu_strategy) else {
+                break;
+            };
+            out.push(KaiPod {
+                pod_set: set_index,
+                node: n,
+                gpu_ids,
+                milli,
+                memory_mib,
+            });
+            if limit_resources && u.free.as_ref().is_some_and(|f| count_in(f, requests) == 0) {
+                break;
+            }
+        }
+        if u.capacity(set.gpu, requests, limit_resources) == 0 {
+            open.remove(i);
+        }
+    }
+    state.touched.extend(local);
+    Some(out)
+}
