@@ -46,6 +46,11 @@ pub struct FabricState<'c> {
 struct StateJob {
     routed: RoutedJob,
     row: Vec<(u32, f64)>,
+    /// What the solver needs of the row: the entries on resources other jobs use too, plus the
+    /// private entry with the lowest level (see [`reduced_row`]). Rebuilt when `stale`.
+    reduced: Vec<(u32, f64)>,
+    /// A resource of the row gained or lost a second user since `reduced` was built.
+    stale: bool,
     busbw_gbps: f64,
     /// The solve in which it was last reached (component search).
     seen: Cell<u64>,
@@ -88,8 +93,14 @@ impl<'c> FabricState<'c> {
         let ideal_busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
         self.end(id);
         for &(e, _) in &row {
-            self.users[e as usize].push(id);
+            let users = &mut self.users[e as usize];
+            users.push(id);
+            if users.len() == 2 {
+                let other = users[0];
+                self.jobs.get_mut(&other).expect("users are running jobs").stale = true;
+            }
         }
+        let reduced = reduced_row(&row, &self.users, self.fabric.capacity());
         self.dirty.push(id);
         self.jobs.insert(
             id,
@@ -101,6 +112,8 @@ impl<'c> FabricState<'c> {
                     ..routed
                 },
                 row,
+                reduced,
+                stale: false,
                 busbw_gbps: 0.0,
                 seen: Cell::new(0),
             },
@@ -118,6 +131,10 @@ impl<'c> FabricState<'c> {
             let users = &mut self.users[e as usize];
             users.retain(|&u| u != id);
             self.dirty.extend_from_slice(users);
+            if users.len() == 1 {
+                let other = users[0];
+                self.jobs.get_mut(&other).expect("users are running jobs").stale = true;
+            }
         }
     }
 
@@ -140,7 +157,12 @@ impl<'c> FabricState<'c> {
             stack.push(seed);
             while let Some(id) = stack.pop() {
                 component.push(id);
-                for &(e, _) in &self.jobs[&id].row {
+                let job = self.jobs.get_mut(&id).expect("running");
+                if job.stale {
+                    job.reduced = reduced_row(&job.row, &self.users, self.fabric.capacity());
+                    job.stale = false;
+                }
+                for &(e, _) in &self.jobs[&id].reduced {
                     if self.resource_seen[e as usize] == generation {
                         continue;
                     }
@@ -157,7 +179,7 @@ impl<'c> FabricState<'c> {
             component.sort_unstable();
             let rows: Vec<&[(u32, f64)]> = component
                 .iter()
-                .map(|id| self.jobs[id].row.as_slice())
+                .map(|id| self.jobs[id].reduced.as_slice())
                 .collect();
             let paces = self.solver.solve(self.fabric.capacity(), &rows);
             for (id, pace) in component.iter().zip(paces) {
@@ -185,4 +207,30 @@ impl<'c> FabricState<'c> {
     pub fn is_empty(&self) -> bool {
         self.jobs.is_empty()
     }
+}
+
+/// The part of a job's row the job-level max-min needs: every entry on a resource another job
+/// also uses, and of the entries on resources only this job uses, the one with the lowest level
+/// (capacity over the job's coefficient, lowest resource on ties). In progressive filling a
+/// private resource's level stays at that value until the job freezes, so the lowest one
+/// freezes the job at exactly the level (and in the order) the full row would, and the others
+/// are never reached while the job is unfrozen: the paces are the same bits, and the solve costs
+/// the shared resources plus one per job.
+fn reduced_row(row: &[(u32, f64)], users: &[Vec<u64>], capacity: &[f64]) -> Vec<(u32, f64)> {
+    let mut out = Vec::new();
+    let mut private: Option<(f64, u32, f64)> = None;
+    for &(e, w) in row {
+        if users[e as usize].len() > 1 {
+            out.push((e, w));
+            continue;
+        }
+        let level = capacity[e as usize].max(0.0) / w;
+        if private.is_none_or(|(l, r, _)| level.total_cmp(&l).then(e.cmp(&r)).is_lt()) {
+            private = Some((level, e, w));
+        }
+    }
+    if let Some((_, e, w)) = private {
+        out.push((e, w));
+    }
+    out
 }
