@@ -97,7 +97,10 @@ impl<'c> FabricState<'c> {
             users.push(id);
             if users.len() == 2 {
                 let other = users[0];
-                self.jobs.get_mut(&other).expect("users are running jobs").stale = true;
+                self.jobs
+                    .get_mut(&other)
+                    .expect("users are running jobs")
+                    .stale = true;
             }
         }
         let reduced = reduced_row(&row, &self.users, self.fabric.capacity());
@@ -133,7 +136,10 @@ impl<'c> FabricState<'c> {
             self.dirty.extend_from_slice(users);
             if users.len() == 1 {
                 let other = users[0];
-                self.jobs.get_mut(&other).expect("users are running jobs").stale = true;
+                self.jobs
+                    .get_mut(&other)
+                    .expect("users are running jobs")
+                    .stale = true;
             }
         }
     }
