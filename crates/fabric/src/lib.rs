@@ -26,6 +26,7 @@ pub mod ecmp;
 mod error;
 pub mod hash;
 mod hot;
+mod incremental;
 mod maxmin;
 mod model;
 pub mod nccl;
@@ -39,7 +40,8 @@ pub use contention::{contention, Contention};
 pub use error::{FabricError, MAX_FLOWS};
 pub use hash::{HashFn, SwitchSeeds};
 pub use hot::{hot_link_groups, HotLinkGroup};
-pub use maxmin::{aggregate_jobs, job_max_min, max_min_fair, FlowPaths};
+pub use incremental::FabricState;
+pub use maxmin::{aggregate_jobs, job_max_min, max_min_fair, FlowPaths, SparseSolver};
 pub use model::{
     evaluate, nic_ip, pair_latency_ns, Allocation, Fabric, JobResult, JobTraffic, LinkLoad,
     Resource, RoutedJob,

@@ -10,6 +10,12 @@
 //!
 //! Levels only rise as flows freeze, so a lazy min-heap of resource levels finds the next
 //! bottleneck in O(log R); the whole solve is O((F·L + R) log R) for F flows of L resources.
+//!
+//! Connected components of the flow–resource graph are independent in max-min fairness, and
+//! the solver keeps them independent in its arithmetic too: the only state shared between
+//! resources, the last level reached (which guards against rounding pulling a level below it),
+//! is kept per component. So solving one component alone ([`SparseSolver`], with its resources
+//! renumbered in the same order) gives the same bits as solving it among others.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -47,6 +53,15 @@ impl FlowPaths {
             .push(u32::try_from(self.resources.len()).expect("fewer than 2^32 path entries"));
         self.fairness.push(phi);
         self.fairness.len() - 1
+    }
+
+    /// Remove every flow, keeping the memory.
+    pub fn clear(&mut self) {
+        self.offsets.clear();
+        self.offsets.push(0);
+        self.resources.clear();
+        self.fractions.clear();
+        self.fairness.clear();
     }
 
     /// Number of flows.
@@ -153,6 +168,27 @@ pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
             }
         }
     }
+    // Components of the flow–resource graph (union-find over resources): each keeps its own
+    // last level, so a component's arithmetic does not depend on the others.
+    let mut parent: Vec<u32> = (0..n_res as u32).collect();
+    for f in 0..n_flows {
+        if flows.fairness(f) <= 0.0 {
+            continue;
+        }
+        let mut first = None;
+        for (e, w) in flows.path(f) {
+            if w <= 0.0 {
+                continue;
+            }
+            let root = find_root(&mut parent, e);
+            match first {
+                None => first = Some(root),
+                Some(r) if r != root => parent[root as usize] = r,
+                Some(_) => {}
+            }
+        }
+    }
+    let mut t_last = vec![0.0f64; n_res];
     let mut frozen_load = vec![0.0f64; n_res];
     let mut rate = vec![f64::NAN; n_flows];
     let mut heap = BinaryHeap::with_capacity(n_res);
@@ -161,19 +197,20 @@ pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
             heap.push(Level((capacity[e].max(0.0)) / active_coef[e], e as u32));
         }
     }
-    let mut t_last = 0.0f64;
     while let Some(Level(stored, e)) = heap.pop() {
         let ei = e as usize;
         if active_n[ei] == 0 {
             continue;
         }
-        let level = ((capacity[ei] - frozen_load[ei]).max(0.0) / active_coef[ei]).max(t_last);
+        let component = find_root(&mut parent, e) as usize;
+        let level =
+            ((capacity[ei] - frozen_load[ei]).max(0.0) / active_coef[ei]).max(t_last[component]);
         if level > stored {
             heap.push(Level(level, e));
             continue;
         }
         let t = level;
-        t_last = t;
+        t_last[component] = t;
         for i in start[ei]..start[ei + 1] {
             let f = members[i as usize] as usize;
             if !rate[f].is_nan() {
@@ -208,6 +245,16 @@ pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
     rate
 }
 
+/// The root of `e`'s set, halving the path on the way.
+fn find_root(parent: &mut [u32], mut e: u32) -> u32 {
+    while parent[e as usize] != e {
+        let up = parent[parent[e as usize] as usize];
+        parent[e as usize] = up;
+        e = up;
+    }
+    e
+}
+
 /// Job-level max-min fair paces. Each job is a set of flows that move together: flow `f` of
 /// a job carries `shares[f]` of the job's pace, so the job's pace `b` puts
 /// `Σ_f shares[f] · fraction(f, e) · b` on resource `e`. Paces are max-min fair over the
@@ -226,28 +273,117 @@ pub fn aggregate_jobs(n_resources: usize, jobs: &[(&FlowPaths, &[f64])]) -> Flow
     let mut out = FlowPaths::new();
     let mut entry: Vec<(u32, f64)> = Vec::new();
     for (flows, shares) in jobs {
-        touched.clear();
-        for (f, &s) in shares.iter().enumerate() {
-            for (e, w) in flows.path(f) {
-                let a = w * s;
-                if a <= 0.0 {
-                    continue;
-                }
-                if scratch[e as usize] == 0.0 {
-                    touched.push(e);
-                }
-                scratch[e as usize] += a;
-            }
-        }
-        touched.sort_unstable();
-        entry.clear();
-        for &e in &touched {
-            entry.push((e, scratch[e as usize]));
-            scratch[e as usize] = 0.0;
-        }
+        aggregate_into(&mut scratch, &mut touched, flows, shares, &mut entry);
         out.push(&entry, 1.0);
     }
     out
+}
+
+/// One job's load per unit pace on each resource it uses, in resource order, into `entry`.
+/// `scratch` is all zeros on entry and on return; `touched` is scratch space.
+fn aggregate_into(
+    scratch: &mut [f64],
+    touched: &mut Vec<u32>,
+    flows: &FlowPaths,
+    shares: &[f64],
+    entry: &mut Vec<(u32, f64)>,
+) {
+    touched.clear();
+    for (f, &s) in shares.iter().enumerate() {
+        for (e, w) in flows.path(f) {
+            let a = w * s;
+            if a <= 0.0 {
+                continue;
+            }
+            if scratch[e as usize] == 0.0 {
+                touched.push(e);
+            }
+            scratch[e as usize] += a;
+        }
+    }
+    touched.sort_unstable();
+    entry.clear();
+    for &e in touched.iter() {
+        entry.push((e, scratch[e as usize]));
+        scratch[e as usize] = 0.0;
+    }
+}
+
+/// Job-level max-min over a few jobs of a large fabric, at a cost in the resources they touch
+/// rather than in the fabric: jobs are aggregated rows ([`SparseSolver::aggregate`]); a solve
+/// renumbers the resources its rows touch in ascending order and runs [`max_min_fair`] on those
+/// alone. The per-resource scratch is sized to the fabric once and reused across calls. For a
+/// set of rows that is a union of whole components, the paces are bit-identical to
+/// [`job_max_min`] over the whole fabric (see the module note).
+#[derive(Clone, Debug)]
+pub struct SparseSolver {
+    /// Per resource: all zeros between calls (aggregation sums here).
+    sums: Vec<f64>,
+    /// Per resource: its local number in the current solve, or `u32::MAX`.
+    local: Vec<u32>,
+    touched: Vec<u32>,
+    resources: Vec<u32>,
+    capacity: Vec<f64>,
+    paths: FlowPaths,
+    entry: Vec<(u32, f64)>,
+}
+
+impl SparseSolver {
+    /// Scratch space for a fabric of `n_resources` resources.
+    pub fn new(n_resources: usize) -> Self {
+        Self {
+            sums: vec![0.0; n_resources],
+            local: vec![u32::MAX; n_resources],
+            touched: Vec::new(),
+            resources: Vec::new(),
+            capacity: Vec::new(),
+            paths: FlowPaths::new(),
+            entry: Vec::new(),
+        }
+    }
+
+    /// A job's aggregated row: its load per unit pace on each resource, in resource order (the
+    /// row [`aggregate_jobs`] makes for it).
+    pub fn aggregate(&mut self, flows: &FlowPaths, shares: &[f64]) -> Vec<(u32, f64)> {
+        aggregate_into(
+            &mut self.sums,
+            &mut self.touched,
+            flows,
+            shares,
+            &mut self.entry,
+        );
+        self.entry.clone()
+    }
+
+    /// Job-level max-min paces of `rows` (in the order given) on a fabric of `capacity`.
+    pub fn solve(&mut self, capacity: &[f64], rows: &[&[(u32, f64)]]) -> Vec<f64> {
+        self.resources.clear();
+        for row in rows {
+            for &(e, _) in row.iter() {
+                if self.local[e as usize] == u32::MAX {
+                    self.local[e as usize] = 0;
+                    self.resources.push(e);
+                }
+            }
+        }
+        self.resources.sort_unstable();
+        self.capacity.clear();
+        for (i, &e) in self.resources.iter().enumerate() {
+            self.local[e as usize] = i as u32;
+            self.capacity.push(capacity[e as usize]);
+        }
+        self.paths.clear();
+        for row in rows {
+            self.entry.clear();
+            self.entry
+                .extend(row.iter().map(|&(e, w)| (self.local[e as usize], w)));
+            self.paths.push(&self.entry, 1.0);
+        }
+        for &e in &self.resources {
+            self.local[e as usize] = u32::MAX;
+        }
+        max_min_fair(&self.capacity, &self.paths)
+    }
 }
 
 #[cfg(test)]

@@ -268,19 +268,12 @@ impl<'c> Fabric<'c> {
         job_id: u64,
     ) -> Result<RoutedJob, FabricError> {
         let routed = self.route_flows_algorithm(job, algorithm, cfg, job_id)?;
-        let ideal_cfg = RoutingConfig {
-            mode: RoutingMode::Adaptive,
-            nccl: crate::nccl::NcclConfig {
-                qps_per_connection: 1,
-                ..cfg.nccl
-            },
-            ..*cfg
-        };
-        let ideal = if cfg.mode == RoutingMode::Adaptive && cfg.qps() == 1 {
-            self.solve(&[&routed]).busbw_gbps[0]
-        } else {
-            let alone = self.route_flows_algorithm(job, algorithm, &ideal_cfg, job_id)?;
-            self.solve(&[&alone]).busbw_gbps[0]
+        let ideal = match ideal_routing(cfg) {
+            None => self.solve(&[&routed]).busbw_gbps[0],
+            Some(ideal_cfg) => {
+                let alone = self.route_flows_algorithm(job, algorithm, &ideal_cfg, job_id)?;
+                self.solve(&[&alone]).busbw_gbps[0]
+            }
         };
         Ok(RoutedJob {
             ideal_busbw_gbps: ideal,
@@ -526,6 +519,22 @@ impl<'c> Fabric<'c> {
             .map(|r| load_gbps[r] / self.capacity[r])
             .fold(0.0, f64::max)
     }
+}
+
+/// The routing of a job's ideal reference (adaptive, one QP per connection), or `None` when
+/// `cfg` is already that routing and the job's own flows serve.
+pub(crate) fn ideal_routing(cfg: &RoutingConfig) -> Option<RoutingConfig> {
+    if cfg.mode == RoutingMode::Adaptive && cfg.qps() == 1 {
+        return None;
+    }
+    Some(RoutingConfig {
+        mode: RoutingMode::Adaptive,
+        nccl: crate::nccl::NcclConfig {
+            qps_per_connection: 1,
+            ..cfg.nccl
+        },
+        ..*cfg
+    })
 }
 
 /// What NCCL can use of one NIC port of `line_gbps`: its ring search's per-channel speed for

@@ -11,7 +11,8 @@
 //!   [`crate::runtime::slowdown`]; whenever the set of running multi-node jobs changes, every
 //!   such job's progress is brought up to date, the network model is asked again, and its
 //!   completion is rescheduled (older completion events carry an older version and are
-//!   ignored).
+//!   ignored). The network model ([`Network`]) is told which jobs started and ended since it
+//!   was last asked, so it can keep its own state (routes, rates) between changes.
 //! - A preempted job loses its progress (no checkpoints) and goes back to the pending list with
 //!   its original submission time; the GPU-seconds it used count as lost work.
 
@@ -112,6 +113,8 @@ pub struct SimConfig {
 /// A multi-node job as the network model sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetJob {
+    /// The job's index in the trace: stable while it runs (the network model's job ID).
+    pub id: usize,
     /// Job name.
     pub name: String,
     /// Nodes in rank order.
@@ -120,6 +123,19 @@ pub struct NetJob {
     pub gpus_per_node: u32,
     /// Bytes all-reduced per step.
     pub bytes: f64,
+}
+
+/// The network model [`simulate`] asks for bandwidth. Whenever the set of running multi-node
+/// jobs has changed, the engine calls [`Network::end`] for each job that left it, then
+/// [`Network::start`] for each that joined (both in ascending ID), then [`Network::rates`] for
+/// all of them. A job that is preempted and restarts ends and starts again.
+pub trait Network {
+    /// `job` joined the running set.
+    fn start(&mut self, job: &NetJob);
+    /// Job `id` left the running set.
+    fn end(&mut self, id: usize);
+    /// The rates of the running jobs `ids` (ascending), in that order.
+    fn rates(&mut self, ids: &[usize]) -> Vec<NetRate>;
 }
 
 /// What the network gives one job: ideal and achieved bus bandwidth, GB/s.
@@ -368,6 +384,8 @@ struct Running {
     remaining_s: f64,
     slowdown: f64,
     version: u64,
+    /// Unique per start over the whole run: tells a restarted job from its earlier run.
+    run: u64,
 }
 
 /// What every placement of a run takes besides the job: the run's placement options.
@@ -401,6 +419,8 @@ struct State<'a> {
     frag_since: SimTime,
     pass_scheduled: Option<SimTime>,
     network_dirty: bool,
+    /// The jobs the network model was last told are running, with their run number.
+    net_running: BTreeMap<usize, u64>,
     lost_gpu_seconds: f64,
     preemptions: u64,
     /// Jobs that have ended (completed or failed), counted as they end.
@@ -422,7 +442,7 @@ pub fn simulate(
     cluster: &Cluster,
     trace: &[TraceJob],
     config: &SimConfig,
-    network: &mut dyn FnMut(&[NetJob]) -> Vec<NetRate>,
+    network: &mut dyn Network,
     progress: &mut dyn FnMut(usize),
 ) -> Result<SimResult, SimError> {
     let node_gpus = cluster.nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
@@ -523,6 +543,7 @@ pub fn simulate(
         frag_since: SimTime::ZERO,
         pass_scheduled: None,
         network_dirty: false,
+        net_running: BTreeMap::new(),
         lost_gpu_seconds: 0.0,
         preemptions: 0,
         ended: 0,
@@ -953,6 +974,7 @@ fn start(
             remaining_s: st.durations[i],
             slowdown: 1.0,
             version,
+            run: st.changes,
         },
     );
     set_busy(st, now, gpus);
@@ -1151,28 +1173,37 @@ fn refresh_network(
     st: &mut State<'_>,
     events: &mut EventQueue<Event>,
     now: SimTime,
-    network: &mut dyn FnMut(&[NetJob]) -> Vec<NetRate>,
+    network: &mut dyn Network,
 ) {
     st.network_dirty = false;
-    let ids: Vec<usize> = st
+    let current: BTreeMap<usize, u64> = st
         .running
         .iter()
         .filter(|(&i, r)| r.nodes.len() > 1 && st.comm[i].comm_share > 0.0)
-        .map(|(&i, _)| i)
+        .map(|(&i, r)| (i, r.run))
         .collect();
+    for (&i, &run) in &st.net_running {
+        if current.get(&i) != Some(&run) {
+            network.end(i);
+        }
+    }
+    for (&i, &run) in &current {
+        if st.net_running.get(&i) != Some(&run) {
+            network.start(&NetJob {
+                id: i,
+                name: st.jobs[i].name.clone(),
+                nodes: st.running[&i].nodes.clone(),
+                gpus_per_node: st.records[i].gpus / st.records[i].nodes.max(1),
+                bytes: st.comm[i].bytes_per_step,
+            });
+        }
+    }
+    let ids: Vec<usize> = current.keys().copied().collect();
+    st.net_running = current;
     if ids.is_empty() {
         return;
     }
-    let net_jobs: Vec<NetJob> = ids
-        .iter()
-        .map(|&i| NetJob {
-            name: st.jobs[i].name.clone(),
-            nodes: st.running[&i].nodes.clone(),
-            gpus_per_node: st.records[i].gpus / st.records[i].nodes.max(1),
-            bytes: st.comm[i].bytes_per_step,
-        })
-        .collect();
-    let rates = network(&net_jobs);
+    let rates = network.rates(&ids);
     for (&i, rate) in ids.iter().zip(rates) {
         let c = st.comm[i].comm_share;
         let version = st.next_version;

@@ -5,6 +5,7 @@ use sim::engine::{
     simulate, CommDefaults, NetJob, NetRate, Order, Outcome, Policy, SimConfig, SimResult,
     TopologyMode,
 };
+use sim::network::FromScratch;
 use sim::{CommProfile, SimTime, TopologyAsk, TraceJob};
 use topology::{
     build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, TierSpec, HOSTNAME_LABEL,
@@ -69,15 +70,15 @@ fn config(order: Order) -> SimConfig {
 }
 
 /// A network where every job gets `factor` of its ideal bandwidth.
-fn scaled(factor: f64) -> impl FnMut(&[NetJob]) -> Vec<NetRate> {
-    move |jobs: &[NetJob]| {
+fn scaled(factor: f64) -> FromScratch<impl FnMut(&[NetJob]) -> Vec<NetRate>> {
+    FromScratch::new(move |jobs: &[NetJob]| {
         jobs.iter()
             .map(|_| NetRate {
                 ideal_busbw: 100.0,
                 achieved_busbw: 100.0 * factor,
             })
             .collect()
-    }
+    })
 }
 
 fn run(c: &Cluster, trace: &[TraceJob], cfg: &SimConfig) -> SimResult {

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use fabric::{RoutingConfig, RoutingMode};
 use serde::Serialize;
-use sim::engine::{simulate, CommDefaults, SimConfig, SimResult, Summary};
-use sim::network::fabric_network;
+use sim::engine::{simulate, CommDefaults, Network, SimConfig, SimResult, Summary};
+use sim::network::{fabric_network, fabric_network_from_scratch};
 use sim::SimTime;
 use topology::Cluster;
 
@@ -27,6 +27,10 @@ pub struct SimulateArgs {
     /// The trace (CSV: Philly, Helios/Acme or native; see README).
     #[arg(long, value_name = "FILE")]
     pub trace: PathBuf,
+    /// Solve the network from scratch on every change instead of incrementally: the reference
+    /// the incremental model matches bit for bit (slow on large runs).
+    #[arg(long, hide = true)]
+    pub from_scratch_network: bool,
     /// Trace format.
     #[arg(long, value_enum, default_value = "auto")]
     pub trace_format: TraceFormatArg,
@@ -271,9 +275,17 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             check_invariants: args.check_invariants,
             placement,
         };
-        let mut network = fabric_network(&cluster, routing);
+        let mut incremental;
+        let mut from_scratch;
+        let network: &mut dyn Network = if args.from_scratch_network {
+            from_scratch = fabric_network_from_scratch(&cluster, routing);
+            &mut from_scratch
+        } else {
+            incremental = fabric_network(&cluster, routing);
+            &mut incremental
+        };
         let mut bar = ProgressBar::new(trace.jobs.len(), &config.policy.name);
-        let result = simulate(&cluster, &trace.jobs, &config, &mut network, &mut |n| {
+        let result = simulate(&cluster, &trace.jobs, &config, network, &mut |n| {
             bar.tick(n)
         })
         .map_err(|e| CliError::input(&trace_name, e))?;

@@ -1,0 +1,212 @@
+//! The incremental fabric state against the from-scratch model on random job churn: after every
+//! batch of starts and ends, every running job's achieved and ideal bus bandwidth are the same
+//! f64 bits as routing all running jobs again and solving them together.
+
+use fabric::{
+    Collective, Fabric, FabricState, JobTraffic, Rank, RoutedJob, RoutingConfig, RoutingMode,
+};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use topology::{
+    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, FatTreeSpec, NodeId, TierSpec,
+};
+
+/// 32 hosts of 8 GPUs with one 100G port, racks of 4 under one leaf, rows of 16 under 4 spines
+/// at 2:1, a core tier of 4 switches at 2:1: several paths, oversubscribed, so jobs contend.
+fn oversubscribed() -> Cluster {
+    let tier = |l: &str, n, s, o| TierSpec {
+        label: l.to_owned(),
+        value_prefix: format!("{l}-"),
+        nodes_per_domain: n,
+        latency_us: 1.0,
+        switches_per_domain: Some(s),
+        oversubscription: o,
+        sharp: false,
+    };
+    build_from_spec(&ClusterSpec {
+        name: "over".to_owned(),
+        node: topology::examples::node(8, 1, 1, 100.0),
+        fabric: FabricSpec {
+            fat_tree: None,
+            clos: Some(ClosSpec {
+                nodes: 32,
+                rail_optimized: false,
+                host_label: topology::HOSTNAME_LABEL.to_owned(),
+                tiers: vec![
+                    tier("rack", 4, 1, None),
+                    tier("row", 16, 4, Some(2.0)),
+                    tier("core", 32, 4, Some(2.0)),
+                ],
+            }),
+        },
+    })
+    .expect("valid")
+}
+
+/// A k = 4 fat-tree of 16 hosts with two rails of 200G.
+fn fat_tree() -> Cluster {
+    build_from_spec(&ClusterSpec {
+        name: "ft4".to_owned(),
+        node: topology::examples::node(8, 2, 1, 200.0),
+        fabric: FabricSpec {
+            clos: None,
+            fat_tree: Some(FatTreeSpec {
+                k: 4,
+                tier_labels: ["e".into(), "p".into(), "c".into()],
+                latency_us: [1.0, 2.0, 3.0],
+            }),
+        },
+    })
+    .expect("valid")
+}
+
+/// One step of churn: start a job on these node indices (mod the cluster's nodes, duplicates
+/// dropped, at least two) with this many GPUs per node, or end the running job at this position (mod).
+#[derive(Clone, Debug)]
+enum Step {
+    Start(Vec<u32>, u32),
+    End(usize),
+}
+
+fn steps() -> impl Strategy<Value = Vec<Vec<Step>>> {
+    let step = prop_oneof![
+        3 => (prop::collection::vec(0u32..64, 1..7), 1u32..=8).prop_map(|(n, g)| Step::Start(n, g)),
+        2 => (0usize..64).prop_map(Step::End),
+    ];
+    prop::collection::vec(prop::collection::vec(step, 1..4), 1..25)
+}
+
+fn traffic(cluster: &Cluster, nodes: &[u32], gpus: u32) -> JobTraffic {
+    let mut seen = Vec::new();
+    for &n in nodes {
+        let n = n % cluster.nodes.len() as u32;
+        if !seen.contains(&n) {
+            seen.push(n);
+        }
+    }
+    if seen.len() == 1 {
+        seen.push((seen[0] + 1) % cluster.nodes.len() as u32);
+    }
+    JobTraffic {
+        ranks: seen
+            .iter()
+            .flat_map(|&n| {
+                (0..gpus).map(move |gpu| Rank {
+                    node: NodeId::from_index(n as usize),
+                    gpu,
+                })
+            })
+            .collect(),
+        collective: Collective::AllReduce,
+    }
+}
+
+/// (achieved, ideal) bus bandwidth bits per running job, from scratch.
+fn from_scratch(
+    cluster: &Cluster,
+    cfg: &RoutingConfig,
+    running: &BTreeMap<u64, JobTraffic>,
+) -> Vec<(u64, u64)> {
+    let mut fabric = Fabric::new(cluster);
+    let routed: Vec<RoutedJob> = running
+        .iter()
+        .map(|(&id, t)| fabric.route(t, cfg, id).expect("valid job"))
+        .collect();
+    let refs: Vec<&RoutedJob> = routed.iter().collect();
+    let alloc = fabric.solve(&refs);
+    routed
+        .iter()
+        .zip(&alloc.busbw_gbps)
+        .map(|(j, &b)| {
+            let r = fabric.job_result(j, b);
+            (r.busbw_gb_s.to_bits(), r.ideal_busbw_gb_s.to_bits())
+        })
+        .collect()
+}
+
+fn check_churn(cluster: &Cluster, cfg: &RoutingConfig, batches: &[Vec<Step>]) {
+    let mut state = FabricState::new(cluster, *cfg);
+    let mut running: BTreeMap<u64, JobTraffic> = BTreeMap::new();
+    let mut next_id = 0u64;
+    for batch in batches {
+        for step in batch {
+            match step {
+                Step::Start(nodes, gpus) => {
+                    let t = traffic(cluster, nodes, *gpus);
+                    state.start(next_id, &t).expect("valid job");
+                    running.insert(next_id, t);
+                    // IDs are sparse, as trace indices of running jobs are.
+                    next_id += 1 + next_id % 3;
+                }
+                Step::End(k) if !running.is_empty() => {
+                    let id = *running.keys().nth(k % running.len()).expect("in range");
+                    running.remove(&id);
+                    state.end(id);
+                }
+                Step::End(_) => {}
+            }
+        }
+        state.solve();
+        let expected = from_scratch(cluster, cfg, &running);
+        let got: Vec<(u64, u64)> = running
+            .keys()
+            .map(|&id| {
+                let r = state.result(id).expect("running");
+                (r.busbw_gb_s.to_bits(), r.ideal_busbw_gb_s.to_bits())
+            })
+            .collect();
+        assert_eq!(state.len(), running.len());
+        assert_eq!(
+            got,
+            expected,
+            "running {:?}",
+            running.keys().collect::<Vec<_>>()
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn incremental_equals_from_scratch_on_random_churn(
+        batches in steps(),
+        adaptive in any::<bool>(),
+        qps in 1u32..=2,
+        seed in 0u64..4,
+        fat in any::<bool>(),
+    ) {
+        let cluster = if fat { fat_tree() } else { oversubscribed() };
+        let mut cfg = RoutingConfig {
+            mode: if adaptive { RoutingMode::Adaptive } else { RoutingMode::Ecmp },
+            seed,
+            ..RoutingConfig::default()
+        };
+        cfg.nccl.qps_per_connection = qps;
+        check_churn(&cluster, &cfg, &batches);
+    }
+}
+
+#[test]
+fn a_job_that_shares_nothing_keeps_its_pace_and_ended_jobs_are_gone() {
+    // Two jobs in different racks share no link: each gets its alone rate; ending one leaves
+    // the other's result unchanged; a job started twice under one ID is replaced.
+    let c = oversubscribed();
+    let cfg = RoutingConfig::default();
+    let mut state = FabricState::new(&c, cfg);
+    let a = traffic(&c, &[0, 1], 8);
+    let b = traffic(&c, &[4, 5], 8);
+    state.start(1, &a).unwrap();
+    state.start(2, &b).unwrap();
+    state.solve();
+    let before = state.result(1).unwrap();
+    assert!(before.busbw_gb_s > 0.0 && before.busbw_gb_s == before.ideal_busbw_gb_s);
+    state.end(2);
+    state.end(7); // not running: nothing happens
+    state.solve();
+    assert_eq!(state.result(1), Some(before));
+    assert_eq!(state.result(2), None);
+    assert_eq!(state.len(), 1);
+    state.start(1, &b).unwrap();
+    state.solve();
+    assert_eq!(state.len(), 1);
+}
