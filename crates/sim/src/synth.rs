@@ -45,7 +45,13 @@ pub struct Profile {
 /// 1..=1024 GPUs; whiskers are not in the figure).
 macro_rules! box_gpus {
     ($lo:expr, $q1:expr, $med:expr, $q3:expr, $hi:expr) => {
-        &[(0.0, $lo), (0.25, $q1), (0.5, $med), (0.75, $q3), (1.0, $hi)]
+        &[
+            (0.0, $lo),
+            (0.25, $q1),
+            (0.5, $med),
+            (0.75, $q3),
+            (1.0, $hi),
+        ]
     };
 }
 
@@ -188,7 +194,10 @@ pub fn gpus_at(table: Quantiles, u: f64) -> u32 {
 /// Mean of `f(u)` over u in [0, 1] by the midpoint rule on 4096 points (deterministic).
 fn mean_of(f: impl Fn(f64) -> f64) -> f64 {
     const N: u32 = 4096;
-    (0..N).map(|i| f((f64::from(i) + 0.5) / f64::from(N))).sum::<f64>() / f64::from(N)
+    (0..N)
+        .map(|i| f((f64::from(i) + 0.5) / f64::from(N)))
+        .sum::<f64>()
+        / f64::from(N)
 }
 
 /// Expected GPU-seconds of one job of `class`.
@@ -263,11 +272,9 @@ pub fn to_csv(jobs: &[TraceJob]) -> String {
         "name,submit_s,duration_s,gpus,queue,priority,preemptible,topology,comm_share,bytes_per_step\n",
     );
     for j in jobs {
-        let (share, bytes) = j
-            .comm
-            .map_or((String::new(), String::new()), |c| {
-                (format!("{}", c.comm_share), format!("{}", c.bytes_per_step))
-            });
+        let (share, bytes) = j.comm.map_or((String::new(), String::new()), |c| {
+            (format!("{}", c.comm_share), format!("{}", c.bytes_per_step))
+        });
         out.push_str(&format!(
             "{},{:.3},{:.3},{},{},{},{},none,{share},{bytes}\n",
             j.name, j.submit_s, j.duration_s, j.gpus, j.queue, j.priority, j.preemptible

@@ -86,7 +86,11 @@ fn the_pretraining_class_holds_most_gpu_time_with_under_one_percent_of_jobs() {
     // Hu et al. (NSDI '24) Fig. 4: pretraining is 0.9% of Seren's GPU jobs and 69.5% of its
     // GPU time; the profile's own expectation must keep that shape (most of the GPU time).
     let shares = gpu_time_shares(&LLM);
-    let pretrain = LLM.classes.iter().position(|c| c.name == "pretrain").unwrap();
+    let pretrain = LLM
+        .classes
+        .iter()
+        .position(|c| c.name == "pretrain")
+        .unwrap();
     assert!(shares[pretrain] > 60.0, "{shares:?}");
     assert!(LLM.classes[pretrain].job_share < 1.0);
 }
