@@ -91,3 +91,71 @@ fn bad_options_exit_2_with_one_line() {
         );
     }
 }
+
+/// A 32-node allreduce placement, ranks in the given node order.
+fn placement(dir: &std::path::Path, name: &str, nodes: &[u32]) -> String {
+    let pods: Vec<String> = nodes
+        .iter()
+        .enumerate()
+        .map(|(r, n)| format!(r#"{{"rank":{r},"node":"gpu-{n:04}","gpus":8}}"#))
+        .collect();
+    let path = dir.join(format!("{name}.json"));
+    let text = format!(
+        r#"{{"job":"{name}","placed":true,"pods":[{}]}}"#,
+        pods.join(",")
+    );
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn busbw(cluster: &str, placement: &str) -> f64 {
+    let out = ok(&[
+        "-q",
+        "fabric",
+        "collective",
+        "--cluster",
+        cluster,
+        "--placement",
+        placement,
+        "--collective",
+        "allreduce",
+    ]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("bus bandwidth"))
+        .unwrap();
+    line.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_4to1_preset_has_quarter_uplinks_and_cross_block_jobs_pay_for_them() {
+    let show = ok(&["topo", "show", "--cluster", "preset:oci-h100-16k-4to1"]);
+    let capacity_in = |tier: &str| -> f64 {
+        let row = show
+            .lines()
+            .find(|l| l.trim_start().starts_with(tier) && l.contains("Pb/s"))
+            .unwrap();
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        let at = cols.iter().position(|c| *c == "Pb/s").unwrap();
+        assert_eq!(cols[at + 1], if tier == "1" { "4:1" } else { "1:1" });
+        cols[at - 1].parse().unwrap()
+    };
+    // Leaves' up-links into Tier-1 carry a quarter of what their hosts inject.
+    assert!(
+        (capacity_in("1") / capacity_in("0") - 0.25).abs() < 1e-3,
+        "{show}"
+    );
+    let dir = temp_dir("preset-4to1");
+    let one_block = placement(&dir, "one-block", &(0..32).collect::<Vec<_>>());
+    // Half the ranks in local block 0, half in block 1, alternating: every ring hop crosses.
+    let two: Vec<u32> = (0..16).flat_map(|i| [i, 32 + i]).collect();
+    let two_blocks = placement(&dir, "two-blocks", &two);
+    let inside = busbw("preset:oci-h100-16k-4to1", &one_block);
+    let across = busbw("preset:oci-h100-16k-4to1", &two_blocks);
+    let across_nonblocking = busbw("preset:oci-h100-16k", &two_blocks);
+    assert!(across < inside / 2.0, "inside {inside}, across {across}");
+    assert!(
+        across < across_nonblocking,
+        "{across} vs {across_nonblocking}"
+    );
+}
