@@ -13,6 +13,10 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("fat-tree-k8", include_str!("../presets/fat-tree-k8.yaml")),
     ("oci-h100-16k", include_str!("../presets/oci-h100-16k.yaml")),
     (
+        "oci-h100-16k-4to1",
+        include_str!("../presets/oci-h100-16k-4to1.yaml"),
+    ),
+    (
         "oci-h100-131k",
         include_str!("../presets/oci-h100-131k.yaml"),
     ),

@@ -4,7 +4,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::commands::{cables, doctor, fabric, launch, lint, place, queues, simulate, topo};
+use crate::commands::{cables, doctor, fabric, launch, lint, place, queues, simulate, topo, trace};
 use crate::error::CliError;
 
 /// railyard's command line.
@@ -50,6 +50,16 @@ pub enum Command {
     Man(ManArgs),
     /// Print the JSON Schema of a YAML format you write: cluster-spec, overlay, job, state, layout.
     Schema(SchemaArgs),
+    /// Generate traces: `trace synth --profile llm` (seeded, LLM-era job classes).
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+/// Subcommands of `trace`.
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Write a seeded synthetic trace in railyard's CSV (profiles and sources in the README).
+    Synth(trace::SynthArgs),
 }
 
 /// Arguments of `schema`.
@@ -141,6 +151,7 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Completions(a) => Ok(completions(a.shell)),
         Command::Man(a) => man(&a),
         Command::Schema(a) => crate::commands::schema::schema(&a.name),
+        Command::Trace(TraceCommand::Synth(a)) => trace::synth(&a),
     }
 }
 

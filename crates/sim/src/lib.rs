@@ -7,6 +7,7 @@ pub mod events;
 pub mod metrics;
 pub mod network;
 pub mod runtime;
+pub mod synth;
 pub mod synthetic;
 pub mod time;
 pub mod trace;

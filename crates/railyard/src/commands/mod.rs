@@ -10,3 +10,4 @@ pub mod queues;
 pub mod schema;
 pub mod simulate;
 pub mod topo;
+pub mod trace;

@@ -19,6 +19,7 @@ mod scheduler_traces;
 mod simulate;
 mod tidy;
 mod topo;
+mod trace;
 mod workloads;
 
 use std::path::{Path, PathBuf};
