@@ -9,14 +9,71 @@ use crate::error::CliError;
 
 /// railyard's command line.
 #[derive(Debug, Parser)]
-#[command(name = "railyard", version, about, long_about = None)]
+#[command(
+    name = "railyard",
+    version,
+    about = "Place multi-node GPU training jobs onto RDMA fabrics and measure what placement does to training speed",
+    long_about = None
+)]
 pub struct Cli {
-    /// Print no notes (what railyard detected or assumed) on stderr; errors still go there.
-    #[arg(short, long, global = true)]
-    pub quiet: bool,
+    /// `-q` hides the notes on stderr (what railyard detected or assumed), `-v`/`-vv` adds
+    /// detail; errors are always printed.
+    #[command(flatten)]
+    pub verbosity: clap_verbosity_flag::Verbosity<Notes>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The default verbosity: notes (info) shown; `-q` warnings only, `-v` debug, `-vv` trace.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Notes;
+
+impl clap_verbosity_flag::LogLevel for Notes {
+    fn default_filter() -> clap_verbosity_flag::VerbosityFilter {
+        clap_verbosity_flag::VerbosityFilter::Info
+    }
+    fn verbose_help() -> Option<&'static str> {
+        Some("More detail on stderr (-v debug, -vv trace)")
+    }
+    fn quiet_help() -> Option<&'static str> {
+        Some("No notes on stderr (what railyard detected or assumed); errors still printed")
+    }
+}
+
+/// Send `tracing` events to stderr as `note: …` (info), `debug: …` or `trace: …` lines, at the
+/// level `-q`/`-v` chose. Called once by `main`; without it (tests) events go nowhere.
+pub fn init_stderr_log(verbosity: &clap_verbosity_flag::Verbosity<Notes>) {
+    use tracing_subscriber::fmt::{format, FmtContext, FormatEvent, FormatFields};
+    struct Lines;
+    impl<S, N> FormatEvent<S, N> for Lines
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+        N: for<'a> FormatFields<'a> + 'static,
+    {
+        fn format_event(
+            &self,
+            ctx: &FmtContext<'_, S, N>,
+            mut w: format::Writer<'_>,
+            event: &tracing::Event<'_>,
+        ) -> std::fmt::Result {
+            let word = match *event.metadata().level() {
+                tracing::Level::ERROR => "error",
+                tracing::Level::WARN => "warning",
+                tracing::Level::INFO => "note",
+                tracing::Level::DEBUG => "debug",
+                tracing::Level::TRACE => "trace",
+            };
+            write!(w, "{word}: ")?;
+            ctx.field_format().format_fields(w.by_ref(), event)?;
+            writeln!(w)
+        }
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(verbosity.tracing_level_filter())
+        .event_format(Lines)
+        .try_init();
 }
 
 /// Subcommands.
@@ -116,7 +173,6 @@ pub enum FabricCommand {
 
 /// Run a parsed command line; the text to print, or the error.
 pub fn run(cli: Cli) -> Result<String, CliError> {
-    crate::cluster_arg::set_quiet(cli.quiet);
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),

@@ -12,6 +12,7 @@ use railyard::CliError;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    railyard::cli::init_stderr_log(&cli.verbosity);
     match run(cli) {
         Ok(text) => {
             let mut stdout = std::io::stdout().lock();

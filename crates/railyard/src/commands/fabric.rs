@@ -15,7 +15,7 @@ use topology::{roce, Cluster, NodeId};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
-use crate::output::{to_json, OutputFormat};
+use crate::output::OutputFormat;
 use crate::table::Table;
 use formats::input::read_text;
 use formats::{nccl_tests, placement, state};
@@ -145,7 +145,7 @@ pub struct CollectiveArgs {
     #[arg(long, value_name = "MIN:MAX", value_parser = parse_sizes)]
     pub sizes: Option<(u64, u64)>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -158,7 +158,7 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub job: JobArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -166,16 +166,16 @@ pub struct CompareArgs {
 #[derive(Debug, clap::Args)]
 pub struct EcmpArgs {
     /// Equal-cost paths (next hops).
-    #[arg(long, value_name = "M")]
+    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u32).range(1..))]
     pub paths: u32,
     /// Connections hashed onto them.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub flows: u32,
     /// QPs per connection; each QP is hashed on its own.
-    #[arg(long, value_name = "Q", default_value_t = 1)]
+    #[arg(long, value_name = "Q", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub qps: u32,
     /// Trials.
-    #[arg(long, value_name = "T", default_value_t = 10_000)]
+    #[arg(long, value_name = "T", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
     /// Seed.
     #[arg(long, value_name = "S", default_value_t = 0)]
@@ -184,7 +184,7 @@ pub struct EcmpArgs {
     #[arg(long, value_enum, value_name = "FN", default_value = "mix")]
     pub hash: HashArg,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -192,10 +192,10 @@ pub struct EcmpArgs {
 #[derive(Debug, clap::Args)]
 pub struct MtuArgs {
     /// The netdev (Ethernet interface) MTU, bytes.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_netdev_mtu)]
     pub netdev_mtu: u32,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -290,10 +290,7 @@ fn parse_sizes(s: &str) -> Result<(u64, u64), String> {
 /// `fabric collective`.
 pub fn collective(args: &CollectiveArgs) -> Result<String, CliError> {
     let report = collective_report(args)?;
-    Ok(match args.output {
-        OutputFormat::Json => to_json(&report),
-        OutputFormat::Text => collective_text(&report),
-    })
+    Ok(args.output.render(&report, |_| collective_text(&report)))
 }
 
 /// A job priced on the fabric: its routed Ring, its tuner input and the shared solve.
@@ -631,8 +628,8 @@ pub fn compare(args: &CompareArgs) -> Result<String, CliError> {
         cluster: p.cluster_name,
         ranks: p.routed.n_ranks,
     };
-    if args.output == OutputFormat::Json {
-        return Ok(to_json(&r));
+    if args.output.is_structured() {
+        return Ok(args.output.render(&r, |_| String::new()));
     }
     let mut out = format!(
         "{} beside railyard's prediction for {} ranks on {} (out-of-place busbw)\n\n",
@@ -683,22 +680,11 @@ pub struct EcmpReport {
 /// `fabric ecmp`.
 pub fn ecmp(args: &EcmpArgs) -> Result<String, CliError> {
     let hash = args.hash.into();
-    for (v, flag) in [
-        (args.paths, "--paths"),
-        (args.flows, "--flows"),
-        (args.qps, "--qps"),
-        (args.trials, "--trials"),
-    ] {
-        if v == 0 {
-            return Err(CliError::input(flag, "expected at least 1, got 0"));
-        }
-    }
     let work = u64::from(args.flows) * u64::from(args.qps) * u64::from(args.trials);
     if work > 500_000_000 {
-        return Err(CliError::input(
-            "--trials",
-            format!("flows × qps × trials = {work} hashes, more than the limit of 500000000"),
-        ));
+        return Err(CliError::Usage(format!(
+            "--trials: flows × qps × trials = {work} hashes, more than the limit of 500000000"
+        )));
     }
     let s = simulate_max_load(
         args.paths,
@@ -723,8 +709,8 @@ pub fn ecmp(args: &EcmpArgs) -> Result<String, CliError> {
         efficiency: s.efficiency,
     };
     Ok(match args.output {
-        OutputFormat::Json => to_json(&r),
-        OutputFormat::Text => {
+        OutputFormat::Json | OutputFormat::Yaml => args.output.render(&r, |_| String::new()),
+        OutputFormat::Text | OutputFormat::Wide => {
             let mut out = format!(
                 "{} connections × {} QP{} hashed onto {} paths, {} trials (real 5-tuple hash and RoCEv2 source ports)\n\n",
                 r.flows,
@@ -776,6 +762,20 @@ pub struct MtuReport {
     pub payload_efficiency: f64,
 }
 
+/// A netdev MTU that carries at least the smallest RoCE MTU (a clap value parser: exit 2).
+fn parse_netdev_mtu(s: &str) -> Result<u32, String> {
+    let v: u32 = s
+        .parse()
+        .map_err(|_| format!("expected a whole number of bytes, got `{s}`"))?;
+    match roce::active_mtu(v) {
+        Some(_) => Ok(v),
+        None => Err(format!(
+            "{v} bytes fits no RoCE MTU; the smallest, 256, needs a netdev MTU of at least {}",
+            256 + roce::ROCE_OVERHEAD_BYTES
+        )),
+    }
+}
+
 /// `fabric mtu`.
 pub fn mtu(args: &MtuArgs) -> Result<String, CliError> {
     let Some(active) = roce::active_mtu(args.netdev_mtu) else {
@@ -802,8 +802,8 @@ pub fn mtu(args: &MtuArgs) -> Result<String, CliError> {
         payload_efficiency: f64::from(active) / f64::from(wire),
     };
     Ok(match args.output {
-        OutputFormat::Json => to_json(&r),
-        OutputFormat::Text => {
+        OutputFormat::Json | OutputFormat::Yaml => args.output.render(&r, |_| String::new()),
+        OutputFormat::Text | OutputFormat::Wide => {
             let mut t = Table::new(&["figure", "bytes"]);
             t.row(vec!["netdev MTU".into(), r.netdev_mtu.to_string()]);
             t.row(vec!["active RoCE MTU".into(), r.active_mtu.to_string()]);

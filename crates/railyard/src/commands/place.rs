@@ -9,7 +9,7 @@ use ops::place::{decide, PlaceInputs};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
-use crate::output::{to_json, OutputFormat};
+use crate::output::OutputFormat;
 use crate::table::Table;
 use formats::placement::PlacementFile;
 use report::fmt::trim_float;
@@ -44,7 +44,7 @@ pub struct PlaceArgs {
     #[arg(long, value_name = "NAME=BOOL,…", default_value = "")]
     pub feature_gates: String,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -59,19 +59,17 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
             queues: &args.queues,
             no_preempt: args.no_preempt,
             flavors: &args.flavor,
-            options: ops::place::parse_feature_gates(&args.feature_gates)?,
+            options: ops::place::parse_feature_gates(&args.feature_gates)
+                .map_err(|e| CliError::Usage(e.to_string()))?,
         },
     )?;
-    Ok(match args.output {
-        OutputFormat::Json => to_json(&file),
-        OutputFormat::Text => {
-            let mut out = text(&cluster, &file);
-            for w in &file.warnings {
-                out.push_str(&format!("warning: {w}\n"));
-            }
-            out
+    Ok(args.output.render(&file, |_| {
+        let mut out = text(&cluster, &file);
+        for w in &file.warnings {
+            out.push_str(&format!("warning: {w}\n"));
         }
-    })
+        out
+    }))
 }
 
 fn text(cluster: &Cluster, f: &PlacementFile) -> String {

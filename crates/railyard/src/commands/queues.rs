@@ -15,10 +15,10 @@ use ops::queues::{
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
-use crate::output::{to_json, OutputFormat};
+use crate::output::OutputFormat;
 use crate::table::Table;
 use formats::input::read_text;
-use report::fmt::trim_float;
+use report::fmt::{plural, trim_float};
 
 /// Arguments of `queues validate`.
 #[derive(Debug, clap::Args)]
@@ -27,6 +27,23 @@ pub struct ValidateArgs {
     /// target queues should be checked.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Output format (JSON/YAML: counts and every problem with its severity).
+    #[arg(short, long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+}
+
+/// What `queues validate -o json` prints.
+#[derive(Debug, Serialize)]
+struct ValidateReport {
+    queues: usize,
+    jobs: usize,
+    problems: Vec<ValidateProblem>,
+}
+
+#[derive(Debug, Serialize)]
+struct ValidateProblem {
+    severity: ops::Severity,
+    message: String,
 }
 
 /// Arguments of `queues share`.
@@ -47,7 +64,7 @@ pub struct ShareArgs {
     #[arg(long, value_name = "preset:NAME|FILE")]
     pub cluster: Option<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -55,6 +72,28 @@ pub struct ShareArgs {
 pub fn validate(args: &ValidateArgs) -> Result<String, CliError> {
     let read = read_files(&args.files)?;
     let problems = problems(&read);
+    if args.output.is_structured() {
+        let n = problems.len();
+        let report = ValidateReport {
+            queues: read.queues.len(),
+            jobs: read.jobs.len(),
+            problems: problems
+                .into_iter()
+                .map(|message| ValidateProblem {
+                    severity: ops::Severity::Error,
+                    message,
+                })
+                .collect(),
+        };
+        let text = args.output.render(&report, |_| String::new());
+        return match n {
+            0 => Ok(text),
+            _ => Err(CliError::CheckFailed {
+                report: text,
+                summary: format!("queues validate: {n} problem{}", plural(n)),
+            }),
+        };
+    }
     if !problems.is_empty() {
         return Err(CliError::Problems(problems));
     }
@@ -200,10 +239,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
             .collect(),
         warnings: warnings.iter().map(ToString::to_string).collect(),
     };
-    Ok(match args.output {
-        OutputFormat::Json => to_json(&report),
-        OutputFormat::Text => share_text(&report),
-    })
+    Ok(args.output.render(&report, |_| share_text(&report)))
 }
 
 fn amount(v: f64) -> String {

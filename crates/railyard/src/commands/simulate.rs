@@ -13,7 +13,7 @@ use topology::Cluster;
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::commands::fabric::{NcclArgs, RoutingArg};
 use crate::error::CliError;
-use crate::output::{to_json, OutputFormat};
+use crate::output::OutputFormat;
 use crate::table::Table;
 use formats::trace::{read_trace, TraceFormat};
 use report::fmt::{fmt_count, sig3};
@@ -42,10 +42,10 @@ pub struct SimulateArgs {
     #[arg(long, value_delimiter = ',', value_name = "POLICY,…")]
     pub compare: Vec<String>,
     /// Scheduling passes run at multiples of this many seconds (0 = at every event).
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS", value_parser = parse_cycle_s)]
     pub cycle_s: f64,
     /// Stop the simulation here (seconds after the first arrival).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_horizon_s)]
     pub horizon_s: Option<f64>,
     /// How the fabric spreads flows over equal-cost paths.
     #[arg(long, value_enum, default_value = "ecmp")]
@@ -56,15 +56,15 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
     /// Check, after every event, that no GPU (share or memory) is oversubscribed, every running
     /// gang is whole, required levels and queue limits hold and every job ends exactly once; stop
     /// with exit 1 at the first violation.
     #[arg(long)]
     pub check_invariants: bool,
-    /// Write an HTML report here.
-    #[arg(long, value_name = "FILE")]
+    /// Write the HTML report to this file (`--report` is a hidden alias kept for old scripts)
+    #[arg(long = "out", alias = "report", value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// The command line as typed (set by `main`; empty when called as a library), recorded in
     /// the JSON and the report so a result says how to reproduce it.
@@ -194,7 +194,8 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     let policies = specs
         .iter()
         .map(|s| parse_policy(s, &cluster, flag))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     if cluster.gpu_count() == 0 {
         return Err(CliError::input(
             &args.cluster.cluster,
@@ -202,16 +203,14 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         ));
     }
     if !(args.cycle_s.is_finite() && (0.0..=86_400.0).contains(&args.cycle_s)) {
-        return Err(CliError::input(
-            "--cycle-s",
-            "expected seconds in 0..=86400",
+        return Err(CliError::Usage(
+            "--cycle-s: expected seconds in 0..=86400".to_owned(),
         ));
     }
     if let Some(h) = args.horizon_s {
         if !(h.is_finite() && h > 0.0) {
-            return Err(CliError::input(
-                "--horizon-s",
-                "expected a positive number of seconds",
+            return Err(CliError::Usage(
+                "--horizon-s: expected a positive number of seconds".to_owned(),
             ));
         }
     }
@@ -279,7 +278,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         })?;
     }
     Ok(match args.output {
-        OutputFormat::Json => {
+        OutputFormat::Json | OutputFormat::Yaml => {
             let runs: Vec<JsonRun<'_>> = results
                 .iter()
                 .map(|r| JsonRun {
@@ -290,12 +289,15 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                 })
                 .collect();
             if args.compare.is_empty() {
-                to_json(&runs[0])
+                args.output.render(&runs[0], |_| String::new())
             } else {
-                to_json(&JsonCompare { run: &meta, runs })
+                args.output
+                    .render(&JsonCompare { run: &meta, runs }, |_| String::new())
             }
         }
-        OutputFormat::Text => text(&cluster, &trace_name, trace.skipped.len(), &results),
+        OutputFormat::Text | OutputFormat::Wide => {
+            text(&cluster, &trace_name, trace.skipped.len(), &results)
+        }
     })
 }
 
@@ -401,4 +403,20 @@ fn network_description(routing: &RoutingConfig) -> String {
         },
         routing.qps()
     )
+}
+
+/// `--cycle-s`: seconds in 0..=86400 (a clap value parser: exit 2).
+fn parse_cycle_s(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("expected seconds in 0..=86400, got `{s}`")),
+    }
+}
+
+/// `--horizon-s`: a positive number of seconds (a clap value parser: exit 2).
+fn parse_horizon_s(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number of seconds, got `{s}`")),
+    }
 }
