@@ -177,10 +177,7 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
         Command::Simulate(mut a) => {
-            a.command_line = std::env::args().collect();
-            if let Some(first) = a.command_line.first_mut() {
-                *first = "railyard".to_owned();
-            }
+            a.command_line = command_line();
             simulate::run(&a)
         }
         Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),
@@ -198,6 +195,20 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Man(a) => man(&a),
         Command::Schema(a) => crate::commands::schema::schema(&a.name),
     }
+}
+
+/// The command line as typed (set by `main`), recorded in simulate and collective results.
+static COMMAND_LINE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Record the process's command line (`main` calls it once).
+pub fn set_command_line(words: impl Iterator<Item = String>) {
+    let words = std::iter::once("railyard".to_owned()).chain(words.skip(1));
+    let _ = COMMAND_LINE.set(words.collect());
+}
+
+/// The command line [`set_command_line`] recorded, or nothing.
+pub fn command_line() -> Vec<String> {
+    COMMAND_LINE.get().cloned().unwrap_or_default()
 }
 
 /// A shell completion script for `railyard`.

@@ -81,6 +81,24 @@ pub fn fmt_bytes(bytes: u64) -> String {
     format!("{value} {}", UNITS[unit])
 }
 
+/// A command line as one string a shell would split back into the same words.
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +121,22 @@ mod tests {
         assert_eq!(count_of(1, "pod"), "1 pod");
         assert_eq!(count_of(2, "QP"), "2 QPs");
         assert_eq!(count_of(1024, "GPU"), "1,024 GPUs");
+    }
+
+    #[test]
+    fn shell_words_quote_what_a_shell_would_split() {
+        let words = [
+            "railyard",
+            "--policy",
+            "fifo+required:tier0",
+            "a b",
+            "it's",
+            "",
+        ];
+        let words: Vec<String> = words.map(str::to_owned).to_vec();
+        assert_eq!(
+            shell_words(&words),
+            r#"railyard --policy fifo+required:tier0 'a b' 'it'\''s' ''"#
+        );
     }
 }

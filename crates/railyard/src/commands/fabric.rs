@@ -217,6 +217,10 @@ pub struct RunningJobReport {
 /// The report of `fabric collective`.
 #[derive(Debug, Serialize)]
 pub struct CollectiveReport {
+    /// The railyard version that computed it.
+    pub railyard_version: &'static str,
+    /// The command line as typed (empty when called as a library).
+    pub command: Vec<String>,
     /// Cluster name.
     pub cluster: String,
     /// The collective.
@@ -425,6 +429,8 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
     let busbw = c.new_shared_gbps / 8.0;
     let ideal = p.routed.ideal_busbw_gbps / 8.0;
     Ok(CollectiveReport {
+        railyard_version: env!("CARGO_PKG_VERSION"),
+        command: crate::cli::command_line(),
         cluster: p.cluster_name.clone(),
         collective: p.routed.collective.name().to_owned(),
         routing: format!("{:?}", args.job.routing).to_ascii_lowercase(),

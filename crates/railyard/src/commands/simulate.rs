@@ -154,28 +154,13 @@ impl RunMeta {
             out.push(("horizon".to_owned(), format!("{h} s")));
         }
         if !self.command.is_empty() {
-            out.push(("command".to_owned(), shell_words(&self.command)));
+            out.push((
+                "command".to_owned(),
+                report::fmt::shell_words(&self.command),
+            ));
         }
         out
     }
-}
-
-/// A command line as one string a shell would split back into the same words.
-fn shell_words(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// `simulate`.

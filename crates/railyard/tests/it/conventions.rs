@@ -318,3 +318,30 @@ fn dash_reads_standard_input() {
     let run = crate::railyard_stdin(&["lint", "-"], &manifest);
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
+
+#[test]
+fn collective_json_records_the_version_and_the_command_line() {
+    let args = [
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        "tests/fixtures/sched/jobs/fat-tree-ring-24.yaml",
+        "--collective",
+        "allreduce",
+        "-o",
+        "json",
+    ];
+    let run = crate::railyard(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["railyard_version"], env!("CARGO_PKG_VERSION"));
+    let command: Vec<&str> = v["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(command, [&["railyard"], &args[..]].concat());
+}
