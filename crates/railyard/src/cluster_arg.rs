@@ -15,7 +15,7 @@ use crate::error::CliError;
 /// How a command names its cluster.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct ClusterArgs {
-    /// The cluster: `preset:NAME`, a railyard spec (YAML), or `kubectl get nodes -o json|yaml`.
+    /// The cluster: `preset:NAME`, a railyard spec (YAML), `kubectl get nodes -o json|yaml`, or a Slurm topology.conf (with --shape)
     #[arg(long, value_name = "preset:NAME|FILE")]
     pub cluster: String,
     /// A Kueue (`kueue.x-k8s.io`) or KAI (`kai.scheduler`) Topology giving the levels of a NodeList.

@@ -17,6 +17,7 @@ mod live;
 mod place;
 mod queues;
 mod simulate;
+mod slurm_cluster;
 mod tidy;
 mod topo;
 mod workloads;
