@@ -44,17 +44,6 @@ pub enum DoctorOutput {
     Prometheus,
 }
 
-impl From<OutputFormat> for DoctorOutput {
-    fn from(o: OutputFormat) -> Self {
-        match o {
-            OutputFormat::Text => DoctorOutput::Text,
-            OutputFormat::Json => DoctorOutput::Json,
-            OutputFormat::Yaml => DoctorOutput::Yaml,
-            OutputFormat::Wide => DoctorOutput::Wide,
-        }
-    }
-}
-
 /// `doctor`: print the findings; an `error` finding makes the command exit 1.
 pub fn doctor(args: &DoctorArgs) -> Result<String, CliError> {
     let findings = diagnose_shape(&args.root, args.hostname.as_deref(), args.shape.as_deref())?;

@@ -567,7 +567,8 @@ fn collective_text(r: &CollectiveReport) -> String {
     ]);
     if let Some(s) = &r.at_size {
         let pick = format!("{}/{}", s.algorithm.name(), s.protocol.name());
-        let time = format!("{} for {} bytes ({pick})", fmt_us(s.time_us), s.size_bytes);
+        let size = report::fmt::fmt_bytes(s.size_bytes);
+        let time = format!("{} for {size} ({pick})", fmt_us(s.time_us));
         rows.push(("time (NCCL tuner)", time));
     }
     for (k, v) in rows {

@@ -12,7 +12,7 @@ use crate::error::CliError;
 use crate::output::OutputFormat;
 use crate::table::Table;
 use formats::placement::PlacementFile;
-use report::fmt::trim_float;
+use report::fmt::{count_of, trim_float};
 
 /// Arguments of `place`.
 #[derive(Debug, clap::Args)]
@@ -96,9 +96,9 @@ fn text(cluster: &Cluster, f: &PlacementFile) -> String {
         }
     };
     let mut out = format!(
-        "job {job}: placed {} pods on {} nodes ({} GPUs); {tier}, worst latency {} µs\n",
-        f.pods.len(),
-        nodes.len(),
+        "job {job}: placed {} on {} ({} GPUs); {tier}, worst latency {} µs\n",
+        count_of(f.pods.len(), "pod"),
+        count_of(nodes.len(), "node"),
         trim_float(gpus),
         trim_float(f.worst_latency_us.unwrap_or(0.0))
     );

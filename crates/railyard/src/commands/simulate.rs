@@ -138,9 +138,9 @@ impl RunMeta {
             (
                 "routing".to_owned(),
                 format!(
-                    "{}, {} QP(s) per connection, seed {}{}",
+                    "{}, {} per connection, seed {}{}",
                     self.routing,
-                    self.qps,
+                    report::fmt::count_of(self.qps as usize, "QP"),
                     self.seed,
                     self.nccl
                         .iter()
@@ -381,12 +381,12 @@ impl ProgressBar {
 
 fn network_description(routing: &RoutingConfig) -> String {
     format!(
-        "Network: every running multi-node job runs a Ring AllReduce; rates are max-min fair over all of them together under {} routing with {} QP(s) per connection (railyard's fabric model).",
+        "Network: every running multi-node job runs a Ring AllReduce; rates are max-min fair over all of them together under {} routing with {} per connection (railyard's fabric model).",
         match routing.mode {
             RoutingMode::Ecmp => "ECMP",
             RoutingMode::Adaptive => "adaptive",
         },
-        routing.qps()
+        report::fmt::count_of(routing.qps() as usize, "QP")
     )
 }
 
