@@ -63,8 +63,8 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
                 .map_err(|e| CliError::Usage(e.to_string()))?,
         },
     )?;
-    Ok(args.output.render(&file, |_| {
-        let mut out = text(&cluster, &file);
+    Ok(args.output.render(&file, |wide| {
+        let mut out = text(&cluster, &file, wide);
         for w in &file.warnings {
             out.push_str(&format!("warning: {w}\n"));
         }
@@ -72,7 +72,7 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
     }))
 }
 
-fn text(cluster: &Cluster, f: &PlacementFile) -> String {
+fn text(cluster: &Cluster, f: &PlacementFile, wide: bool) -> String {
     let job = f.job.as_deref().unwrap_or("job");
     if !f.placed {
         return format!(
@@ -105,14 +105,15 @@ fn text(cluster: &Cluster, f: &PlacementFile) -> String {
     if !f.preempted.is_empty() {
         out.push_str(&format!("preempted: {}\n", f.preempted.join(", ")));
     }
-    // The lowest non-host level names each pod's leaf domain.
-    let leaf = (0..cluster.levels.len())
-        .rev()
-        .find(|&l| Some(l) != cluster.host_level);
-    let mut header = vec!["rank", "node", "gpus", "gpu ids"];
-    if let Some(l) = leaf {
-        header.push(cluster.levels[l].label.as_str());
+    // The lowest non-host level names each pod's leaf domain; `-o wide` adds every level above.
+    let mut shown: Vec<usize> = (0..cluster.levels.len())
+        .filter(|&l| Some(l) != cluster.host_level)
+        .collect();
+    if !wide {
+        shown.drain(..shown.len().saturating_sub(1));
     }
+    let mut header = vec!["rank", "node", "gpus", "gpu ids"];
+    header.extend(shown.iter().map(|&l| cluster.levels[l].label.as_str()));
     let by_name: std::collections::HashMap<&str, topology::NodeId> = cluster
         .nodes
         .iter()
@@ -131,8 +132,10 @@ fn text(cluster: &Cluster, f: &PlacementFile) -> String {
                 .collect::<Vec<_>>()
                 .join(","),
         ];
-        if let (Some(l), Some(&n)) = (leaf, by_name.get(p.node.as_str())) {
-            row.push(cluster.domain(cluster.node(n).domains[l]).value.clone());
+        if let Some(&n) = by_name.get(p.node.as_str()) {
+            for &l in &shown {
+                row.push(cluster.domain(cluster.node(n).domains[l]).value.clone());
+            }
         }
         t.row(row);
     }

@@ -345,3 +345,40 @@ fn collective_json_records_the_version_and_the_command_line() {
         .collect();
     assert_eq!(command, [&["railyard"], &args[..]].concat());
 }
+
+#[test]
+fn place_wide_adds_a_column_per_level() {
+    let args = [
+        "-q",
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        "tests/fixtures/sched/jobs/fat-tree-ring-24.yaml",
+    ];
+    let header = |extra: &[&str]| {
+        let out = crate::ok(&[&args[..], extra].concat());
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("rank"))
+            .expect("pod table")
+            .to_owned();
+        line.split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let text = header(&[]);
+    let wide = header(&["-o", "wide"]);
+    assert_eq!(
+        text.last().map(String::as_str),
+        Some("fabric.topograph.run/tier-0")
+    );
+    assert_eq!(
+        wide[wide.len() - 3..],
+        [
+            "fabric.topograph.run/tier-2",
+            "fabric.topograph.run/tier-1",
+            "fabric.topograph.run/tier-0"
+        ]
+    );
+}
