@@ -56,11 +56,16 @@ pub enum ClusterFile {
     Nodes(Vec<serde_json::Value>),
     /// Not Kubernetes objects: to be read as a railyard cluster spec.
     Spec,
+    /// A Slurm topology.conf (topology/tree or topology/block).
+    SlurmTopology,
 }
 
 /// Tell a NodeList from a railyard spec (parsing the Node objects, not yet the spec). `file`
 /// names the file in errors.
 pub fn parse_cluster_file(file: &str, text: &str) -> Result<ClusterFile, FormatError> {
+    if crate::slurm::is_topology_conf(text) {
+        return Ok(ClusterFile::SlurmTopology);
+    }
     let docs = parse_documents(file, text)?;
     let kind = docs
         .first()
@@ -85,6 +90,7 @@ pub fn build_cluster_file(
 ) -> Result<LoadedCluster, FormatError> {
     match parsed {
         ClusterFile::Nodes(docs) => k8s::import_nodes(file, &docs, options),
+        ClusterFile::SlurmTopology => slurm_cluster(file, text, options),
         ClusterFile::Spec => {
             let spec: ClusterSpec = parse_typed(file, text)?;
             let cluster = build_from_spec(&spec).map_err(|e| FormatError::input(file, e))?;
@@ -94,4 +100,59 @@ pub fn build_cluster_file(
             })
         }
     }
+}
+
+/// A Slurm topology.conf as a cluster: its nodes and switch (or block) levels, every node of
+/// the `--shape` given (the file has no hardware), through the NodeList import.
+fn slurm_cluster(
+    file: &str,
+    text: &str,
+    options: &ImportOptions,
+) -> Result<LoadedCluster, FormatError> {
+    let given = [
+        (options.topology.is_some(), "--topology"),
+        (!options.levels.is_empty(), "--levels"),
+        (options.label_preset.is_some(), "--label-preset"),
+    ];
+    if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
+        return Err(FormatError::input(
+            file,
+            format!("{flag} does not apply to a Slurm topology.conf: its levels are its switches or blocks"),
+        ));
+    }
+    let names: Vec<&str> = topology::SHAPES.iter().map(|s| s.name).collect();
+    let Some(shape_name) = &options.shape else {
+        return Err(FormatError::input(
+            file,
+            format!(
+                "a Slurm topology.conf names no hardware: give --shape, one of {}",
+                names.join(", ")
+            ),
+        ));
+    };
+    let shape = topology::known_shape(shape_name).ok_or_else(|| {
+        FormatError::input(
+            "--shape",
+            format!(
+                "unknown shape `{shape_name}`; expected one of {}",
+                names.join(", ")
+            ),
+        )
+    })?;
+    let (docs, levels) = crate::slurm::read_topology_conf(file, text, shape.name, shape.gpus)?;
+    let options = ImportOptions {
+        levels,
+        ..options.clone()
+    };
+    let mut loaded = k8s::import_nodes(file, &docs, &options)?;
+    loaded.notes.insert(
+        0,
+        format!(
+            "{file}: read as a Slurm topology.conf: {} nodes, {} levels; every node a {} (--shape)",
+            docs.len(),
+            options.levels.len(),
+            shape.name
+        ),
+    );
+    Ok(loaded)
 }

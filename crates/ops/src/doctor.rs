@@ -14,34 +14,13 @@ use topology::roce::{active_mtu, IB_MTUS, ROCE_OVERHEAD_BYTES};
 
 use formats::FormatError;
 
-/// How serious a finding is. Any `Fail` makes `doctor` exit 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    /// As it should be.
-    Ok,
-    /// Works, but slower than it should, or may break under some setups.
-    Warn,
-    /// Broken: multi-node training will fail or fall back to TCP.
-    Fail,
-}
-
-impl Level {
-    /// The level as one word: ok, warn, fail.
-    pub fn word(self) -> &'static str {
-        match self {
-            Level::Ok => "ok",
-            Level::Warn => "warn",
-            Level::Fail => "fail",
-        }
-    }
-}
+pub use crate::Severity;
 
 /// One result of one check.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
-    /// ok, warn or fail.
-    pub level: Level,
+    /// info (the check passed), warning or error; any error makes `doctor` exit 1.
+    pub severity: Severity,
     /// Which check: `rdma.devices`, `rdma.port`, `roce.mtu`, `hostname`, `pcie.link`,
     /// `rails.balance`, `sysfs.read`.
     pub check: &'static str,
@@ -51,7 +30,7 @@ pub struct Finding {
     pub seen: String,
     /// Why it matters.
     pub why: String,
-    /// What to do (`nothing` for `ok` findings).
+    /// What to do (`nothing` for `info` findings).
     pub action: String,
 }
 
@@ -164,7 +143,7 @@ pub fn diagnose_shape(
 pub fn check_shape(facts: &NodeFacts, shape: &str) -> Vec<Finding> {
     let Some(row) = crate::nccl_shapes::for_shape(shape) else {
         return vec![Finding {
-            level: Level::Warn,
+            severity: Severity::Warning,
             check: "nccl.devices",
             subject: shape.to_owned(),
             seen: "no published NCCL settings for this shape".to_owned(),
@@ -193,7 +172,7 @@ pub fn check_shape(facts: &NodeFacts, shape: &str) -> Vec<Finding> {
     let subject = format!("{shape} NCCL_IB_HCA ({} devices)", row.hcas.len());
     if missing.is_empty() && down.is_empty() {
         out.push(Finding {
-            level: Level::Ok,
+            severity: Severity::Info,
             check: "nccl.devices",
             subject: subject.clone(),
             seen: format!("all {} listed devices present and ACTIVE", row.hcas.len()),
@@ -209,7 +188,7 @@ pub fn check_shape(facts: &NodeFacts, shape: &str) -> Vec<Finding> {
             seen.push(format!("not ACTIVE: {}", down.join(", ")));
         }
         out.push(Finding {
-            level: Level::Fail,
+            severity: Severity::Error,
             check: "nccl.devices",
             subject: subject.clone(),
             seen: seen.join("; "),
@@ -222,7 +201,7 @@ pub fn check_shape(facts: &NodeFacts, shape: &str) -> Vec<Finding> {
     }
     if !extra.is_empty() {
         out.push(Finding {
-            level: Level::Ok,
+            severity: Severity::Info,
             check: "nccl.devices",
             subject,
             seen: format!("not for NCCL: {}", extra.join(", ")),
@@ -672,7 +651,7 @@ pub fn check(facts: &NodeFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     for (path, what) in &facts.unreadable {
         out.push(Finding {
-            level: Level::Warn,
+            severity: Severity::Warning,
             check: "sysfs.read",
             subject: format!("/{path}"),
             seen: what.clone(),
@@ -683,7 +662,7 @@ pub fn check(facts: &NodeFacts) -> Vec<Finding> {
     }
     for (path, what) in &facts.refused {
         out.push(Finding {
-            level: Level::Fail,
+            severity: Severity::Error,
             check: "sysfs.read",
             subject: format!("/{path}"),
             seen: what.clone(),
@@ -704,7 +683,7 @@ fn check_rdma_devices(facts: &NodeFacts, out: &mut Vec<Finding>) {
     let devices = facts.rdma.as_deref().unwrap_or_default();
     if devices.is_empty() {
         out.push(Finding {
-            level: Level::Fail,
+            severity: Severity::Error,
             check: "rdma.devices",
             subject: "/sys/class/infiniband".to_owned(),
             seen: if facts.rdma.is_none() {
@@ -722,7 +701,7 @@ fn check_rdma_devices(facts: &NodeFacts, out: &mut Vec<Finding>) {
     } else {
         let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
         out.push(Finding {
-            level: Level::Ok,
+            severity: Severity::Info,
             check: "rdma.devices",
             subject: "/sys/class/infiniband".to_owned(),
             seen: format!(
@@ -739,7 +718,7 @@ fn check_rdma_devices(facts: &NodeFacts, out: &mut Vec<Finding>) {
     for nic in facts.pci.iter().filter(|d| d.kind == PciKind::Nic) {
         if nic.rdma_devices.is_empty() && lag {
             out.push(Finding {
-                level: Level::Warn,
+                severity: Severity::Warning,
                 check: "rdma.devices",
                 subject: format!("PCI {}", nic.address),
                 seen: "Mellanox/NVIDIA NIC with no RDMA device of its own, on a node with a \
@@ -753,7 +732,7 @@ fn check_rdma_devices(facts: &NodeFacts, out: &mut Vec<Finding>) {
             });
         } else if nic.rdma_devices.is_empty() {
             out.push(Finding {
-                level: Level::Fail,
+                severity: Severity::Error,
                 check: "rdma.devices",
                 subject: format!("PCI {}", nic.address),
                 seen: "Mellanox/NVIDIA NIC with no RDMA device".to_owned(),
@@ -784,7 +763,7 @@ fn check_ports(facts: &NodeFacts, out: &mut Vec<Finding>) {
     for dev in facts.rdma.as_deref().unwrap_or_default() {
         if dev.ports.is_empty() {
             out.push(Finding {
-                level: Level::Fail,
+                severity: Severity::Error,
                 check: "rdma.port",
                 subject: dev.name.clone(),
                 seen: "no ports".to_owned(),
@@ -797,7 +776,7 @@ fn check_ports(facts: &NodeFacts, out: &mut Vec<Finding>) {
             let layer = port.link_layer.as_deref().unwrap_or("link layer unknown");
             match port.state.as_deref() {
                 Some("ACTIVE") => out.push(Finding {
-                    level: Level::Ok,
+                    severity: Severity::Info,
                     check: "rdma.port",
                     subject: subject.clone(),
                     seen: format!("ACTIVE, {layer}"),
@@ -805,7 +784,7 @@ fn check_ports(facts: &NodeFacts, out: &mut Vec<Finding>) {
                     action: "nothing".to_owned(),
                 }),
                 Some(state) => out.push(Finding {
-                    level: Level::Fail,
+                    severity: Severity::Error,
                     check: "rdma.port",
                     subject: subject.clone(),
                     seen: format!(
@@ -820,7 +799,7 @@ fn check_ports(facts: &NodeFacts, out: &mut Vec<Finding>) {
                         .to_owned(),
                 }),
                 None => out.push(Finding {
-                    level: Level::Warn,
+                    severity: Severity::Warning,
                     check: "rdma.port",
                     subject: subject.clone(),
                     seen: "state unknown".to_owned(),
@@ -841,7 +820,7 @@ fn check_mtu(subject: &str, port: &RdmaPort, out: &mut Vec<Finding>) {
     let needed = best + ROCE_OVERHEAD_BYTES;
     if port.netdevs.is_empty() {
         out.push(Finding {
-            level: Level::Warn,
+            severity: Severity::Warning,
             check: "roce.mtu",
             subject: subject.to_owned(),
             seen: "RoCE port with no netdev found".to_owned(),
@@ -855,7 +834,7 @@ fn check_mtu(subject: &str, port: &RdmaPort, out: &mut Vec<Finding>) {
     for (netdev, mtu) in &port.netdevs {
         let Some(mtu) = *mtu else {
             out.push(Finding {
-                level: Level::Warn,
+                severity: Severity::Warning,
                 check: "roce.mtu",
                 subject: format!("{subject} ({netdev})"),
                 seen: "netdev MTU unknown".to_owned(),
@@ -871,7 +850,7 @@ fn check_mtu(subject: &str, port: &RdmaPort, out: &mut Vec<Finding>) {
         );
         if active == Some(best) {
             out.push(Finding {
-                level: Level::Ok,
+                severity: Severity::Info,
                 check: "roce.mtu",
                 subject: format!("{subject} ({netdev})"),
                 seen: format!("netdev MTU {mtu}: {active_text}"),
@@ -881,7 +860,7 @@ fn check_mtu(subject: &str, port: &RdmaPort, out: &mut Vec<Finding>) {
             });
         } else {
             out.push(Finding {
-                level: Level::Warn,
+                severity: Severity::Warning,
                 check: "roce.mtu",
                 subject: format!("{subject} ({netdev})"),
                 seen: format!("netdev MTU {mtu}: {active_text}"),
@@ -904,7 +883,7 @@ fn check_mtu(subject: &str, port: &RdmaPort, out: &mut Vec<Finding>) {
 fn check_hostname(facts: &NodeFacts, out: &mut Vec<Finding>) {
     let Some((name, source)) = &facts.hostname else {
         out.push(Finding {
-            level: Level::Warn,
+            severity: Severity::Warning,
             check: "hostname",
             subject: "host name".to_owned(),
             seen: "unknown: no /proc/sys/kernel/hostname or /etc/hostname".to_owned(),
@@ -928,7 +907,7 @@ fn check_hostname(facts: &NodeFacts, out: &mut Vec<Finding>) {
                          and map the name to the node's own address in /etc/hosts or DNS";
     match hit {
         Some(e) if is_loopback(&e.address) => out.push(Finding {
-            level: Level::Warn,
+            severity: Severity::Warning,
             check: "hostname",
             subject,
             seen: format!("resolves to {} in /etc/hosts", e.address),
@@ -936,7 +915,7 @@ fn check_hostname(facts: &NodeFacts, out: &mut Vec<Finding>) {
             action: rendezvous_do.to_owned(),
         }),
         Some(e) => out.push(Finding {
-            level: Level::Ok,
+            severity: Severity::Info,
             check: "hostname",
             subject,
             seen: format!("resolves to {} in /etc/hosts", e.address),
@@ -944,7 +923,7 @@ fn check_hostname(facts: &NodeFacts, out: &mut Vec<Finding>) {
             action: "nothing".to_owned(),
         }),
         None => out.push(Finding {
-            level: Level::Warn,
+            severity: Severity::Warning,
             check: "hostname",
             subject,
             seen: if facts.hosts.is_none() {
@@ -980,7 +959,7 @@ fn check_pcie(facts: &NodeFacts, out: &mut Vec<Finding>) {
                 (d.current_gt_s, d.current_width, d.max_gt_s, d.max_width)
             else {
                 out.push(Finding {
-                    level: Level::Warn,
+                    severity: Severity::Warning,
                     check: "pcie.link",
                     subject,
                     seen: format!("link {current}, maximum {max}"),
@@ -993,7 +972,7 @@ fn check_pcie(facts: &NodeFacts, out: &mut Vec<Finding>) {
             };
             if cw < mw {
                 out.push(Finding {
-                    level: Level::Warn,
+                    severity: Severity::Warning,
                     check: "pcie.link",
                     subject,
                     seen: format!("link {current}, maximum {max}: running on fewer lanes"),
@@ -1008,7 +987,7 @@ fn check_pcie(facts: &NodeFacts, out: &mut Vec<Finding>) {
                 });
             } else if cs + 0.01 < ms {
                 out.push(Finding {
-                    level: Level::Warn,
+                    severity: Severity::Warning,
                     check: "pcie.link",
                     subject,
                     seen: format!("link {current}, maximum {max}"),
@@ -1030,7 +1009,7 @@ fn check_pcie(facts: &NodeFacts, out: &mut Vec<Finding>) {
             let mut kinds = full.clone();
             kinds.dedup();
             out.push(Finding {
-                level: Level::Ok,
+                severity: Severity::Info,
                 check: "pcie.link",
                 subject: format!("{what}s"),
                 seen: format!(
@@ -1053,7 +1032,7 @@ fn check_rails(facts: &NodeFacts, out: &mut Vec<Finding>) {
     }
     if gpus == 0 {
         out.push(Finding {
-            level: Level::Warn,
+            severity: Severity::Warning,
             check: "rails.balance",
             subject: "GPUs and RDMA devices".to_owned(),
             seen: format!("no NVIDIA GPU on the PCI bus, {nics} RDMA devices"),
@@ -1081,7 +1060,7 @@ fn check_rails(facts: &NodeFacts, out: &mut Vec<Finding>) {
             format!("one per {} GPUs", gpus / nics)
         };
         out.push(Finding {
-            level: Level::Ok,
+            severity: Severity::Info,
             check: "rails.balance",
             subject: "GPUs and RDMA devices".to_owned(),
             seen: format!("{seen}: {ratio}"),
@@ -1090,7 +1069,7 @@ fn check_rails(facts: &NodeFacts, out: &mut Vec<Finding>) {
         });
     } else {
         out.push(Finding {
-            level: Level::Warn,
+            severity: Severity::Warning,
             check: "rails.balance",
             subject: "GPUs and RDMA devices".to_owned(),
             seen: if nic_functions > nics {
@@ -1160,7 +1139,7 @@ mod tests {
             .iter()
             .find(|f| f.subject == "PCI 0000:18:00.1")
             .expect("a finding for the bonded function");
-        assert_eq!(f.level, Level::Warn);
+        assert_eq!(f.severity, Severity::Warning);
     }
 
     #[test]

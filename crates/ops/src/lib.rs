@@ -6,8 +6,36 @@
 
 pub mod cables;
 pub mod doctor;
+pub mod doctor_report;
 pub mod launch;
 pub mod lint;
 pub mod nccl_shapes;
 pub mod place;
 pub mod queues;
+pub mod synth;
+
+use serde::Serialize;
+
+/// How serious a finding is, in every command's JSON (doctor, lint) and doctor's Prometheus
+/// labels: one vocabulary, `info`, `warning`, `error`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// As it should be, or a suggestion.
+    Info,
+    /// Works, but slower than it should, or likely fragile.
+    Warning,
+    /// Broken: will fail or not work as intended.
+    Error,
+}
+
+impl Severity {
+    /// The severity as one word: info, warning, error.
+    pub fn word(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}

@@ -17,27 +17,7 @@ use serde_json::Value;
 use formats::k8s::read_topology;
 use formats::{jobs, queues, workloads};
 
-/// How serious a finding is; only errors make `lint` exit 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// A suggestion.
-    Note,
-    /// Likely slow or fragile.
-    Warning,
-    /// Will not work as intended.
-    Error,
-}
-
-impl Severity {
-    fn word(self) -> &'static str {
-        match self {
-            Severity::Note => "note",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
+pub use crate::Severity;
 
 /// A finding inside one document, before the file and document are known.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,7 +49,7 @@ pub struct LintFinding {
     pub document: usize,
     /// Dotted path inside the document.
     pub path: String,
-    /// note, warning or error.
+    /// info, warning or error.
     pub severity: Severity,
     /// What is wrong and what to do.
     pub message: String,
@@ -355,7 +335,7 @@ fn check_nic_cluster_policy(doc: &Value) -> Vec<Problem> {
 
     if consistency_problems {
         out.push(Problem::new(
-            Severity::Note,
+            Severity::Info,
             "spec",
             "keep repository, version and imagePullSecrets in one place: generate the policy \
              from the Network Operator Helm chart of one release (its values set them for every \

@@ -9,14 +9,71 @@ use crate::error::CliError;
 
 /// railyard's command line.
 #[derive(Debug, Parser)]
-#[command(name = "railyard", version, about, long_about = None)]
+#[command(
+    name = "railyard",
+    version,
+    about = "Place multi-node GPU training jobs onto RDMA fabrics and measure what placement does to training speed",
+    long_about = None
+)]
 pub struct Cli {
-    /// Print no notes (what railyard detected or assumed) on stderr; errors still go there.
-    #[arg(short, long, global = true)]
-    pub quiet: bool,
+    /// `-q` hides the notes on stderr (what railyard detected or assumed), `-v`/`-vv` adds
+    /// detail; errors are always printed.
+    #[command(flatten)]
+    pub verbosity: clap_verbosity_flag::Verbosity<Notes>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The default verbosity: notes (info) shown; `-q` warnings only, `-v` debug, `-vv` trace.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Notes;
+
+impl clap_verbosity_flag::LogLevel for Notes {
+    fn default_filter() -> clap_verbosity_flag::VerbosityFilter {
+        clap_verbosity_flag::VerbosityFilter::Info
+    }
+    fn verbose_help() -> Option<&'static str> {
+        Some("More detail on stderr (-v debug, -vv trace)")
+    }
+    fn quiet_help() -> Option<&'static str> {
+        Some("No notes on stderr (what railyard detected or assumed); errors still printed")
+    }
+}
+
+/// Send `tracing` events to stderr as `note: …` (info), `debug: …` or `trace: …` lines, at the
+/// level `-q`/`-v` chose. Called once by `main`; without it (tests) events go nowhere.
+pub fn init_stderr_log(verbosity: &clap_verbosity_flag::Verbosity<Notes>) {
+    use tracing_subscriber::fmt::{format, FmtContext, FormatEvent, FormatFields};
+    struct Lines;
+    impl<S, N> FormatEvent<S, N> for Lines
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+        N: for<'a> FormatFields<'a> + 'static,
+    {
+        fn format_event(
+            &self,
+            ctx: &FmtContext<'_, S, N>,
+            mut w: format::Writer<'_>,
+            event: &tracing::Event<'_>,
+        ) -> std::fmt::Result {
+            let word = match *event.metadata().level() {
+                tracing::Level::ERROR => "error",
+                tracing::Level::WARN => "warning",
+                tracing::Level::INFO => "note",
+                tracing::Level::DEBUG => "debug",
+                tracing::Level::TRACE => "trace",
+            };
+            write!(w, "{word}: ")?;
+            ctx.field_format().format_fields(w.by_ref(), event)?;
+            writeln!(w)
+        }
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(verbosity.tracing_level_filter())
+        .event_format(Lines)
+        .try_init();
 }
 
 /// Subcommands.
@@ -126,15 +183,11 @@ pub enum FabricCommand {
 
 /// Run a parsed command line; the text to print, or the error.
 pub fn run(cli: Cli) -> Result<String, CliError> {
-    crate::cluster_arg::set_quiet(cli.quiet);
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
         Command::Simulate(mut a) => {
-            a.command_line = std::env::args().collect();
-            if let Some(first) = a.command_line.first_mut() {
-                *first = "railyard".to_owned();
-            }
+            a.command_line = command_line();
             simulate::run(&a)
         }
         Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),
@@ -153,6 +206,20 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Schema(a) => crate::commands::schema::schema(&a.name),
         Command::Trace(TraceCommand::Synth(a)) => trace::synth(&a),
     }
+}
+
+/// The command line as typed (set by `main`), recorded in simulate and collective results.
+static COMMAND_LINE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Record the process's command line (`main` calls it once).
+pub fn set_command_line(words: impl Iterator<Item = String>) {
+    let words = std::iter::once("railyard".to_owned()).chain(words.skip(1));
+    let _ = COMMAND_LINE.set(words.collect());
+}
+
+/// The command line [`set_command_line`] recorded, or nothing.
+pub fn command_line() -> Vec<String> {
+    COMMAND_LINE.get().cloned().unwrap_or_default()
 }
 
 /// A shell completion script for `railyard`.

@@ -15,7 +15,7 @@ use crate::error::CliError;
 /// How a command names its cluster.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct ClusterArgs {
-    /// The cluster: `preset:NAME`, a railyard spec (YAML), or `kubectl get nodes -o json|yaml`.
+    /// The cluster: `preset:NAME`, a railyard spec (YAML), `kubectl get nodes -o json|yaml`, or a Slurm topology.conf (with --shape)
     #[arg(long, value_name = "preset:NAME|FILE")]
     pub cluster: String,
     /// A Kueue (`kueue.x-k8s.io`) or KAI (`kai.scheduler`) Topology giving the levels of a NodeList.
@@ -53,23 +53,19 @@ impl From<LabelPresetArg> for LabelPreset {
     }
 }
 
-/// `--quiet`: no notes on stderr (set once per process by `cli::run`).
-static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Print no inference notes from now on (`--quiet`), or print them again.
-pub fn set_quiet(quiet: bool) {
-    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Load the cluster the arguments name and print the inference notes on stderr (unless
-/// `--quiet`).
+/// Load the cluster the arguments name and send the inference notes to the log (stderr at
+/// the default verbosity, hidden by `-q`).
 pub fn load_cluster(args: &ClusterArgs) -> Result<Cluster, CliError> {
     let loaded = load_cluster_quiet(args)?;
-    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
-        for n in &loaded.notes {
-            eprintln!("note: {n}");
-        }
+    for n in &loaded.notes {
+        tracing::info!("{n}");
     }
+    tracing::debug!(
+        "cluster {}: {} nodes, {} GPUs",
+        loaded.cluster.name,
+        loaded.cluster.nodes.len(),
+        loaded.cluster.gpu_count()
+    );
     Ok(loaded.cluster)
 }
 

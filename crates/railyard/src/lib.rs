@@ -8,6 +8,5 @@ pub mod cluster_arg;
 pub mod commands;
 pub mod error;
 pub mod output;
-pub mod table;
 
 pub use error::CliError;

@@ -4,4 +4,6 @@
 
 pub mod fmt;
 pub mod html;
+pub mod summary;
 pub mod svg;
+pub mod table;

@@ -10,8 +10,8 @@ use topology::Cluster;
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
-use crate::output::{to_json, OutputFormat};
-use crate::table::Table;
+use crate::output::OutputFormat;
+use report::table::Table;
 
 /// Arguments of `cables plan`.
 #[derive(Debug, clap::Args)]
@@ -22,7 +22,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     pub layout: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -37,10 +37,9 @@ pub fn plan_command(args: &PlanArgs) -> Result<String, CliError> {
         None => None,
     };
     let plan = plan(&cluster, layout.as_ref());
-    Ok(match args.output {
-        OutputFormat::Json => to_json(&plan),
-        OutputFormat::Text => render_text(&cluster, &plan, layout.is_some()),
-    })
+    Ok(args
+        .output
+        .render(&plan, |_| render_text(&cluster, &plan, layout.is_some())))
 }
 
 fn render_text(cluster: &Cluster, plan: &CablePlan, with_layout: bool) -> String {

@@ -15,12 +15,12 @@ use topology::{roce, Cluster, NodeId};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
-use crate::output::{to_json, OutputFormat};
-use crate::table::Table;
+use crate::output::OutputFormat;
 use formats::input::read_text;
 use formats::{nccl_tests, placement, state};
 use ops::place::{self, PlaceInputs};
 use report::fmt::trim_float;
+use report::table::Table;
 
 /// `--routing`: how switches spread flows over equal-cost paths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -146,7 +146,7 @@ pub struct CollectiveArgs {
     #[arg(long, value_name = "MIN:MAX", value_parser = parse_sizes)]
     pub sizes: Option<(u64, u64)>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -159,7 +159,7 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub job: JobArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -167,16 +167,16 @@ pub struct CompareArgs {
 #[derive(Debug, clap::Args)]
 pub struct EcmpArgs {
     /// Equal-cost paths (next hops).
-    #[arg(long, value_name = "M")]
+    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u32).range(1..))]
     pub paths: u32,
     /// Connections hashed onto them.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub flows: u32,
     /// QPs per connection; each QP is hashed on its own.
-    #[arg(long, value_name = "Q", default_value_t = 1)]
+    #[arg(long, value_name = "Q", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub qps: u32,
     /// Trials.
-    #[arg(long, value_name = "T", default_value_t = 10_000)]
+    #[arg(long, value_name = "T", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
     /// Seed.
     #[arg(long, value_name = "S", default_value_t = 0)]
@@ -185,7 +185,7 @@ pub struct EcmpArgs {
     #[arg(long, value_enum, value_name = "FN", default_value = "mix")]
     pub hash: HashArg,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -193,10 +193,10 @@ pub struct EcmpArgs {
 #[derive(Debug, clap::Args)]
 pub struct MtuArgs {
     /// The netdev (Ethernet interface) MTU, bytes.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_netdev_mtu)]
     pub netdev_mtu: u32,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -218,6 +218,10 @@ pub struct RunningJobReport {
 /// The report of `fabric collective`.
 #[derive(Debug, Serialize)]
 pub struct CollectiveReport {
+    /// The railyard version that computed it.
+    pub railyard_version: &'static str,
+    /// The command line as typed (empty when called as a library).
+    pub command: Vec<String>,
     /// Cluster name.
     pub cluster: String,
     /// The collective.
@@ -291,10 +295,7 @@ fn parse_sizes(s: &str) -> Result<(u64, u64), String> {
 /// `fabric collective`.
 pub fn collective(args: &CollectiveArgs) -> Result<String, CliError> {
     let report = collective_report(args)?;
-    Ok(match args.output {
-        OutputFormat::Json => to_json(&report),
-        OutputFormat::Text => collective_text(&report),
-    })
+    Ok(args.output.render(&report, |_| collective_text(&report)))
 }
 
 /// A job priced on the fabric: its routed Ring, its tuner input and the shared solve.
@@ -429,6 +430,8 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
     let busbw = c.new_shared_gbps / 8.0;
     let ideal = p.routed.ideal_busbw_gbps / 8.0;
     Ok(CollectiveReport {
+        railyard_version: env!("CARGO_PKG_VERSION"),
+        command: crate::cli::command_line(),
         cluster: p.cluster_name.clone(),
         collective: p.routed.collective.name().to_owned(),
         routing: format!("{:?}", args.job.routing).to_ascii_lowercase(),
@@ -566,7 +569,8 @@ fn collective_text(r: &CollectiveReport) -> String {
     ]);
     if let Some(s) = &r.at_size {
         let pick = format!("{}/{}", s.algorithm.name(), s.protocol.name());
-        let time = format!("{} for {} bytes ({pick})", fmt_us(s.time_us), s.size_bytes);
+        let size = report::fmt::fmt_bytes(s.size_bytes);
+        let time = format!("{} for {size} ({pick})", fmt_us(s.time_us));
         rows.push(("time (NCCL tuner)", time));
     }
     for (k, v) in rows {
@@ -633,8 +637,8 @@ pub fn compare(args: &CompareArgs) -> Result<String, CliError> {
         cluster: p.cluster_name,
         ranks: p.routed.n_ranks,
     };
-    if args.output == OutputFormat::Json {
-        return Ok(to_json(&r));
+    if args.output.is_structured() {
+        return Ok(args.output.render(&r, |_| String::new()));
     }
     let mut out = format!(
         "{} beside railyard's prediction for {} ranks on {} (out-of-place busbw)\n\n",
@@ -685,22 +689,11 @@ pub struct EcmpReport {
 /// `fabric ecmp`.
 pub fn ecmp(args: &EcmpArgs) -> Result<String, CliError> {
     let hash = args.hash.into();
-    for (v, flag) in [
-        (args.paths, "--paths"),
-        (args.flows, "--flows"),
-        (args.qps, "--qps"),
-        (args.trials, "--trials"),
-    ] {
-        if v == 0 {
-            return Err(CliError::input(flag, "expected at least 1, got 0"));
-        }
-    }
     let work = u64::from(args.flows) * u64::from(args.qps) * u64::from(args.trials);
     if work > 500_000_000 {
-        return Err(CliError::input(
-            "--trials",
-            format!("flows × qps × trials = {work} hashes, more than the limit of 500000000"),
-        ));
+        return Err(CliError::Usage(format!(
+            "--trials: flows × qps × trials = {work} hashes, more than the limit of 500000000"
+        )));
     }
     let s = simulate_max_load(
         args.paths,
@@ -725,8 +718,8 @@ pub fn ecmp(args: &EcmpArgs) -> Result<String, CliError> {
         efficiency: s.efficiency,
     };
     Ok(match args.output {
-        OutputFormat::Json => to_json(&r),
-        OutputFormat::Text => {
+        OutputFormat::Json | OutputFormat::Yaml => args.output.render(&r, |_| String::new()),
+        OutputFormat::Text | OutputFormat::Wide => {
             let mut out = format!(
                 "{} connections × {} QP{} hashed onto {} paths, {} trials (real 5-tuple hash and RoCEv2 source ports)\n\n",
                 r.flows,
@@ -778,6 +771,20 @@ pub struct MtuReport {
     pub payload_efficiency: f64,
 }
 
+/// A netdev MTU that carries at least the smallest RoCE MTU (a clap value parser: exit 2).
+fn parse_netdev_mtu(s: &str) -> Result<u32, String> {
+    let v: u32 = s
+        .parse()
+        .map_err(|_| format!("expected a whole number of bytes, got `{s}`"))?;
+    match roce::active_mtu(v) {
+        Some(_) => Ok(v),
+        None => Err(format!(
+            "{v} bytes fits no RoCE MTU; the smallest, 256, needs a netdev MTU of at least {}",
+            256 + roce::ROCE_OVERHEAD_BYTES
+        )),
+    }
+}
+
 /// `fabric mtu`.
 pub fn mtu(args: &MtuArgs) -> Result<String, CliError> {
     let Some(active) = roce::active_mtu(args.netdev_mtu) else {
@@ -804,8 +811,8 @@ pub fn mtu(args: &MtuArgs) -> Result<String, CliError> {
         payload_efficiency: f64::from(active) / f64::from(wire),
     };
     Ok(match args.output {
-        OutputFormat::Json => to_json(&r),
-        OutputFormat::Text => {
+        OutputFormat::Json | OutputFormat::Yaml => args.output.render(&r, |_| String::new()),
+        OutputFormat::Text | OutputFormat::Wide => {
             let mut t = Table::new(&["figure", "bytes"]);
             t.row(vec!["netdev MTU".into(), r.netdev_mtu.to_string()]);
             t.row(vec!["active RoCE MTU".into(), r.active_mtu.to_string()]);

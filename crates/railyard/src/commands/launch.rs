@@ -38,7 +38,7 @@ pub struct LaunchArgs {
     #[arg(long, value_name = "FILE")]
     pub placement: PathBuf,
     /// Rendezvous port on the rank-0 node.
-    #[arg(long, default_value_t = 29500)]
+    #[arg(long, default_value_t = 29500, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
     /// Node addresses, `/etc/hosts` style: `ADDRESS NAME [NAME…]` per line, `#` comments.
     /// Overrides the NodeList's InternalIP; names not in the cluster are ignored.

@@ -7,7 +7,7 @@ use formats::input::{parse_documents, read_text};
 use ops::lint::{lint_documents, Document, Severity};
 
 use crate::error::CliError;
-use crate::output::{to_json, OutputFormat};
+use crate::output::OutputFormat;
 
 /// Arguments of `lint`.
 #[derive(Debug, clap::Args)]
@@ -16,7 +16,7 @@ pub struct LintArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -35,17 +35,19 @@ pub fn lint(args: &LintArgs) -> Result<String, CliError> {
         }
     }
     let findings = lint_documents(&docs);
-    let report = match args.output {
-        OutputFormat::Json => to_json(&findings),
-        OutputFormat::Text if findings.is_empty() => format!(
-            "{} document{} in {} file{}: no findings\n",
-            docs.len(),
-            if docs.len() == 1 { "" } else { "s" },
-            args.files.len(),
-            if args.files.len() == 1 { "" } else { "s" }
-        ),
-        OutputFormat::Text => findings.iter().map(|f| format!("{f}\n")).collect(),
-    };
+    let report = args.output.render(&findings, |_| {
+        if findings.is_empty() {
+            format!(
+                "{} document{} in {} file{}: no findings\n",
+                docs.len(),
+                if docs.len() == 1 { "" } else { "s" },
+                args.files.len(),
+                if args.files.len() == 1 { "" } else { "s" }
+            )
+        } else {
+            findings.iter().map(|f| format!("{f}\n")).collect()
+        }
+    });
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)

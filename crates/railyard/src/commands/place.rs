@@ -9,10 +9,10 @@ use ops::place::{decide, PlaceInputs};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
-use crate::output::{to_json, OutputFormat};
-use crate::table::Table;
+use crate::output::OutputFormat;
 use formats::placement::PlacementFile;
-use report::fmt::trim_float;
+use report::fmt::{count_of, trim_float};
+use report::table::Table;
 
 /// Arguments of `place`.
 #[derive(Debug, clap::Args)]
@@ -53,7 +53,7 @@ pub struct PlaceArgs {
     #[arg(long, value_name = "STRATEGY", default_value = "")]
     pub kai_placement: String,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -69,29 +69,29 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
             no_preempt: args.no_preempt,
             flavors: &args.flavor,
             options: sched::PlaceOptions {
-                strategy: ops::place::parse_kai_strategy(&args.kai_placement)?,
-                ..ops::place::parse_feature_gates(&args.feature_gates)?
+                strategy: ops::place::parse_kai_strategy(&args.kai_placement)
+                    .map_err(|e| CliError::Usage(e.to_string()))?,
+                ..ops::place::parse_feature_gates(&args.feature_gates)
+                    .map_err(|e| CliError::Usage(e.to_string()))?
             },
             scheduler: args
                 .scheduler
                 .as_deref()
                 .map(ops::place::parse_scheduler)
-                .transpose()?,
+                .transpose()
+                .map_err(|e| CliError::Usage(e.to_string()))?,
         },
     )?;
-    Ok(match args.output {
-        OutputFormat::Json => to_json(&file),
-        OutputFormat::Text => {
-            let mut out = text(&cluster, &file);
-            for w in &file.warnings {
-                out.push_str(&format!("warning: {w}\n"));
-            }
-            out
+    Ok(args.output.render(&file, |wide| {
+        let mut out = text(&cluster, &file, wide);
+        for w in &file.warnings {
+            out.push_str(&format!("warning: {w}\n"));
         }
-    })
+        out
+    }))
 }
 
-fn text(cluster: &Cluster, f: &PlacementFile) -> String {
+fn text(cluster: &Cluster, f: &PlacementFile, wide: bool) -> String {
     let job = f.job.as_deref().unwrap_or("job");
     if !f.placed {
         return format!(
@@ -115,23 +115,24 @@ fn text(cluster: &Cluster, f: &PlacementFile) -> String {
         }
     };
     let mut out = format!(
-        "job {job}: placed {} pods on {} nodes ({} GPUs); {tier}, worst latency {} µs\n",
-        f.pods.len(),
-        nodes.len(),
+        "job {job}: placed {} on {} ({} GPUs); {tier}, worst latency {} µs\n",
+        count_of(f.pods.len(), "pod"),
+        count_of(nodes.len(), "node"),
         trim_float(gpus),
         trim_float(f.worst_latency_us.unwrap_or(0.0))
     );
     if !f.preempted.is_empty() {
         out.push_str(&format!("preempted: {}\n", f.preempted.join(", ")));
     }
-    // The lowest non-host level names each pod's leaf domain.
-    let leaf = (0..cluster.levels.len())
-        .rev()
-        .find(|&l| Some(l) != cluster.host_level);
-    let mut header = vec!["rank", "node", "gpus", "gpu ids"];
-    if let Some(l) = leaf {
-        header.push(cluster.levels[l].label.as_str());
+    // The lowest non-host level names each pod's leaf domain; `-o wide` adds every level above.
+    let mut shown: Vec<usize> = (0..cluster.levels.len())
+        .filter(|&l| Some(l) != cluster.host_level)
+        .collect();
+    if !wide {
+        shown.drain(..shown.len().saturating_sub(1));
     }
+    let mut header = vec!["rank", "node", "gpus", "gpu ids"];
+    header.extend(shown.iter().map(|&l| cluster.levels[l].label.as_str()));
     let by_name: std::collections::HashMap<&str, topology::NodeId> = cluster
         .nodes
         .iter()
@@ -150,8 +151,10 @@ fn text(cluster: &Cluster, f: &PlacementFile) -> String {
                 .collect::<Vec<_>>()
                 .join(","),
         ];
-        if let (Some(l), Some(&n)) = (leaf, by_name.get(p.node.as_str())) {
-            row.push(cluster.domain(cluster.node(n).domains[l]).value.clone());
+        if let Some(&n) = by_name.get(p.node.as_str()) {
+            for &l in &shown {
+                row.push(cluster.domain(cluster.node(n).domains[l]).value.clone());
+            }
         }
         t.row(row);
     }

@@ -6,14 +6,15 @@
 use std::path::PathBuf;
 
 use sched::Dialect;
+use serde::Serialize;
 
 use ops::queues::{has_live_status, problems, read_files, share_report, ShareReport};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
-use crate::output::{to_json, OutputFormat};
-use crate::table::Table;
-use report::fmt::trim_float;
+use crate::output::OutputFormat;
+use report::fmt::{plural, trim_float};
+use report::table::Table;
 
 /// Arguments of `queues validate`.
 #[derive(Debug, clap::Args)]
@@ -22,6 +23,23 @@ pub struct ValidateArgs {
     /// target queues should be checked.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Output format (JSON/YAML: counts and every problem with its severity).
+    #[arg(short, long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+}
+
+/// What `queues validate -o json` prints.
+#[derive(Debug, Serialize)]
+struct ValidateReport {
+    queues: usize,
+    jobs: usize,
+    problems: Vec<ValidateProblem>,
+}
+
+#[derive(Debug, Serialize)]
+struct ValidateProblem {
+    severity: ops::Severity,
+    message: String,
 }
 
 /// Arguments of `queues share`.
@@ -43,7 +61,7 @@ pub struct ShareArgs {
     #[arg(long, value_name = "preset:NAME|FILE")]
     pub cluster: Option<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -51,6 +69,28 @@ pub struct ShareArgs {
 pub fn validate(args: &ValidateArgs) -> Result<String, CliError> {
     let read = read_files(&args.files)?;
     let problems = problems(&read);
+    if args.output.is_structured() {
+        let n = problems.len();
+        let report = ValidateReport {
+            queues: read.queues.len(),
+            jobs: read.jobs.len(),
+            problems: problems
+                .into_iter()
+                .map(|message| ValidateProblem {
+                    severity: ops::Severity::Error,
+                    message,
+                })
+                .collect(),
+        };
+        let text = args.output.render(&report, |_| String::new());
+        return match n {
+            0 => Ok(text),
+            _ => Err(CliError::CheckFailed {
+                report: text,
+                summary: format!("queues validate: {n} problem{}", plural(n)),
+            }),
+        };
+    }
     if !problems.is_empty() {
         return Err(CliError::Problems(problems));
     }
@@ -80,10 +120,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         None => None,
     };
     let report = share_report(&read, &args.demand, args.capacity.as_deref(), cluster_gpus)?;
-    Ok(match args.output {
-        OutputFormat::Json => to_json(&report),
-        OutputFormat::Text => share_text(&report),
-    })
+    Ok(args.output.render(&report, |_| share_text(&report)))
 }
 
 fn amount(v: f64) -> String {

@@ -5,18 +5,15 @@ use std::time::{Duration, Instant};
 
 use fabric::{RoutingConfig, RoutingMode};
 use serde::Serialize;
-use sim::engine::{simulate, CommDefaults, Network, SimConfig, SimResult, Summary};
+use sim::engine::{simulate, CommDefaults, Network, SimConfig, Summary};
 use sim::network::{fabric_network, fabric_network_from_scratch};
 use sim::SimTime;
-use topology::Cluster;
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::commands::fabric::{NcclArgs, RoutingArg};
 use crate::error::CliError;
-use crate::output::{to_json, OutputFormat};
-use crate::table::Table;
-use formats::trace::{read_trace, Trace, TraceFormat};
-use report::fmt::{fmt_count, sig3};
+use crate::output::OutputFormat;
+use formats::trace::{read_trace, TraceFormat};
 use report::html::{render, ReportContext};
 
 /// Arguments of `simulate`.
@@ -55,10 +52,10 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "STRATEGY", default_value = "")]
     pub kai_placement: String,
     /// Scheduling passes run at multiples of this many seconds (0 = at every event).
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS", value_parser = parse_cycle_s)]
     pub cycle_s: f64,
     /// Stop the simulation here (seconds after the first arrival).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_horizon_s)]
     pub horizon_s: Option<f64>,
     /// How the fabric spreads flows over equal-cost paths.
     #[arg(long, value_enum, default_value = "ecmp")]
@@ -69,15 +66,15 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
     /// Check, after every event, that no GPU (share or memory) is oversubscribed, every running
     /// gang is whole, required levels and queue limits hold and every job ends exactly once; stop
     /// with exit 1 at the first violation.
     #[arg(long)]
     pub check_invariants: bool,
-    /// Write an HTML report here.
-    #[arg(long, value_name = "FILE")]
+    /// Write the HTML report to this file (`--report` is a hidden alias kept for old scripts)
+    #[arg(long = "out", alias = "report", value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// The command line as typed (set by `main`; empty when called as a library), recorded in
     /// the JSON and the report so a result says how to reproduce it.
@@ -163,9 +160,9 @@ impl RunMeta {
             (
                 "routing".to_owned(),
                 format!(
-                    "{}, {} QP(s) per connection, seed {}{}",
+                    "{}, {} per connection, seed {}{}",
                     self.routing,
-                    self.qps,
+                    report::fmt::count_of(self.qps as usize, "QP"),
                     self.seed,
                     self.nccl
                         .iter()
@@ -179,28 +176,13 @@ impl RunMeta {
             out.push(("horizon".to_owned(), format!("{h} s")));
         }
         if !self.command.is_empty() {
-            out.push(("command".to_owned(), shell_words(&self.command)));
+            out.push((
+                "command".to_owned(),
+                report::fmt::shell_words(&self.command),
+            ));
         }
         out
     }
-}
-
-/// A command line as one string a shell would split back into the same words.
-fn shell_words(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// `simulate`.
@@ -219,9 +201,11 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     let policies = specs
         .iter()
         .map(|s| parse_policy(s, &cluster, flag))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     // Every policy under every scheduler given, labelled by it.
-    let placements = ops::place::scheduler_runs(&args.scheduler, &args.kai_placement)?;
+    let placements = ops::place::scheduler_runs(&args.scheduler, &args.kai_placement)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     let runs: Vec<(sim::engine::Policy, sched::PlaceOptions)> = policies
         .iter()
         .flat_map(|p| {
@@ -242,16 +226,14 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         ));
     }
     if !(args.cycle_s.is_finite() && (0.0..=86_400.0).contains(&args.cycle_s)) {
-        return Err(CliError::input(
-            "--cycle-s",
-            "expected seconds in 0..=86400",
+        return Err(CliError::Usage(
+            "--cycle-s: expected seconds in 0..=86400".to_owned(),
         ));
     }
     if let Some(h) = args.horizon_s {
         if !(h.is_finite() && h > 0.0) {
-            return Err(CliError::input(
-                "--horizon-s",
-                "expected a positive number of seconds",
+            return Err(CliError::Usage(
+                "--horizon-s: expected a positive number of seconds".to_owned(),
             ));
         }
     }
@@ -330,7 +312,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         })?;
     }
     Ok(match args.output {
-        OutputFormat::Json => {
+        OutputFormat::Json | OutputFormat::Yaml => {
             let runs: Vec<JsonRun<'_>> = results
                 .iter()
                 .map(|r| JsonRun {
@@ -343,89 +325,24 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                 })
                 .collect();
             if !several {
-                to_json(&runs[0])
+                args.output.render(&runs[0], |_| String::new())
             } else {
-                to_json(&JsonCompare { run: &meta, runs })
+                args.output
+                    .render(&JsonCompare { run: &meta, runs }, |_| String::new())
             }
         }
-        OutputFormat::Text => text(&cluster, &trace_name, &trace, &observed, &results),
+        OutputFormat::Text | OutputFormat::Wide => report::summary::simulation_text(
+            &report::summary::TraceFacts {
+                cluster: &cluster.name,
+                cluster_gpus: cluster.gpu_count(),
+                trace: &trace_name,
+                skipped_rows: trace.skipped.len(),
+                not_run: trace.not_run.len(),
+                observed_waits: &observed,
+            },
+            &results,
+        ),
     })
-}
-
-fn text(
-    cluster: &Cluster,
-    trace_name: &str,
-    trace: &Trace,
-    observed: &[f64],
-    results: &[SimResult],
-) -> String {
-    let jobs = results.first().map_or(0, |r| r.summary.jobs);
-    let skipped = trace.skipped.len();
-    let mut out = format!(
-        "{} jobs from {trace_name} on {} ({} GPUs){}{}\n",
-        fmt_count(jobs as u64),
-        cluster.name,
-        fmt_count(cluster.gpu_count()),
-        if skipped > 0 {
-            format!("; {} unreadable rows skipped", fmt_count(skipped as u64))
-        } else {
-            String::new()
-        },
-        if trace.not_run.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; {} that never ran to the end left out",
-                fmt_count(trace.not_run.len() as u64)
-            )
-        }
-    );
-    if !observed.is_empty() {
-        let w = sim::WaitStats::of(observed);
-        out.push_str(&format!(
-            "the trace's own scheduler: avg wait {} h, p50 {} h, p99 {} h over {} jobs\n",
-            sig3(w.avg_s / 3600.0),
-            sig3(w.p50_s / 3600.0),
-            sig3(w.p99_s / 3600.0),
-            fmt_count(w.jobs as u64)
-        ));
-    }
-    let mut t = Table::new(&[
-        "policy",
-        "completed",
-        "failed",
-        "avg JCT h",
-        "p50 JCT h",
-        "p99 JCT h",
-        "avg wait h",
-        "util (arrivals)",
-        "util (makespan)",
-        "makespan h",
-        "net slowdown",
-        "frag",
-        "preempted",
-    ]);
-    let h = |s: f64| sig3(s / 3600.0);
-    for r in results {
-        let s = &r.summary;
-        t.row(vec![
-            s.policy.clone(),
-            fmt_count(s.completed as u64),
-            fmt_count(s.failed as u64),
-            h(s.avg_jct_s),
-            h(s.p50_jct_s),
-            h(s.p99_jct_s),
-            h(s.avg_wait_s),
-            format!("{:.1}%", s.gpu_utilization_arrivals * 100.0),
-            format!("{:.1}%", s.gpu_utilization * 100.0),
-            h(s.makespan_s),
-            format!("{:.3}", s.avg_network_slowdown),
-            format!("{:.1}%", s.fragmentation * 100.0),
-            fmt_count(s.preemptions),
-        ]);
-    }
-    out.push_str(&t.render());
-    out
 }
 
 /// A progress bar on stderr, shown only for runs longer than a second on a terminal.
@@ -472,15 +389,31 @@ impl ProgressBar {
 
 fn network_description(routing: &RoutingConfig) -> String {
     format!(
-        "Network: every running multi-node job runs a Ring AllReduce; rates are max-min fair over all of them together under {} routing with {} QP(s) per connection (railyard's fabric model).",
+        "Network: every running multi-node job runs a Ring AllReduce; rates are max-min fair over all of them together under {} routing with {} per connection (railyard's fabric model).",
         match routing.mode {
             RoutingMode::Ecmp => "ECMP",
             RoutingMode::Adaptive => "adaptive",
         },
-        routing.qps()
+        report::fmt::count_of(routing.qps() as usize, "QP")
     )
 }
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+/// `--cycle-s`: seconds in 0..=86400 (a clap value parser: exit 2).
+fn parse_cycle_s(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("expected seconds in 0..=86400, got `{s}`")),
+    }
+}
+
+/// `--horizon-s`: a positive number of seconds (a clap value parser: exit 2).
+fn parse_horizon_s(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number of seconds, got `{s}`")),
+    }
 }

@@ -7,10 +7,10 @@ use topology::Cluster;
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
 use crate::output::{to_json, OutputFormat};
-use crate::table::Table;
 use formats::k8s::{self, TopologyFlavor};
 use formats::slurm;
 use report::fmt::{fmt_count, fmt_gbps, trim_float};
+use report::table::Table;
 
 /// Arguments of `topo show`.
 #[derive(Debug, clap::Args)]
@@ -18,7 +18,7 @@ pub struct ShowArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
 
@@ -47,8 +47,9 @@ pub struct ExportArgs {
     /// What to write.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
-    /// Output format (only `node-labels` has a JSON form).
-    #[arg(long, value_enum, default_value_t)]
+    /// Output format: the Kubernetes documents as YAML (text, yaml, wide) or JSON; node-labels
+    /// as `kubectl label` commands or a JSON/YAML map; Slurm files only as text.
+    #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
     /// Write to this file instead of standard output.
     #[arg(long, value_name = "FILE")]
@@ -58,10 +59,9 @@ pub struct ExportArgs {
 /// `topo show`.
 pub fn show(args: &ShowArgs) -> Result<String, CliError> {
     let cluster = load_cluster(&args.cluster)?;
-    Ok(match args.output {
-        OutputFormat::Json => to_json(&cluster.summary()),
-        OutputFormat::Text => show_text(&cluster),
-    })
+    Ok(args
+        .output
+        .render(&cluster.summary(), |_| show_text(&cluster)))
 }
 
 fn show_text(cluster: &Cluster) -> String {
@@ -136,11 +136,16 @@ fn show_text(cluster: &Cluster) -> String {
 /// `topo export`.
 pub fn export(args: &ExportArgs) -> Result<String, CliError> {
     let cluster = load_cluster(&args.cluster)?;
-    if args.output == OutputFormat::Json && args.format != ExportFormat::NodeLabels {
-        return Err(CliError::input(
-            "--output",
-            "json is available only with --format node-labels; the other formats are files for their tools",
-        ));
+    let slurm = matches!(args.format, ExportFormat::Slurm | ExportFormat::SlurmBlock);
+    if slurm && args.output.is_structured() {
+        return Err(CliError::Usage(format!(
+            "--output {}: a Slurm topology.conf has only a text form (use -o text)",
+            if args.output == OutputFormat::Json {
+                "json"
+            } else {
+                "yaml"
+            }
+        )));
     }
     let destination = match args.format {
         ExportFormat::Kueue | ExportFormat::Kai => k8s::Destination::Topology,
@@ -153,11 +158,18 @@ pub fn export(args: &ExportArgs) -> Result<String, CliError> {
         ExportFormat::Kai => k8s::export_topology(&cluster, TopologyFlavor::Kai),
         ExportFormat::Slurm => slurm::export_tree(&cluster),
         ExportFormat::SlurmBlock => slurm::export_block(&cluster),
-        ExportFormat::NodeLabels => match args.output {
-            OutputFormat::Json => to_json(&k8s::level_labels(&cluster)),
-            OutputFormat::Text => k8s::export_label_commands(&cluster),
-        },
+        ExportFormat::NodeLabels => args.output.render(&k8s::level_labels(&cluster), |_| {
+            k8s::export_label_commands(&cluster)
+        }),
         ExportFormat::Nodelist => k8s::export_nodelist(&cluster),
+    };
+    // The Kubernetes documents are YAML; `-o json` gives the same document as JSON.
+    let text = if args.output == OutputFormat::Json && args.format != ExportFormat::NodeLabels {
+        let value: serde_json::Value = serde_norway::from_str(&text)
+            .map_err(|e| CliError::input("topo export", format!("own YAML unreadable: {e}")))?;
+        to_json(&value)
+    } else {
+        text
     };
     match &args.out {
         Some(path) => {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use sim::synth::{profile, synth_trace, to_csv, Arrivals, SynthSpec, PROFILES};
+use sim::synth::{synth_trace, to_csv, SynthSpec};
 
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
@@ -35,51 +35,19 @@ pub struct SynthArgs {
 
 /// Generate the trace; returns the CSV, or nothing when written to `--out`.
 pub fn synth(args: &SynthArgs) -> Result<String, CliError> {
-    let names: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
-    let Some(profile) = profile(&args.profile) else {
-        return Err(CliError::Usage(format!(
-            "--profile: unknown profile \"{}\", expected one of {}",
-            args.profile,
-            names.join(", ")
-        )));
-    };
-    if args.jobs == 0 {
-        return Err(CliError::Usage("--jobs: expected at least 1 job".into()));
-    }
-    if args.load.is_some() && args.cluster.is_none() {
-        return Err(CliError::Usage(
-            "--load: needs --cluster (the GPUs the load is a share of)".into(),
-        ));
-    }
-    let arrivals = match (&args.cluster, args.rate) {
-        (Some(cluster), None) => {
-            let load = args.load.unwrap_or(0.8);
-            if !(load > 0.0 && load.is_finite()) {
-                return Err(CliError::Usage(format!(
-                    "--load: expected a positive share, got {load}"
-                )));
-            }
-            let cluster = load_cluster(&ClusterArgs {
-                cluster: cluster.clone(),
+    let cluster_gpus = match &args.cluster {
+        Some(c) => Some(
+            load_cluster(&ClusterArgs {
+                cluster: c.clone(),
                 ..ClusterArgs::default()
-            })?;
-            Arrivals::Load {
-                cluster_gpus: cluster.gpu_count(),
-                load,
-            }
-        }
-        (None, Some(rate)) if rate > 0.0 && rate.is_finite() => Arrivals::PerHour(rate),
-        (None, Some(rate)) => {
-            return Err(CliError::Usage(format!(
-                "--rate: expected a positive number of jobs per hour, got {rate}"
-            )))
-        }
-        _ => {
-            return Err(CliError::Usage(
-                "trace synth: give either --cluster (with --load, default 0.8) or --rate".into(),
-            ))
-        }
+            })?
+            .gpu_count(),
+        ),
+        None => None,
     };
+    let (profile, arrivals) =
+        ops::synth::check_options(&args.profile, args.jobs, cluster_gpus, args.load, args.rate)
+            .map_err(CliError::Usage)?;
     let csv = to_csv(&synth_trace(&SynthSpec {
         profile,
         jobs: args.jobs,

@@ -1,29 +1,29 @@
 //! `railyard doctor` on fixture trees (`tests/fixtures/doctor/<case>/`, made by
 //! `make-fixtures.sh`): snapshots of the findings, exit codes, bad roots.
 
-use ops::doctor::{diagnose, Level};
+use ops::doctor::{diagnose, Severity};
 use railyard::commands::doctor::{render_json, render_prometheus, render_text};
 
 use crate::{assert_one_line_error, fixture, railyard};
 
 /// The findings for a fixture case, as text (the snapshot) and the worst level.
-fn check(case: &str) -> (String, Option<Level>) {
+fn check(case: &str) -> (String, Option<Severity>) {
     let findings = diagnose(&fixture(&format!("doctor/{case}")), None).expect("fixture reads");
-    let worst = findings.iter().map(|f| f.level).max();
+    let worst = findings.iter().map(|f| f.severity).max();
     (render_text(&findings), worst)
 }
 
 #[test]
 fn healthy_node() {
     let (text, worst) = check("healthy");
-    assert_eq!(worst, Some(Level::Ok));
+    assert_eq!(worst, Some(Severity::Info));
     insta::assert_snapshot!(text);
 }
 
 #[test]
 fn mtu_1500_on_a_roce_port() {
     let (text, worst) = check("mtu-1500");
-    assert_eq!(worst, Some(Level::Warn));
+    assert_eq!(worst, Some(Severity::Warning));
     assert!(
         text.contains("netdev MTU 1500: active RoCE MTU 1024"),
         "{text}"
@@ -34,7 +34,7 @@ fn mtu_1500_on_a_roce_port() {
 #[test]
 fn host_name_resolving_to_127_0_1_1() {
     let (text, worst) = check("hostname-loopback");
-    assert_eq!(worst, Some(Level::Warn));
+    assert_eq!(worst, Some(Severity::Warning));
     assert!(text.contains("resolves to 127.0.1.1"), "{text}");
     insta::assert_snapshot!(text);
 }
@@ -42,7 +42,7 @@ fn host_name_resolving_to_127_0_1_1() {
 #[test]
 fn gpu_at_gen1_x16_at_idle() {
     let (text, worst) = check("gpu-gen1-idle");
-    assert_eq!(worst, Some(Level::Warn));
+    assert_eq!(worst, Some(Severity::Warning));
     assert!(text.contains("link Gen1 x16, maximum Gen5 x16"), "{text}");
     assert!(text.contains("not a fault"), "{text}");
     insta::assert_snapshot!(text);
@@ -51,21 +51,21 @@ fn gpu_at_gen1_x16_at_idle() {
 #[test]
 fn missing_rdma_device() {
     let (text, worst) = check("missing-rdma-device");
-    assert_eq!(worst, Some(Level::Fail));
+    assert_eq!(worst, Some(Severity::Error));
     insta::assert_snapshot!(text);
 }
 
 #[test]
 fn port_down() {
     let (text, worst) = check("port-down");
-    assert_eq!(worst, Some(Level::Fail));
+    assert_eq!(worst, Some(Severity::Error));
     insta::assert_snapshot!(text);
 }
 
 #[test]
 fn malformed_sysfs_files_are_findings_not_panics() {
     let (text, worst) = check("malformed");
-    assert_eq!(worst, Some(Level::Warn));
+    assert_eq!(worst, Some(Severity::Warning));
     insta::assert_snapshot!(text);
 }
 
@@ -85,12 +85,12 @@ fn cli_exit_codes_and_json() {
     ]);
     assert_one_line_error(&fail, "rdma.devices PCI 0000:98:00.0");
     let report: serde_json::Value = serde_json::from_str(&fail.stdout).expect("JSON report");
-    assert_eq!(report["fail"], 1);
+    assert_eq!(report["error"], 1);
     let first_fail = report["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["level"] == "fail")
+        .find(|f| f["severity"] == "error")
         .unwrap();
     assert_eq!(first_fail["check"], "rdma.devices");
     for key in ["seen", "why", "action"] {
@@ -102,7 +102,7 @@ fn cli_exit_codes_and_json() {
 fn hostname_flag_overrides_the_tree() {
     let findings = diagnose(&fixture("doctor/healthy"), Some("other-node")).unwrap();
     let h = findings.iter().find(|f| f.check == "hostname").unwrap();
-    assert_eq!(h.level, Level::Warn);
+    assert_eq!(h.severity, Severity::Warning);
     assert!(h.subject.contains("other-node (from --hostname)"));
 }
 
@@ -121,7 +121,7 @@ fn json_report_of_mtu_1500() {
 }
 
 #[test]
-fn prometheus_output_has_one_series_per_finding_with_its_level() {
+fn prometheus_output_has_one_series_per_finding_with_its_severity() {
     let findings = diagnose(&fixture("doctor/mtu-1500"), None).unwrap();
     let text = render_prometheus(&findings);
     let series: Vec<&str> = text
@@ -132,9 +132,12 @@ fn prometheus_output_has_one_series_per_finding_with_its_level() {
     assert!(text.contains(
         "railyard_doctor_check{check=\"roce.mtu\",subject=\"mlx5_1 port 1 (ens1f0np0)\",device=\"mlx5_1\",port=\"1\"} 1\n"
     ), "{text}");
-    let warn = findings.iter().filter(|f| f.level == Level::Warn).count();
+    let warn = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warning)
+        .count();
     assert!(text.contains(&format!(
-        "railyard_doctor_findings{{level=\"warn\"}} {warn}\n"
+        "railyard_doctor_findings{{severity=\"warning\"}} {warn}\n"
     )));
     // Label sets are unique (Prometheus rejects duplicate series).
     let mut labels: Vec<&str> = series
@@ -150,7 +153,7 @@ fn prometheus_output_has_one_series_per_finding_with_its_level() {
 #[test]
 fn prometheus_label_values_are_escaped() {
     let findings = vec![ops::doctor::Finding {
-        level: Level::Fail,
+        severity: Severity::Error,
         check: "hostname",
         subject: "a \"b\" \\ c\nd".into(),
         seen: String::new(),

@@ -191,7 +191,7 @@ fn a_fifo_with_an_endless_writer_is_cut_at_the_limit() {
 
 #[test]
 fn flags_are_blamed_by_name() {
-    let e = fails(&[
+    let e = crate::usage_fails(&[
         "simulate",
         "--cluster",
         "preset:fat-tree-k8",
@@ -201,7 +201,7 @@ fn flags_are_blamed_by_name() {
         "",
     ]);
     assert!(e.starts_with("error: --compare: empty policy"), "{e}");
-    let e = fails(&[
+    let e = crate::usage_fails(&[
         "simulate",
         "--cluster",
         "preset:fat-tree-k8",
@@ -211,7 +211,7 @@ fn flags_are_blamed_by_name() {
         "fifo,nonsense",
     ]);
     assert!(e.starts_with("error: --compare: `nonsense`"), "{e}");
-    let e = fails(&[
+    let e = crate::usage_fails(&[
         "launch",
         "--cluster",
         "tests/fixtures/launch/nodes.json",
@@ -221,7 +221,7 @@ fn flags_are_blamed_by_name() {
         "0",
     ]);
     assert!(
-        e.starts_with("error: --port: expected a TCP port in 1..=65535"),
+        e.starts_with("error: invalid value '0' for '--port <PORT>': 0 is not in 1..=65535"),
         "{e}"
     );
     // A QP count out of range is a usage error (exit 2) naming the flag.
@@ -334,7 +334,7 @@ fn refused(v: &serde_json::Value, subject: &str) -> String {
         .iter()
         .find(|f| f["check"] == "sysfs.read" && f["subject"] == subject)
         .unwrap_or_else(|| panic!("no sysfs.read finding for {subject}: {v:#}"));
-    assert_eq!(f["level"], "fail", "{f:#}");
+    assert_eq!(f["severity"], "error", "{f:#}");
     f["seen"].as_str().unwrap_or("").to_owned()
 }
 

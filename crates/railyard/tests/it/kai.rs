@@ -4,7 +4,7 @@
 use formats::jobs::read_job;
 use formats::placement::PlacementFile;
 
-use crate::{fails, ok, temp_dir};
+use crate::{fails, ok, railyard, temp_dir};
 
 #[test]
 fn kais_documented_zone_and_rack_example_is_placed_as_kai_describes() {
@@ -58,7 +58,8 @@ fn podgroup_sub_groups_keep_their_racks_inside_the_groups_zone() {
     );
     // Kueue's rules know no sub-groups: each pod set takes its tightest rack, zone A's a1 first.
     assert_eq!(nodes(ok(&args("kueue")))[..2], ["a1-1", "a1-2"]);
-    let e = fails(&[
+    // A bad flag value is a usage error (exit 2), in one line.
+    let r = railyard(&[
         "place",
         "--cluster",
         "tests/fixtures/kai/zone-rack-nodes.json",
@@ -69,6 +70,8 @@ fn podgroup_sub_groups_keep_their_racks_inside_the_groups_zone() {
         "--kai-placement",
         "tight",
     ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let e = r.stderr;
     assert!(
         e.contains("--kai-placement") && e.contains("\"tight\""),
         "{e}"

@@ -25,7 +25,7 @@ fn nic_cluster_policy_with_one_sub_component_on_an_older_release() {
          versions: set network-operator-v25.4.0"
     );
     assert!(
-        lines[1].contains("spec: note: keep repository, version and imagePullSecrets in one place")
+        lines[1].contains("spec: info: keep repository, version and imagePullSecrets in one place")
     );
     assert_eq!(lines.len(), 2);
 }

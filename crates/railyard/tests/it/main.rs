@@ -2,6 +2,7 @@
 
 mod cables;
 mod cli;
+mod conventions;
 mod corpus;
 mod crds;
 mod doctor;
@@ -17,6 +18,7 @@ mod place;
 mod queues;
 mod scheduler_traces;
 mod simulate;
+mod slurm_cluster;
 mod tidy;
 mod topo;
 mod trace;
@@ -84,10 +86,19 @@ pub fn ok(args: &[&str]) -> String {
 
 /// Run and expect a one-line input error with exit code 1 and no panic; returns the line.
 pub fn fails(args: &[&str]) -> String {
+    fails_with(1, args)
+}
+
+/// Run and expect a one-line usage error (a bad flag value) with exit code 2; returns the line.
+pub fn usage_fails(args: &[&str]) -> String {
+    fails_with(2, args)
+}
+
+fn fails_with(code: i32, args: &[&str]) -> String {
     let r = railyard(args);
     assert_eq!(
-        r.code, 1,
-        "railyard {args:?}: expected exit 1, got {}: {}",
+        r.code, code,
+        "railyard {args:?}: expected exit {code}, got {}: {}",
         r.code, r.stderr
     );
     assert!(!r.stderr.contains("panicked"), "panic: {}", r.stderr);

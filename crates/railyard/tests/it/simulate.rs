@@ -111,10 +111,11 @@ fn bad_policies_and_levels_are_rejected() {
         "--trace",
         SMALL,
     ];
+    // A bad policy is a bad flag value: a usage error (exit 2).
     let with = |extra: &[&str]| {
         let mut a = base.to_vec();
         a.extend_from_slice(extra);
-        fails(&a)
+        crate::usage_fails(&a)
     };
     assert!(with(&["--policy", "lifo"]).contains("unknown order `lifo`"));
     assert!(with(&["--policy", "fifo+required:tier7"]).contains("tier 7 has no level"));

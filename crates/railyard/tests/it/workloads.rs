@@ -459,7 +459,7 @@ fn kueue_feature_gates_switch_balanced_placement_on() {
     };
     assert_eq!(counts(""), vec![10, 15]);
     assert_eq!(counts("TASBalancedPlacement=true"), vec![12, 13]);
-    let line = crate::fails(&[
+    let line = crate::usage_fails(&[
         "place",
         "--cluster",
         "preset:fat-tree-k8",

@@ -1,0 +1,127 @@
+//! `doctor`'s findings rendered for people (text) and for Prometheus (the node-exporter
+//! textfile-collector format), and the structured report with a count per severity.
+
+use serde::Serialize;
+
+use crate::doctor::{Finding, Severity};
+
+/// The findings as text: one line per finding, `why` and `do` lines under each warning and error,
+/// and a count at the end.
+pub fn render_text(findings: &[Finding]) -> String {
+    let check_w = findings.iter().map(|f| f.check.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for f in findings {
+        out.push_str(&format!(
+            "{:<7}  {:<check_w$}  {}: {}\n",
+            f.severity.word(),
+            f.check,
+            f.subject,
+            f.seen
+        ));
+        if f.severity == Severity::Info {
+            continue; // why and what to do are in the JSON; people need them for problems
+        }
+        let indent = " ".repeat(9 + check_w + 2);
+        if !f.why.is_empty() {
+            out.push_str(&format!("{indent}why: {}\n", f.why));
+        }
+        if !f.action.is_empty() {
+            out.push_str(&format!("{indent}do:  {}\n", f.action));
+        }
+    }
+    let (info, warning, error) = counts(findings);
+    out.push_str(&format!(
+        "\n{info} info, {warning} warning{}, {error} error{}\n",
+        if warning == 1 { "" } else { "s" },
+        if error == 1 { "" } else { "s" }
+    ));
+    out
+}
+
+/// The structured report: the findings and a count per severity.
+#[derive(Debug, Serialize)]
+pub struct Report<'a> {
+    /// Every finding, in check order.
+    pub findings: &'a [Finding],
+    /// Passed checks.
+    pub info: usize,
+    /// Warnings.
+    pub warning: usize,
+    /// Errors (any makes `doctor` exit 1).
+    pub error: usize,
+}
+
+/// The report of these findings: the findings and their counts.
+pub fn report_of(findings: &[Finding]) -> Report<'_> {
+    let (info, warning, error) = counts(findings);
+    Report {
+        findings,
+        info,
+        warning,
+        error,
+    }
+}
+
+fn counts(findings: &[Finding]) -> (usize, usize, usize) {
+    let n = |l: Severity| findings.iter().filter(|f| f.severity == l).count();
+    (n(Severity::Info), n(Severity::Warning), n(Severity::Error))
+}
+
+/// A Prometheus label value: backslash, double quote and newline escaped.
+fn label_value(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The findings in the Prometheus text exposition format, for node-exporter's textfile collector
+/// (write it to `*.prom` in the collector's directory from a DaemonSet or a timer). One series
+/// per finding: labels `check` and `subject`, plus `device` and `port` when the subject names an
+/// RDMA port (`mlx5_0 port 1 …`); a second finding with the same labels gets an `index`.
+pub fn render_prometheus(findings: &[Finding]) -> String {
+    let mut out = String::from(
+        "# HELP railyard_doctor_check Result of one railyard doctor check: 0 info (passed), 1 warning, 2 error.\n# TYPE railyard_doctor_check gauge\n",
+    );
+    let mut seen: std::collections::BTreeMap<(String, String), usize> = Default::default();
+    for f in findings {
+        let value = match f.severity {
+            Severity::Info => 0,
+            Severity::Warning => 1,
+            Severity::Error => 2,
+        };
+        let mut labels: Vec<(&str, String)> = vec![
+            ("check", f.check.to_string()),
+            ("subject", f.subject.to_string()),
+        ];
+        let words: Vec<&str> = f.subject.split_whitespace().collect();
+        if let [device, "port", port, ..] = words.as_slice() {
+            labels.push(("device", (*device).to_owned()));
+            labels.push(("port", (*port).to_owned()));
+        }
+        let n = seen
+            .entry((f.check.to_string(), f.subject.to_string()))
+            .or_default();
+        if *n > 0 {
+            labels.push(("index", n.to_string()));
+        }
+        *n += 1;
+        let labels: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", label_value(v)))
+            .collect();
+        out.push_str(&format!(
+            "railyard_doctor_check{{{}}} {value}\n",
+            labels.join(",")
+        ));
+    }
+    let (info, warning, error) = counts(findings);
+    out.push_str(
+        "# HELP railyard_doctor_findings Findings of the last railyard doctor run, by severity.\n# TYPE railyard_doctor_findings gauge\n",
+    );
+    for (severity, n) in [("info", info), ("warning", warning), ("error", error)] {
+        out.push_str(&format!(
+            "railyard_doctor_findings{{severity=\"{severity}\"}} {n}\n"
+        ));
+    }
+    out
+}

@@ -1,0 +1,49 @@
+//! `trace synth`'s options checked together: the profile by name, a positive job count, and
+//! arrivals either at an offered load of a cluster's GPUs or at a rate.
+
+use sim::synth::{profile, Arrivals, Profile, PROFILES};
+
+/// The profile and arrivals `trace synth` options ask for, or the one-line usage error.
+/// `cluster_gpus` is the GPUs of `--cluster` when given; `load` defaults to 0.8 with a cluster.
+pub fn check_options(
+    profile_name: &str,
+    jobs: usize,
+    cluster_gpus: Option<u64>,
+    load: Option<f64>,
+    rate: Option<f64>,
+) -> Result<(&'static Profile, Arrivals), String> {
+    let Some(profile) = profile(profile_name) else {
+        let names: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
+        return Err(format!(
+            "--profile: unknown profile \"{profile_name}\", expected one of {}",
+            names.join(", ")
+        ));
+    };
+    if jobs == 0 {
+        return Err("--jobs: expected at least 1 job".into());
+    }
+    if load.is_some() && cluster_gpus.is_none() {
+        return Err("--load: needs --cluster (the GPUs the load is a share of)".into());
+    }
+    let arrivals = match (cluster_gpus, rate) {
+        (Some(cluster_gpus), None) => {
+            let load = load.unwrap_or(0.8);
+            if !(load > 0.0 && load.is_finite()) {
+                return Err(format!("--load: expected a positive share, got {load}"));
+            }
+            Arrivals::Load { cluster_gpus, load }
+        }
+        (None, Some(rate)) if rate > 0.0 && rate.is_finite() => Arrivals::PerHour(rate),
+        (None, Some(rate)) => {
+            return Err(format!(
+                "--rate: expected a positive number of jobs per hour, got {rate}"
+            ))
+        }
+        _ => {
+            return Err(
+                "trace synth: give either --cluster (with --load, default 0.8) or --rate".into(),
+            )
+        }
+    };
+    Ok((profile, arrivals))
+}

@@ -1,0 +1,95 @@
+//! The simulation's summary as text: what was run on what, the trace's own waits when it has
+//! them, and one row per policy.
+
+use sim::engine::SimResult;
+
+use crate::fmt::{fmt_count, sig3};
+use crate::table::Table;
+
+/// What the summary says about the run's inputs.
+#[derive(Clone, Copy, Debug)]
+pub struct TraceFacts<'a> {
+    /// Cluster name.
+    pub cluster: &'a str,
+    /// GPUs in the cluster.
+    pub cluster_gpus: u64,
+    /// Trace file as given.
+    pub trace: &'a str,
+    /// Unreadable rows skipped.
+    pub skipped_rows: usize,
+    /// Trace jobs left out because they never ran to the end.
+    pub not_run: usize,
+    /// Waits in the scheduler that ran the trace, seconds (empty when the trace does not say).
+    pub observed_waits: &'a [f64],
+}
+
+/// The summary: a header line (and the trace's own waits), then the policies' table.
+pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult]) -> String {
+    let jobs = results.first().map_or(0, |r| r.summary.jobs);
+    let (trace_name, skipped, observed) = (facts.trace, facts.skipped_rows, facts.observed_waits);
+    let mut out = format!(
+        "{} jobs from {trace_name} on {} ({} GPUs){}{}\n",
+        fmt_count(jobs as u64),
+        facts.cluster,
+        fmt_count(facts.cluster_gpus),
+        if skipped > 0 {
+            format!("; {} unreadable rows skipped", fmt_count(skipped as u64))
+        } else {
+            String::new()
+        },
+        if facts.not_run == 0 {
+            String::new()
+        } else {
+            format!(
+                "; {} that never ran to the end left out",
+                fmt_count(facts.not_run as u64)
+            )
+        }
+    );
+    if !observed.is_empty() {
+        let w = sim::WaitStats::of(observed);
+        out.push_str(&format!(
+            "the trace's own scheduler: avg wait {} h, p50 {} h, p99 {} h over {} jobs\n",
+            sig3(w.avg_s / 3600.0),
+            sig3(w.p50_s / 3600.0),
+            sig3(w.p99_s / 3600.0),
+            fmt_count(w.jobs as u64)
+        ));
+    }
+    let mut t = Table::new(&[
+        "policy",
+        "completed",
+        "failed",
+        "avg JCT h",
+        "p50 JCT h",
+        "p99 JCT h",
+        "avg wait h",
+        "util (arrivals)",
+        "util (makespan)",
+        "makespan h",
+        "net slowdown",
+        "frag",
+        "preempted",
+    ]);
+    let h = |s: f64| sig3(s / 3600.0);
+    for r in results {
+        let s = &r.summary;
+        t.row(vec![
+            s.policy.clone(),
+            fmt_count(s.completed as u64),
+            fmt_count(s.failed as u64),
+            h(s.avg_jct_s),
+            h(s.p50_jct_s),
+            h(s.p99_jct_s),
+            h(s.avg_wait_s),
+            format!("{:.1}%", s.gpu_utilization_arrivals * 100.0),
+            format!("{:.1}%", s.gpu_utilization * 100.0),
+            h(s.makespan_s),
+            format!("{:.3}", s.avg_network_slowdown),
+            format!("{:.1}%", s.fragmentation * 100.0),
+            fmt_count(s.preemptions),
+        ]);
+    }
+    out.push_str(&t.render());
+    out
+}
