@@ -252,12 +252,7 @@ pub(crate) fn plan_channels(
     } else {
         0.0
     };
-    let port_gb_s = nodes
-        .ports
-        .iter()
-        .flatten()
-        .map(|p| cluster.node(p.node).nics.port_gbps / 8.0)
-        .fold(f64::INFINITY, f64::min);
+    let port_gb_s = slowest_port_gb_s(cluster, nodes);
     let nics = nodes.ports.iter().map(Vec::len).min().unwrap_or(0) as u32;
     let gpus = nodes.ranks.iter().map(Vec::len).min().unwrap_or(0) as u32;
     let plan = channel_plan(
@@ -274,6 +269,16 @@ pub(crate) fn plan_channels(
         cfg,
     );
     (arch, plan)
+}
+
+/// The slowest NIC port of the job's NCCL nodes, GB/s (infinite when they have none).
+fn slowest_port_gb_s(cluster: &Cluster, nodes: &NcclNodes) -> f64 {
+    nodes
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| cluster.node(p.node).nics.port_gbps / 8.0)
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// GPUs an NVLink domain needs before railyard assumes NVSwitches in it: HGX/DGX 8-GPU boards
@@ -300,12 +305,7 @@ pub(crate) fn sharp_plans(
     let multi = nodes.ranks.len() > 1;
     let local = nodes.ranks.iter().map(Vec::len).min().unwrap_or(0) as u32;
     let nic_ports = nodes.ports.iter().map(Vec::len).min().unwrap_or(0) as u32;
-    let port_gb_s = nodes
-        .ports
-        .iter()
-        .flatten()
-        .map(|p| cluster.node(p.node).nics.port_gbps / 8.0)
-        .fold(f64::INFINITY, f64::min);
+    let port_gb_s = slowest_port_gb_s(cluster, &nodes);
     let channel_gb_s = if port_gb_s.is_finite() && port_gb_s > 0.0 {
         channel_speed_gb_s(arch, port_gb_s)
     } else {

@@ -843,7 +843,7 @@ fn considered(input: &TunerInput, algo: Algorithm, proto: Protocol) -> bool {
 }
 
 /// NCCL's tuner model (`ncclTopoTuneModel`, src/graph/tuning.cc) for every algorithm and
-/// protocol `cfg` allows and the communicator supports ([`considered`]), with the bandwidth
+/// protocol `cfg` allows and the communicator supports (`considered`), with the bandwidth
 /// railyard's fabric model gives in place of NCCL's `nChannels × bw` for Ring and Tree.
 ///
 /// Refinements: Ring LL ×0.5 capped by `llMaxBw`; Ring LL128 ×0.92 capped by channels ×

@@ -1771,26 +1771,29 @@ fn kai_job(
             },
         }
     };
-    if let Some(list) = group.and_then(|g| path(g, &["spec", "subGroups"])) {
-        let (sub_groups, leaves) = kai_sub_groups(list, required, preferred).map_err(err)?;
-        return Ok(JobDoc {
-            format: JobFormat::Kai,
-            document,
-            queue_field,
-            name,
-            queue,
-            priority,
-            preemptible,
-            tolerations,
-            pod_sets: leaves
+    // A PodGroup with sub-groups: one pod set per leaf sub-group; else the one pod set.
+    let (pod_sets, sub_groups) = match group.and_then(|g| path(g, &["spec", "subGroups"])) {
+        Some(list) => {
+            let (sub_groups, leaves) = kai_sub_groups(list, required, preferred).map_err(err)?;
+            let pod_sets = leaves
                 .into_iter()
                 .map(|(n, count, topology, parent)| pod_set(n, count, topology, Some(parent)))
-                .collect(),
-            sub_groups,
-        });
-    }
+                .collect();
+            (pod_sets, sub_groups)
+        }
+        None => {
+            let topology = TopologyDoc {
+                required,
+                preferred,
+                slices: Vec::new(),
+            };
+            (
+                vec![pod_set("main".to_owned(), count, topology, None)],
+                Vec::new(),
+            )
+        }
+    };
     Ok(JobDoc {
-        sub_groups: Vec::new(),
         format: JobFormat::Kai,
         document,
         queue_field,
@@ -1799,24 +1802,8 @@ fn kai_job(
         priority,
         preemptible,
         tolerations,
-        pod_sets: vec![PodSetDoc {
-            name: "main".to_owned(),
-            count,
-            min_count: None,
-            gpu,
-            cpu_millis,
-            memory_mib,
-            topology: TopologyDoc {
-                required,
-                preferred,
-                slices: Vec::new(),
-            },
-            gpu_field: format!(
-                "{at}: spec.containers: no {GPU_RESOURCE} limit, {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}"
-            ),
-            pod_spec,
-            extras: sched::PodSetExtras::default(),
-        }],
+        pod_sets,
+        sub_groups,
     })
 }
 

@@ -76,16 +76,7 @@ pub(crate) fn place(
     input: &PlaceInput,
 ) -> Result<Vec<KaiPod>, NoRoom> {
     let mut state = State::new(cluster, occupancy, input);
-    let in_scope: Vec<bool> = match scope {
-        None => vec![true; cluster.nodes.len()],
-        Some(d) => {
-            let mut v = vec![false; cluster.nodes.len()];
-            for &n in &cluster.domain(d).nodes {
-                v[n.index()] = true;
-            }
-            v
-        }
-    };
+    let in_scope = cluster.node_mask(scope);
     check_sub_groups(job, input)?;
     let mut pods = place_children(cluster, &mut state, job, None, &in_scope, input, None)?;
     pods.sort_by(|a, b| {

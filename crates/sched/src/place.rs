@@ -270,16 +270,7 @@ fn place_scoped(
         .filter(|&l| Some(l) != cluster.host_level)
         .collect();
     let tree = Tree::new(cluster, &levels);
-    let in_scope: Vec<bool> = match scope {
-        None => vec![true; cluster.nodes.len()],
-        Some(d) => {
-            let mut v = vec![false; cluster.nodes.len()];
-            for &n in &cluster.domain(d).nodes {
-                v[n.index()] = true;
-            }
-            v
-        }
-    };
+    let in_scope = cluster.node_mask(scope);
     let groups = groups(job, input)?;
     // Copies of the occupancy and free resources, made only when a later pod set must see the
     // pods placed before it (copying a busy cluster's occupancy costs more than placing).

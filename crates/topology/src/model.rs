@@ -263,6 +263,20 @@ impl Cluster {
         &self.domains[id.index()]
     }
 
+    /// Per node, whether it lies in `scope` (every node when `None`).
+    pub fn node_mask(&self, scope: Option<DomainId>) -> Vec<bool> {
+        match scope {
+            None => vec![true; self.nodes.len()],
+            Some(d) => {
+                let mut v = vec![false; self.nodes.len()];
+                for &n in &self.domain(d).nodes {
+                    v[n.index()] = true;
+                }
+                v
+            }
+        }
+    }
+
     /// The switch.
     pub fn switch(&self, id: SwitchId) -> &Switch {
         &self.switches[id.index()]
