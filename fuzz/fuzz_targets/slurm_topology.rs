@@ -1,4 +1,5 @@
-//! Slurm `topology.conf` (topology/tree) and hostlist expressions.
+//! Slurm `topology.conf` (topology/tree and topology/block) and hostlist expressions: the tree
+//! parser, the reader behind `--cluster topology.conf`, and hostlists.
 #![no_main]
 
 #[path = "common/mod.rs"]
@@ -12,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = slurm::parse_tree(text);
+    let _ = slurm::read_topology_conf("topology.conf", text, "BM.GPU.H100.8", 8);
     if let Ok(names) = hostlist::expand(text.trim()) {
         let _ = hostlist::compress(&names);
     }
