@@ -69,6 +69,15 @@ pub fn load_cluster(args: &ClusterArgs) -> Result<Cluster, CliError> {
     Ok(loaded.cluster)
 }
 
+/// Load the cluster `--cluster NAME` names alone (a preset or a spec file, no import flags),
+/// for commands that only need its size.
+pub fn load_named(cluster: &str) -> Result<Cluster, CliError> {
+    load_cluster(&ClusterArgs {
+        cluster: cluster.to_owned(),
+        ..ClusterArgs::default()
+    })
+}
+
 /// Load the cluster the arguments name, returning the notes instead of printing them.
 pub fn load_cluster_quiet(args: &ClusterArgs) -> Result<LoadedCluster, CliError> {
     if let Some(name) = args.cluster.strip_prefix("preset:") {

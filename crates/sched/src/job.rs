@@ -172,6 +172,17 @@ impl Resources {
 }
 
 impl GpuRequest {
+    /// The share (thousandths) and memory (MiB) one pod takes of each GPU it uses, on GPUs of
+    /// `gpu_memory_mib`.
+    pub(crate) fn per_gpu_share(self, gpu_memory_mib: u32) -> (u32, u32) {
+        let mem = u64::from(gpu_memory_mib.max(1));
+        match self {
+            GpuRequest::Whole(_) => (MILLI_PER_GPU, gpu_memory_mib),
+            GpuRequest::Fraction(m) => (m, (u64::from(m) * mem).div_ceil(1000) as u32),
+            GpuRequest::MemoryMib(m) => (((u64::from(m) * 1000).div_ceil(mem) as u32).max(1), m),
+        }
+    }
+
     /// GPUs one pod counts for, on a node whose GPUs have `gpu_memory_mib` each.
     pub fn gpus(self, gpu_memory_mib: u32) -> f64 {
         match self {

@@ -374,7 +374,7 @@ impl NodeUse {
             GpuRequest::Whole(0) => u64::MAX,
             GpuRequest::Whole(g) => (self.idle() / g as usize) as u64,
             GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
-                let (milli, mem) = share(gpu, self.total_memory);
+                let (milli, mem) = gpu.per_gpu_share(self.total_memory);
                 if milli > MILLI_PER_GPU || mem > self.total_memory || mem == 0 {
                     0
                 } else {
@@ -400,7 +400,7 @@ impl NodeUse {
         requests: &ResourceList,
         strategy: PlacementStrategy,
     ) -> Option<PodGpus> {
-        let (milli, mem) = share(gpu, self.total_memory);
+        let (milli, mem) = gpu.per_gpu_share(self.total_memory);
         let ids = match gpu {
             GpuRequest::Whole(0) => Vec::new(),
             GpuRequest::Whole(g) => {
@@ -439,16 +439,6 @@ impl NodeUse {
             subtract(f, requests, 1);
         }
         Some((ids, milli, mem))
-    }
-}
-
-/// The share (thousandths) and memory (MiB) one pod takes of each GPU it uses.
-fn share(req: GpuRequest, gpu_memory_mib: u32) -> (u32, u32) {
-    let mem = u64::from(gpu_memory_mib.max(1));
-    match req {
-        GpuRequest::Whole(_) => (MILLI_PER_GPU, gpu_memory_mib),
-        GpuRequest::Fraction(m) => (m, (u64::from(m) * mem).div_ceil(1000) as u32),
-        GpuRequest::MemoryMib(m) => (((u64::from(m) * 1000).div_ceil(mem) as u32).max(1), m),
     }
 }
 

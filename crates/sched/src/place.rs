@@ -867,7 +867,7 @@ fn gpu_capacity(occ: &Occupancy, node: NodeId, req: GpuRequest) -> u64 {
         GpuRequest::Whole(g) => u64::from(occ.free_whole(node) / g),
         GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
             let total_mem = occ.gpu_memory_mib(node);
-            let (milli, mem) = share(req, total_mem);
+            let (milli, mem) = req.per_gpu_share(total_mem);
             if milli > MILLI_PER_GPU || mem > total_mem || mem == 0 {
                 return 0;
             }
@@ -898,16 +898,6 @@ fn gpu_capacity_after(occ: &Occupancy, node: NodeId, req: GpuRequest, first: Gpu
     }
 }
 
-/// The share (thousandths) and memory (MiB) one pod takes of each GPU it uses.
-fn share(req: GpuRequest, gpu_memory_mib: u32) -> (u32, u32) {
-    let mem = u64::from(gpu_memory_mib.max(1));
-    match req {
-        GpuRequest::Whole(_) => (MILLI_PER_GPU, gpu_memory_mib),
-        GpuRequest::Fraction(m) => (m, (u64::from(m) * mem).div_ceil(1000) as u32),
-        GpuRequest::MemoryMib(m) => (((u64::from(m) * 1000).div_ceil(mem) as u32).max(1), m),
-    }
-}
-
 /// GPU ids, share and memory for `count` pods on a node that has room for them.
 fn assign_gpus(
     occ: &Occupancy,
@@ -916,7 +906,7 @@ fn assign_gpus(
     count: u64,
 ) -> Vec<(Vec<u32>, u32, u32)> {
     let total_mem = occ.gpu_memory_mib(node);
-    let (milli, mem) = share(req, total_mem);
+    let (milli, mem) = req.per_gpu_share(total_mem);
     let (used_milli, used_mem) = occ.node_gpus(node);
     let mut out = Vec::with_capacity(count as usize);
     match req {

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use ops::queues::{has_live_status, problems, read_files, share_report, ShareReport};
 
-use crate::cluster_arg::{load_cluster, ClusterArgs};
+use crate::cluster_arg::load_named;
 use crate::error::CliError;
 use crate::output::OutputFormat;
 use report::fmt::{plural, trim_float};
@@ -110,13 +110,7 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         ));
     }
     let cluster_gpus = match &args.cluster {
-        Some(c) => Some(
-            load_cluster(&ClusterArgs {
-                cluster: c.clone(),
-                ..ClusterArgs::default()
-            })?
-            .gpu_count() as f64,
-        ),
+        Some(c) => Some(load_named(c)?.gpu_count() as f64),
         None => None,
     };
     let report = share_report(&read, &args.demand, args.capacity.as_deref(), cluster_gpus)?;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use sim::synth::{synth_trace, to_csv, SynthSpec};
 
-use crate::cluster_arg::{load_cluster, ClusterArgs};
+use crate::cluster_arg::load_named;
 use crate::error::CliError;
 
 /// Arguments of `trace synth`.
@@ -36,13 +36,7 @@ pub struct SynthArgs {
 /// Generate the trace; returns the CSV, or nothing when written to `--out`.
 pub fn synth(args: &SynthArgs) -> Result<String, CliError> {
     let cluster_gpus = match &args.cluster {
-        Some(c) => Some(
-            load_cluster(&ClusterArgs {
-                cluster: c.clone(),
-                ..ClusterArgs::default()
-            })?
-            .gpu_count(),
-        ),
+        Some(c) => Some(load_named(c)?.gpu_count()),
         None => None,
     };
     let (profile, arrivals) =
