@@ -5,22 +5,31 @@
 //! that starts ([`FabricState::start`]) is routed once; its flows are folded into one aggregated
 //! row (its load per unit pace on each resource, [`SparseSolver::aggregate`]) and its ideal bus
 //! bandwidth is solved then, alone; the flows themselves are dropped. A job that ends
-//! ([`FabricState::end`]) leaves its row. [`FabricState::solve`] re-solves the connected
-//! components of the job–resource graph (jobs joined when their rows share a resource) that
-//! contain a started job or a job that shared a resource with an ended one; every other job
-//! keeps its pace, which max-min fairness guarantees is unchanged. Each component is solved by
-//! [`SparseSolver`] with its jobs in ascending ID and its resources renumbered in ascending
-//! order, so the paces are bit-identical to solving every running job from scratch in ascending
-//! ID with [`Fabric::solve`] (tested against that on random churn). Costs: a start routes one
-//! job; a solve costs the touched components, with per-resource scratch sized to the fabric once.
+//! ([`FabricState::end`]) leaves its row.
+//!
+//! Each resource knows its users (in ascending job ID) and whether it is *binding*: whether its
+//! users, each at the most it could ever get alone, can fill it (the test [`max_min_fair`] makes;
+//! a resource that cannot fill never paces anyone). Jobs depend on each other only through
+//! binding resources, so [`FabricState::solve`] re-solves the connected components of the
+//! job–resource graph over binding resources that contain a started job or a job that shared a
+//! binding resource with an ended one; every other job keeps its pace, which max-min fairness
+//! guarantees is unchanged. A component is solved by [`SparseSolver`] on its jobs' binding
+//! entries, jobs in ascending ID and resources renumbered in ascending order, so the paces are
+//! bit-identical to solving every running job from scratch in ascending ID with
+//! [`Fabric::solve`] (tested against that on random churn): the bounds are summed in the same
+//! order, and every resource left out is one the full solve leaves out too.
+//!
+//! Jobs live in a slab (slots reused in order), so the component search touches no map; a start
+//! or an end costs its row's resources and their users, a solve the touched components.
+//!
+//! [`max_min_fair`]: crate::max_min_fair
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use topology::Cluster;
 
 use crate::error::FabricError;
-use crate::maxmin::{FlowPaths, SparseSolver};
+use crate::maxmin::{alone_level, is_binding, FlowPaths, SparseSolver};
 use crate::model::{ideal_routing, Fabric, JobResult, JobTraffic, RoutedJob};
 use crate::routing::RoutingConfig;
 
@@ -30,13 +39,24 @@ pub struct FabricState<'c> {
     fabric: Fabric<'c>,
     cfg: RoutingConfig,
     solver: SparseSolver,
-    jobs: BTreeMap<u64, StateJob>,
-    /// Per resource, the IDs of the running jobs whose rows cross it.
-    users: Vec<Vec<u64>>,
-    /// Jobs whose component must be re-solved.
+    /// Running job ID → its slot in `jobs`.
+    slots: BTreeMap<u64, u32>,
+    /// The running jobs; `None` for a free slot.
+    jobs: Vec<Option<StateJob>>,
+    /// Free slots, reused last-freed first.
+    free: Vec<u32>,
+    /// Per resource, the slots of the running jobs whose rows cross it, in ascending job ID.
+    users: Vec<Vec<u32>>,
+    /// Per resource, its class as a byte ([`PRIVATE`], [`SLACK`] or [`CONTENDED`]) (kept small for the reduced-row rebuilds).
+    class: Vec<u8>,
+    /// IDs of jobs whose component must be re-solved.
     dirty: Vec<u64>,
+    /// IDs of jobs re-solved since [`FabricState::take_changed`] was last called.
+    changed: Vec<u64>,
     /// Per resource, the solve in which it was last reached (component search).
     resource_seen: Vec<u64>,
+    /// Per slot, the solve in which its job was last reached (component search).
+    job_seen: Vec<u64>,
     /// Current solve number.
     generation: u64,
 }
@@ -44,16 +64,18 @@ pub struct FabricState<'c> {
 /// A running job: what [`Fabric::job_result`] needs (flows dropped), its row and its pace.
 #[derive(Debug)]
 struct StateJob {
+    id: u64,
     routed: RoutedJob,
+    /// Its load per unit pace on each resource it crosses, in resource order.
     row: Vec<(u32, f64)>,
-    /// What the solver needs of the row: the entries on resources other jobs use too, plus the
-    /// private entry with the lowest level (see [`reduced_row`]). Rebuilt when `stale`.
+    /// The most its pace could ever be: its lowest level alone ([`alone_level`]).
+    most: f64,
+    /// What the solver needs of the row ([`reduced_row`]). Rebuilt when `stale`.
     reduced: Vec<(u32, f64)>,
-    /// A resource of the row gained or lost a second user since `reduced` was built.
+    /// A resource of the row changed between binding and not, or between one user and more,
+    /// since `reduced` was built.
     stale: bool,
     busbw_gbps: f64,
-    /// The solve in which it was last reached (component search).
-    seen: Cell<u64>,
 }
 
 impl<'c> FabricState<'c> {
@@ -65,10 +87,15 @@ impl<'c> FabricState<'c> {
             fabric,
             cfg,
             solver: SparseSolver::new(n_res),
-            jobs: BTreeMap::new(),
+            slots: BTreeMap::new(),
+            jobs: Vec::new(),
+            free: Vec::new(),
             users: vec![Vec::new(); n_res],
+            class: vec![PRIVATE; n_res],
             dirty: Vec::new(),
+            changed: Vec::new(),
             resource_seen: vec![0; n_res],
+            job_seen: Vec::new(),
             generation: 0,
         }
     }
@@ -87,156 +114,255 @@ impl<'c> FabricState<'c> {
             }
         };
         let capacity = self.fabric.capacity();
-        let pace = self
-            .solver
-            .solve(capacity, &[ideal_row.as_deref().unwrap_or(&row)])[0];
+        // One job alone is paced by its lowest level: what the solver returns for it alone.
+        let most_of = |row: &[(u32, f64)]| {
+            row.iter()
+                .map(|&(e, w)| alone_level(capacity[e as usize], w * 1.0))
+                .fold(f64::INFINITY, f64::min)
+        };
+        let most = most_of(&row);
+        let pace = ideal_row.as_deref().map_or(most, most_of);
         let ideal_busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
         self.end(id);
-        for &(e, _) in &row {
-            let users = &mut self.users[e as usize];
-            users.push(id);
-            if users.len() == 2 {
-                let other = users[0];
-                self.jobs
-                    .get_mut(&other)
-                    .expect("users are running jobs")
-                    .stale = true;
+        let resources: Vec<u32> = row.iter().map(|&(e, _)| e).collect();
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.jobs.push(None);
+                self.job_seen.push(0);
+                u32::try_from(self.jobs.len() - 1).expect("fewer than 2^32 running jobs")
             }
-        }
-        let reduced = reduced_row(&row, &self.users, self.fabric.capacity());
-        self.dirty.push(id);
-        self.jobs.insert(
+        };
+        self.jobs[slot as usize] = Some(StateJob {
             id,
-            StateJob {
-                routed: RoutedJob {
-                    flows: FlowPaths::new(),
-                    shares: Vec::new(),
-                    ideal_busbw_gbps,
-                    ..routed
-                },
-                row,
-                reduced,
-                stale: false,
-                busbw_gbps: 0.0,
-                seen: Cell::new(0),
+            routed: RoutedJob {
+                flows: FlowPaths::new(),
+                shares: Vec::new(),
+                ideal_busbw_gbps,
+                ..routed
             },
-        );
+            row,
+            most,
+            reduced: Vec::new(),
+            stale: true,
+            busbw_gbps: 0.0,
+        });
+        self.job_seen[slot as usize] = 0;
+        self.slots.insert(id, slot);
+        for e in resources {
+            let users = &mut self.users[e as usize];
+            let at = users
+                .binary_search_by_key(&id, |&s| job_of(&self.jobs, s).id)
+                .unwrap_err();
+            users.insert(at, slot);
+            self.update_class(e);
+        }
+        self.dirty.push(id);
         Ok(())
     }
 
-    /// Job `id` ends (nothing happens if it is not running); the jobs it shared a resource with
-    /// are re-solved at the next [`FabricState::solve`].
+    /// Job `id` ends (nothing happens if it is not running); the jobs it shared a binding
+    /// resource with are re-solved at the next [`FabricState::solve`].
     pub fn end(&mut self, id: u64) {
-        let Some(job) = self.jobs.remove(&id) else {
+        let Some(slot) = self.slots.remove(&id) else {
             return;
         };
+        let job = self.jobs[slot as usize]
+            .take()
+            .expect("a slot of a running job");
+        self.free.push(slot);
         for &(e, _) in &job.row {
-            let users = &mut self.users[e as usize];
-            users.retain(|&u| u != id);
-            self.dirty.extend_from_slice(users);
-            if users.len() == 1 {
-                let other = users[0];
-                self.jobs
-                    .get_mut(&other)
-                    .expect("users are running jobs")
-                    .stale = true;
+            let ei = e as usize;
+            self.users[ei].retain(|&u| u != slot);
+            if self.class[ei] == CONTENDED {
+                for &u in &self.users[ei] {
+                    self.dirty.push(job_of(&self.jobs, u).id);
+                }
             }
+            self.update_class(e);
         }
     }
 
     /// Bring every running job's pace up to date: re-solve the components of the jobs that
-    /// started, or shared a resource with a job that ended, since the last call.
+    /// started, or shared a binding resource with a job that ended, since the last call.
     pub fn solve(&mut self) {
         let mut dirty = std::mem::take(&mut self.dirty);
         dirty.sort_unstable();
         dirty.dedup();
         self.generation += 1;
         let generation = self.generation;
-        let mut component: Vec<u64> = Vec::new();
-        let mut stack: Vec<u64> = Vec::new();
+        let mut component: Vec<u32> = Vec::new();
+        let mut stack: Vec<u32> = Vec::new();
         for &seed in &dirty {
-            match self.jobs.get(&seed) {
-                Some(j) if j.seen.get() != generation => j.seen.set(generation),
-                _ => continue, // ended, or in a component solved this round
+            let Some(&slot) = self.slots.get(&seed) else {
+                continue; // ended since
+            };
+            if self.job_seen[slot as usize] == generation {
+                continue; // in a component solved this round
             }
+            self.job_seen[slot as usize] = generation;
             component.clear();
-            stack.push(seed);
-            while let Some(id) = stack.pop() {
-                component.push(id);
-                let job = self.jobs.get_mut(&id).expect("running");
-                if job.stale {
-                    job.reduced = reduced_row(&job.row, &self.users, self.fabric.capacity());
-                    job.stale = false;
-                }
-                for &(e, _) in &self.jobs[&id].reduced {
-                    if self.resource_seen[e as usize] == generation {
+            stack.push(slot);
+            while let Some(s) = stack.pop() {
+                component.push(s);
+                self.refresh_reduced(s);
+                let job = job_of(&self.jobs, s);
+                for &(e, _) in &job.reduced {
+                    let ei = e as usize;
+                    if self.resource_seen[ei] == generation {
                         continue;
                     }
-                    self.resource_seen[e as usize] = generation;
-                    for &u in &self.users[e as usize] {
-                        let other = &self.jobs[&u];
-                        if other.seen.get() != generation {
-                            other.seen.set(generation);
+                    self.resource_seen[ei] = generation;
+                    for &u in &self.users[ei] {
+                        if self.job_seen[u as usize] != generation {
+                            self.job_seen[u as usize] = generation;
                             stack.push(u);
                         }
                     }
                 }
             }
-            component.sort_unstable();
+            component.sort_unstable_by_key(|&s| job_of(&self.jobs, s).id);
             let rows: Vec<&[(u32, f64)]> = component
                 .iter()
-                .map(|id| self.jobs[id].reduced.as_slice())
+                .map(|&s| job_of(&self.jobs, s).reduced.as_slice())
                 .collect();
             let paces = self.solver.solve(self.fabric.capacity(), &rows);
-            for (id, pace) in component.iter().zip(paces) {
-                let job = self.jobs.get_mut(id).expect("component of running jobs");
+            for (&s, pace) in component.iter().zip(paces) {
+                let job = self.job_mut(s);
                 job.busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
+                let id = job.id;
+                self.changed.push(id);
             }
         }
         dirty.clear();
         self.dirty = dirty;
     }
 
+    /// The IDs of the running jobs re-solved since the last call (ascending, each once): every
+    /// job whose pace may have changed, including every job started since. Jobs that ended are
+    /// left out.
+    pub fn take_changed(&mut self) -> Vec<u64> {
+        let mut changed = std::mem::take(&mut self.changed);
+        changed.sort_unstable();
+        changed.dedup();
+        changed.retain(|id| self.slots.contains_key(id));
+        changed
+    }
+
     /// What running job `id` gets at its current pace ([`Fabric::job_result`]), or `None` if
     /// it is not running. Call [`FabricState::solve`] after changes first.
     pub fn result(&self, id: u64) -> Option<JobResult> {
-        let job = self.jobs.get(&id)?;
+        let job = job_of(&self.jobs, *self.slots.get(&id)?);
         Some(self.fabric.job_result(&job.routed, job.busbw_gbps))
     }
 
     /// Number of running jobs.
     pub fn len(&self) -> usize {
-        self.jobs.len()
+        self.slots.len()
     }
 
     /// Whether no job is running.
     pub fn is_empty(&self) -> bool {
-        self.jobs.is_empty()
+        self.slots.is_empty()
+    }
+
+    fn job_mut(&mut self, slot: u32) -> &mut StateJob {
+        self.jobs[slot as usize]
+            .as_mut()
+            .expect("a slot of a running job")
+    }
+
+    /// Recompute resource `e`'s class after its users changed; if it changed, its users'
+    /// reduced rows are stale. Whether a shared resource can fill is decided on the bound
+    /// summed over its users in ascending ID, as [`crate::max_min_fair`] sums it over jobs in
+    /// that order, so both decide alike to the bit.
+    fn update_class(&mut self, e: u32) {
+        let ei = e as usize;
+        let class = if self.users[ei].len() < 2 {
+            PRIVATE
+        } else {
+            let mut bound = 0.0f64;
+            for &u in &self.users[ei] {
+                let job = job_of(&self.jobs, u);
+                let k = job
+                    .row
+                    .binary_search_by_key(&e, |&(r, _)| r)
+                    .expect("a user's row crosses the resource");
+                bound += job.row[k].1 * 1.0 * job.most;
+            }
+            if is_binding(bound, self.fabric.capacity()[ei]) {
+                CONTENDED
+            } else {
+                SLACK
+            }
+        };
+        if class != self.class[ei] {
+            self.class[ei] = class;
+            for i in 0..self.users[ei].len() {
+                let u = self.users[ei][i];
+                self.job_mut(u).stale = true;
+            }
+        }
+    }
+
+    /// Rebuild a job's reduced row if a resource of it changed between binding and not.
+    fn refresh_reduced(&mut self, slot: u32) {
+        let job = self.jobs[slot as usize]
+            .as_mut()
+            .expect("a slot of a running job");
+        if job.stale {
+            reduced_row(
+                &job.row,
+                &self.class,
+                self.fabric.capacity(),
+                &mut job.reduced,
+            );
+            job.stale = false;
+        }
     }
 }
 
-/// The part of a job's row the job-level max-min needs: every entry on a resource another job
-/// also uses, and of the entries on resources only this job uses, the one with the lowest level
-/// (capacity over the job's coefficient, lowest resource on ties). In progressive filling a
-/// private resource's level stays at that value until the job freezes, so the lowest one
-/// freezes the job at exactly the level (and in the order) the full row would, and the others
-/// are never reached while the job is unfrozen: the paces are the same bits, and the solve costs
-/// the shared resources plus one per job.
-fn reduced_row(row: &[(u32, f64)], users: &[Vec<u64>], capacity: &[f64]) -> Vec<(u32, f64)> {
-    let mut out = Vec::new();
+/// The part of a job's row the job-level max-min needs, into `out`: every entry on a binding
+/// resource another job also uses, and of the entries on resources only this job uses, the one
+/// with the lowest level alone (lowest resource on ties). A resource only this job uses keeps
+/// its level until the job freezes, so the lowest one freezes the job at exactly the level (and
+/// in the order) the full row would, and the job's other private resources are never reached
+/// while it is unfrozen; resources that are not binding never freeze anyone. So the paces are
+/// the same bits, and a solve costs the contended resources plus one per job.
+fn reduced_row(row: &[(u32, f64)], class: &[u8], capacity: &[f64], out: &mut Vec<(u32, f64)>) {
+    out.clear();
     let mut private: Option<(f64, u32, f64)> = None;
     for &(e, w) in row {
-        if users[e as usize].len() > 1 {
-            out.push((e, w));
-            continue;
+        let ei = e as usize;
+        match class[ei] {
+            CONTENDED => {
+                out.push((e, w));
+                continue;
+            }
+            SLACK => continue,
+            _ => {}
         }
-        let level = capacity[e as usize].max(0.0) / w;
+        let level = alone_level(capacity[ei], w * 1.0);
         if private.is_none_or(|(l, r, _)| level.total_cmp(&l).then(e.cmp(&r)).is_lt()) {
             private = Some((level, e, w));
         }
     }
     if let Some((_, e, w)) = private {
-        out.push((e, w));
+        let at = out.partition_point(|&(r, _)| r < e);
+        out.insert(at, (e, w));
     }
-    out
+}
+
+/// A resource with at most one user (its class byte).
+const PRIVATE: u8 = 0;
+/// A resource with several users that cannot fill it.
+const SLACK: u8 = 1;
+/// A resource with several users that can fill it: the only kind that ties jobs together.
+const CONTENDED: u8 = 2;
+
+/// The running job in `slot`.
+fn job_of(jobs: &[Option<StateJob>], slot: u32) -> &StateJob {
+    jobs[slot as usize]
+        .as_ref()
+        .expect("a slot of a running job")
 }

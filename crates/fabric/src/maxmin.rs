@@ -11,11 +11,17 @@
 //! Levels only rise as flows freeze, so a lazy min-heap of resource levels finds the next
 //! bottleneck in O(log R); the whole solve is O((F·L + R) log R) for F flows of L resources.
 //!
-//! Connected components of the flow–resource graph are independent in max-min fairness, and
-//! the solver keeps them independent in its arithmetic too: the only state shared between
-//! resources, the last level reached (which guards against rounding pulling a level below it),
-//! is kept per component. So solving one component alone ([`SparseSolver`], with its resources
-//! renumbered in the same order) gives the same bits as solving it among others.
+//! Only *binding* resources take part: a resource whose flows, each at the most it could ever
+//! get (its lowest capacity over coefficient, alone), still leave it below capacity can never
+//! fill, so it never freezes a flow and is left out of the filling and of the components; every
+//! flow's lowest resource is binding, so every flow keeps one.
+//!
+//! Connected components of the flow–resource graph over binding resources are independent in
+//! max-min fairness, and the solver keeps them independent in its arithmetic too: the only state
+//! shared between resources, the last level reached (which guards against rounding pulling a
+//! level below it), is kept per component. So solving one component alone ([`SparseSolver`],
+//! with its resources renumbered in the same order) gives the same bits as solving it among
+//! others.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -139,11 +145,32 @@ impl PartialOrd for Level {
 pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
     let n_res = capacity.len();
     let n_flows = flows.len();
-    // Transpose: flows crossing each resource, with coefficient fraction·φ.
+    // The most each flow could ever get (per unit of φ), and from that which resources can fill.
+    let mut bound = vec![0.0f64; n_res];
+    for f in 0..n_flows {
+        let phi = flows.fairness(f);
+        if phi <= 0.0 {
+            continue;
+        }
+        let most = flows
+            .path(f)
+            .filter(|&(_, w)| w > 0.0)
+            .map(|(e, w)| alone_level(capacity[e as usize], w * phi))
+            .fold(f64::INFINITY, f64::min);
+        for (e, w) in flows.path(f) {
+            if w > 0.0 {
+                bound[e as usize] += w * phi * most;
+            }
+        }
+    }
+    let binding: Vec<bool> = (0..n_res)
+        .map(|e| is_binding(bound[e], capacity[e]))
+        .collect();
+    // Transpose: flows crossing each binding resource, with coefficient fraction·φ.
     let mut count = vec![0u32; n_res + 1];
     for f in 0..n_flows {
         for (e, w) in flows.path(f) {
-            if w > 0.0 && flows.fairness(f) > 0.0 {
+            if w > 0.0 && flows.fairness(f) > 0.0 && binding[e as usize] {
                 count[e as usize + 1] += 1;
             }
         }
@@ -159,7 +186,7 @@ pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
     for f in 0..n_flows {
         let phi = flows.fairness(f);
         for (e, w) in flows.path(f) {
-            if w > 0.0 && phi > 0.0 {
+            if w > 0.0 && phi > 0.0 && binding[e as usize] {
                 let e = e as usize;
                 members[fill[e] as usize] = f as u32;
                 fill[e] += 1;
@@ -177,7 +204,7 @@ pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
         }
         let mut first = None;
         for (e, w) in flows.path(f) {
-            if w <= 0.0 {
+            if w <= 0.0 || !binding[e as usize] {
                 continue;
             }
             let root = find_root(&mut parent, e);
@@ -220,7 +247,7 @@ pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
             let r = phi * t;
             rate[f] = r;
             for (e2, w) in flows.path(f) {
-                if w > 0.0 {
+                if w > 0.0 && binding[e2 as usize] {
                     let e2 = e2 as usize;
                     frozen_load[e2] += w * r;
                     active_n[e2] -= 1;
@@ -243,6 +270,23 @@ pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
         }
     }
     rate
+}
+
+/// The level at which a resource of `capacity` fills with one flow of coefficient `coef` (> 0)
+/// alone on it: a bound on that flow's rate per unit of φ.
+pub(crate) fn alone_level(capacity: f64, coef: f64) -> f64 {
+    capacity.max(0.0) / coef
+}
+
+/// Relative margin under which a resource's bound counts as reaching its capacity: far above
+/// rounding in the bound's sum, far below any real difference in load.
+const BINDING_SLACK: f64 = 1e-9;
+
+/// Whether a resource of `capacity` can fill when the flows on it, each at its own bound, put at
+/// most `bound` on it ([`max_min_fair`]'s module note). A resource that cannot fill never
+/// freezes a flow, so leaving it out changes no rate.
+pub(crate) fn is_binding(bound: f64, capacity: f64) -> bool {
+    bound >= capacity.max(0.0) * (1.0 - BINDING_SLACK)
 }
 
 /// The root of `e`'s set, halving the path on the way.
