@@ -74,7 +74,7 @@ impl Table {
 
 /// A number, with or without a sign, unit or percent sign: `12`, `-3.5`, `48.00 GB/s`, `1.92×`,
 /// `100.0%`, `3 µs`, `1,024`. Text that only starts with a digit (`4 nodes (rack r1)`,
-/// `0-17`, `8:00`) is not.
+/// `0-17`, `8:00`, a list `0,1,2,3`) is not.
 fn is_number(cell: &str) -> bool {
     let unsigned = cell.trim_start_matches(['+', '-', '−']);
     let Some(first) = unsigned.chars().next() else {
@@ -83,20 +83,28 @@ fn is_number(cell: &str) -> bool {
     let (number, unit) = unsigned
         .split_once(' ')
         .map_or((unsigned, ""), |(n, u)| (n, u));
+    let digits = number
+        .trim_end_matches(['%', '×', 'x'])
+        .trim_end_matches(char::is_alphabetic);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, "0"));
+    let mut groups = whole.split(',');
+    let first_group = groups.next().unwrap_or("");
     first.is_ascii_digit()
-        && number
-            .trim_end_matches(['%', '×', 'x'])
-            .trim_end_matches(char::is_alphabetic)
-            .chars()
-            .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+        && (1..=if whole.contains(',') { 3 } else { usize::MAX }).contains(&first_group.len())
+        && first_group.chars().all(|c| c.is_ascii_digit())
+        && groups.all(|g| g.len() == 3 && g.chars().all(|c| c.is_ascii_digit()))
+        && fraction.chars().all(|c| c.is_ascii_digit())
         && unit
             .chars()
             .all(|c| c.is_alphabetic() || c == '/' || c == '%')
 }
 
-/// A cell that says "nothing here" and does not decide a column's alignment.
+/// A cell that says "no number here" and does not decide a column's alignment.
 fn is_placeholder(cell: &str) -> bool {
-    matches!(cell.trim(), "" | "-" | "—" | "n/a")
+    matches!(
+        cell.trim(),
+        "" | "-" | "—" | "n/a" | "unlimited" | "unbounded"
+    )
 }
 
 #[cfg(test)]
@@ -147,8 +155,12 @@ flows      1408 (512 across the fabric)
 
     #[test]
     fn placeholders_and_missing_cells_leave_a_column_numeric() {
-        let got = table(&["a", "count"], &[&["x", "-"], &["y", "7"], &["z"]]);
-        assert_eq!(got, "a  count\nx      -\ny      7\nz\n");
+        let got = table(
+            &["a", "count"],
+            &[&["x", "-"], &["y", "7"], &["z"], &["w", "unlimited"]],
+        );
+        let want = "a      count\nx          -\ny          7\nz\nw  unlimited\n";
+        assert_eq!(got, want);
     }
 
     #[test]
@@ -161,14 +173,14 @@ flows      1408 (512 across the fabric)
     #[test]
     fn numbers_and_not_numbers() {
         for n in [
-            "12", "-3.5", "+1.7%", "48.00 GB/s", "1.92×", "100.0%", "3 µs", "1,024", "1 GiB",
+            "12", "-3.5", "+1.7%", "48.00 GB/s", "1.92×", "100.0%", "3 µs", "1,024", "12,345.5", "1 GiB",
             "4x", "12k",
         ] {
             assert!(is_number(n), "{n}");
         }
         for s in [
             "", "-", "rail0", "0-17", "8:00", "4 nodes (rack r1)", "1408 (512 across)",
-            "t0-g0-s0", "2 x 8",
+            "t0-g0-s0", "2 x 8", "0,1,2,3", "1.2.3",
         ] {
             assert!(!is_number(s), "{s}");
         }
