@@ -105,7 +105,15 @@ fn links_grouped(links: &[LinkCables]) -> String {
 /// Every link in plan order with both ends (lower end: `node/rail N` or a switch).
 fn every_link(links: &[LinkCables]) -> String {
     let mut t = Table::new(&[
-        "tier", "lower end", "upper end", "link", "cables", "cable", "length", "buy", "source",
+        "tier",
+        "lower end",
+        "upper end",
+        "link",
+        "cables",
+        "cable",
+        "length",
+        "buy",
+        "source",
         "type",
     ]);
     for l in links {

@@ -21,7 +21,11 @@ pub fn render_text(findings: &[Finding], wide: bool) -> String {
                 finding.push_str(&format!("\ndo:  {}", f.action));
             }
         }
-        t.row(vec![f.severity.word().to_owned(), f.check.to_owned(), finding]);
+        t.row(vec![
+            f.severity.word().to_owned(),
+            f.check.to_owned(),
+            finding,
+        ]);
     }
     let mut out = t.render();
     let (info, warning, error) = counts(findings);

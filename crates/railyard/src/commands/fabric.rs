@@ -295,7 +295,9 @@ fn parse_sizes(s: &str) -> Result<(u64, u64), String> {
 /// `fabric collective`.
 pub fn collective(args: &CollectiveArgs) -> Result<String, CliError> {
     let report = collective_report(args)?;
-    Ok(args.output.render(&report, |wide| collective_text(&report, wide)))
+    Ok(args
+        .output
+        .render(&report, |wide| collective_text(&report, wide)))
 }
 
 /// A job priced on the fabric: its routed Ring, its tuner input and the shared solve.
@@ -626,7 +628,10 @@ fn collective_text(r: &CollectiveReport, wide: bool) -> String {
                 gb(s.busbw_gb_s),
             ]);
         }
-        out.push_str(&format!("\nsweep (NCCL tuner's pick per size)\n{}", t.render()));
+        out.push_str(&format!(
+            "\nsweep (NCCL tuner's pick per size)\n{}",
+            t.render()
+        ));
     }
     out
 }

@@ -114,7 +114,9 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         None => None,
     };
     let report = share_report(&read, &args.demand, args.capacity.as_deref(), cluster_gpus)?;
-    Ok(args.output.render(&report, |wide| share_text(&report, wide)))
+    Ok(args
+        .output
+        .render(&report, |wide| share_text(&report, wide)))
 }
 
 fn amount(v: f64) -> String {
