@@ -522,12 +522,17 @@ fn ranks_source(
 
 /// A duration given in µs with a readable unit.
 fn fmt_us(us: f64) -> String {
+    duration(us, trim_float)
+}
+
+/// A duration given in µs with a readable unit, the number written by `digits`.
+fn duration(us: f64, digits: fn(f64) -> String) -> String {
     if us >= 1e6 {
-        format!("{} s", trim_float(us / 1e6))
+        format!("{} s", digits(us / 1e6))
     } else if us >= 1e3 {
-        format!("{} ms", trim_float(us / 1e3))
+        format!("{} ms", digits(us / 1e3))
     } else {
-        format!("{} µs", trim_float(us))
+        format!("{} µs", digits(us))
     }
 }
 
@@ -612,7 +617,7 @@ fn collective_text(r: &CollectiveReport, wide: bool) -> String {
     if !r.sweep.is_empty() && !wide {
         out.push_str(&format!("\n{}", nccl_tests::write_table(&r.sweep)));
     } else if !r.sweep.is_empty() {
-        // Wide: railyard's table, sizes readable, with the channels NCCL's tuner was given.
+        // Wide: railyard's table, sizes readable, times to three figures, and the channels.
         let mut t = Table::new(&[
             "size", "bytes", "algo", "proto", "channels", "time", "algbw", "busbw",
         ]);
@@ -623,7 +628,7 @@ fn collective_text(r: &CollectiveReport, wide: bool) -> String {
                 s.algorithm.name().to_owned(),
                 s.protocol.name().to_owned(),
                 r.channels.to_string(),
-                fmt_us(s.time_us),
+                duration(s.time_us, report::fmt::sig3),
                 gb(s.algbw_gb_s),
                 gb(s.busbw_gb_s),
             ]);
@@ -869,6 +874,7 @@ mod tests {
         assert_eq!(fmt_us(3.0), "3 µs");
         assert_eq!(fmt_us(49_045.73), "49.046 ms");
         assert_eq!(fmt_us(2_102_504.668), "2.103 s");
+        assert_eq!(duration(85_203.0, report::fmt::sig3), "85.2 ms");
     }
 
     #[test]
