@@ -1,34 +1,33 @@
 //! `doctor`'s findings rendered for people (text) and for Prometheus (the node-exporter
 //! textfile-collector format), and the structured report with a count per severity.
 
+use report::table::Table;
 use serde::Serialize;
 
 use crate::doctor::{Finding, Severity};
 
-/// The findings as text: one line per finding, `why` and `do` lines under each warning and error,
-/// and a count at the end.
-pub fn render_text(findings: &[Finding]) -> String {
-    let check_w = findings.iter().map(|f| f.check.len()).max().unwrap_or(0);
-    let mut out = String::new();
+/// The findings as a table, one row per finding, with `why` and `do` lines under each warning
+/// and error (`wide`: under every finding), and a count at the end.
+pub fn render_text(findings: &[Finding], wide: bool) -> String {
+    let mut t = Table::new(&["severity", "check", "finding"]);
     for f in findings {
-        out.push_str(&format!(
-            "{:<7}  {:<check_w$}  {}: {}\n",
-            f.severity.word(),
-            f.check,
-            f.subject,
-            f.seen
-        ));
-        if f.severity == Severity::Info {
-            continue; // why and what to do are in the JSON; people need them for problems
+        let mut finding = format!("{}: {}", f.subject, f.seen);
+        // Why and what to do are in the JSON; people need them for problems.
+        if wide || f.severity != Severity::Info {
+            if !f.why.is_empty() {
+                finding.push_str(&format!("\nwhy: {}", f.why));
+            }
+            if !f.action.is_empty() {
+                finding.push_str(&format!("\ndo:  {}", f.action));
+            }
         }
-        let indent = " ".repeat(9 + check_w + 2);
-        if !f.why.is_empty() {
-            out.push_str(&format!("{indent}why: {}\n", f.why));
-        }
-        if !f.action.is_empty() {
-            out.push_str(&format!("{indent}do:  {}\n", f.action));
-        }
+        t.row(vec![
+            f.severity.word().to_owned(),
+            f.check.to_owned(),
+            finding,
+        ]);
     }
+    let mut out = t.render();
     let (info, warning, error) = counts(findings);
     out.push_str(&format!(
         "\n{info} info, {warning} warning{}, {error} error{}\n",

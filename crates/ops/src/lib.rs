@@ -5,6 +5,7 @@
 //! checked as a whole). No argument parsing, no printing: the CLI renders what these return.
 
 pub mod cables;
+pub mod cables_report;
 pub mod doctor;
 pub mod doctor_report;
 pub mod launch;

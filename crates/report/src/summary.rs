@@ -23,8 +23,10 @@ pub struct TraceFacts<'a> {
     pub observed_waits: &'a [f64],
 }
 
-/// The summary: a header line (and the trace's own waits), then the policies' table.
-pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult]) -> String {
+/// The summary: a header line (and the trace's own waits), then the policies' table (`wide`:
+/// with p50/p99 JCT, p99 wait, utilisation over the makespan, fragmentation, lost GPU-hours
+/// and multi-node jobs by highest tier crossed).
+pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool) -> String {
     let jobs = results.first().map_or(0, |r| r.summary.jobs);
     let (trace_name, skipped, observed) = (facts.trace, facts.skipped_rows, facts.observed_waits);
     let mut out = format!(
@@ -56,39 +58,73 @@ pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult]) -> String 
             fmt_count(w.jobs as u64)
         ));
     }
-    let mut t = Table::new(&[
-        "policy",
-        "completed",
-        "failed",
-        "avg JCT h",
-        "p50 JCT h",
-        "p99 JCT h",
-        "avg wait h",
-        "util (arrivals)",
-        "util (makespan)",
-        "makespan h",
-        "net slowdown",
-        "frag",
-        "preempted",
-    ]);
+    // Text: the headline per policy; wide adds the distributions, the makespan's utilisation,
+    // fragmentation, lost work and where multi-node jobs landed.
+    let mut header = vec!["policy", "completed", "failed"];
+    if wide {
+        header.push("unfinished");
+    }
+    header.push("avg JCT h");
+    if wide {
+        header.extend(["p50 JCT h", "p99 JCT h"]);
+    }
+    header.push("avg wait h");
+    if wide {
+        header.push("p99 wait h");
+    }
+    header.push("util (arrivals)");
+    if wide {
+        header.push("util (makespan)");
+    }
+    header.extend(["makespan h", "net slowdown"]);
+    if wide {
+        header.push("frag");
+    }
+    header.push("preempted");
+    if wide {
+        header.extend(["lost GPU-h", "multi-node by tier"]);
+    }
+    let mut t = Table::new(&header);
     let h = |s: f64| sig3(s / 3600.0);
+    let pct = |x: f64| format!("{:.1}%", x * 100.0);
     for r in results {
         let s = &r.summary;
-        t.row(vec![
+        let mut row = vec![
             s.policy.clone(),
             fmt_count(s.completed as u64),
             fmt_count(s.failed as u64),
-            h(s.avg_jct_s),
-            h(s.p50_jct_s),
-            h(s.p99_jct_s),
-            h(s.avg_wait_s),
-            format!("{:.1}%", s.gpu_utilization_arrivals * 100.0),
-            format!("{:.1}%", s.gpu_utilization * 100.0),
-            h(s.makespan_s),
-            format!("{:.3}", s.avg_network_slowdown),
-            format!("{:.1}%", s.fragmentation * 100.0),
-            fmt_count(s.preemptions),
-        ]);
+        ];
+        if wide {
+            row.push(fmt_count(s.unfinished as u64));
+        }
+        row.push(h(s.avg_jct_s));
+        if wide {
+            row.extend([h(s.p50_jct_s), h(s.p99_jct_s)]);
+        }
+        row.push(h(s.avg_wait_s));
+        if wide {
+            row.push(h(s.p99_wait_s));
+        }
+        row.push(pct(s.gpu_utilization_arrivals));
+        if wide {
+            row.push(pct(s.gpu_utilization));
+        }
+        row.extend([h(s.makespan_s), format!("{:.3}", s.avg_network_slowdown)]);
+        if wide {
+            row.push(pct(s.fragmentation));
+        }
+        row.push(fmt_count(s.preemptions));
+        if wide {
+            row.push(h(s.lost_gpu_seconds));
+            row.push(
+                s.tier_span
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("/"),
+            );
+        }
+        t.row(row);
     }
     out.push_str(&t.render());
     out

@@ -37,7 +37,7 @@ pub enum DoctorOutput {
     Json,
     /// The JSON document as YAML.
     Yaml,
-    /// The same as text (doctor has no extra columns).
+    /// Text with why and what to do under every finding, passed checks included.
     Wide,
     /// Prometheus text exposition (node-exporter textfile collector): `railyard_doctor_check`
     /// per check (0 info, 1 warning, 2 error) and `railyard_doctor_findings` per severity.
@@ -48,7 +48,8 @@ pub enum DoctorOutput {
 pub fn doctor(args: &DoctorArgs) -> Result<String, CliError> {
     let findings = diagnose_shape(&args.root, args.hostname.as_deref(), args.shape.as_deref())?;
     let report = match args.output {
-        DoctorOutput::Text | DoctorOutput::Wide => render_text(&findings),
+        DoctorOutput::Text => render_text(&findings, false),
+        DoctorOutput::Wide => render_text(&findings, true),
         DoctorOutput::Json => render_json(&findings),
         DoctorOutput::Yaml => OutputFormat::Yaml.render(&report_of(&findings), |_| String::new()),
         DoctorOutput::Prometheus => render_prometheus(&findings),

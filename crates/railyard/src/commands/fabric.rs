@@ -145,7 +145,7 @@ pub struct CollectiveArgs {
     /// An nccl-tests style sweep from MIN to MAX bytes, doubling (`-b MIN -e MAX -f 2`).
     #[arg(long, value_name = "MIN:MAX", value_parser = parse_sizes)]
     pub sizes: Option<(u64, u64)>,
-    /// Output format.
+    /// Output format (wide prints the sweep as railyard's table: readable sizes and channels)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
@@ -158,7 +158,7 @@ pub struct CompareArgs {
     pub log: PathBuf,
     #[command(flatten)]
     pub job: JobArgs,
-    /// Output format.
+    /// Output format (wide: as text)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
@@ -184,7 +184,7 @@ pub struct EcmpArgs {
     /// The hash.
     #[arg(long, value_enum, value_name = "FN", default_value = "mix")]
     pub hash: HashArg,
-    /// Output format.
+    /// Output format (wide: as text)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
@@ -195,7 +195,7 @@ pub struct MtuArgs {
     /// The netdev (Ethernet interface) MTU, bytes.
     #[arg(long, value_name = "N", value_parser = parse_netdev_mtu)]
     pub netdev_mtu: u32,
-    /// Output format.
+    /// Output format (wide: as text)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
@@ -295,7 +295,9 @@ fn parse_sizes(s: &str) -> Result<(u64, u64), String> {
 /// `fabric collective`.
 pub fn collective(args: &CollectiveArgs) -> Result<String, CliError> {
     let report = collective_report(args)?;
-    Ok(args.output.render(&report, |_| collective_text(&report)))
+    Ok(args
+        .output
+        .render(&report, |wide| collective_text(&report, wide)))
 }
 
 /// A job priced on the fabric: its routed Ring, its tuner input and the shared solve.
@@ -520,12 +522,17 @@ fn ranks_source(
 
 /// A duration given in µs with a readable unit.
 fn fmt_us(us: f64) -> String {
+    duration(us, trim_float)
+}
+
+/// A duration given in µs with a readable unit, the number written by `digits`.
+fn duration(us: f64, digits: fn(f64) -> String) -> String {
     if us >= 1e6 {
-        format!("{} s", trim_float(us / 1e6))
+        format!("{} s", digits(us / 1e6))
     } else if us >= 1e3 {
-        format!("{} ms", trim_float(us / 1e3))
+        format!("{} ms", digits(us / 1e3))
     } else {
-        format!("{} µs", trim_float(us))
+        format!("{} µs", digits(us))
     }
 }
 
@@ -537,7 +544,7 @@ fn gb(x: f64) -> String {
     format!("{x:.2} GB/s")
 }
 
-fn collective_text(r: &CollectiveReport) -> String {
+fn collective_text(r: &CollectiveReport, wide: bool) -> String {
     let mut out = format!(
         "{} over {} ranks on {} nodes of {}, {} routing, {} QP{} per connection, {} channels\n\n",
         r.collective,
@@ -607,8 +614,29 @@ fn collective_text(r: &CollectiveReport) -> String {
         }
         out.push_str(&t.render());
     }
-    if !r.sweep.is_empty() {
+    if !r.sweep.is_empty() && !wide {
         out.push_str(&format!("\n{}", nccl_tests::write_table(&r.sweep)));
+    } else if !r.sweep.is_empty() {
+        // Wide: railyard's table, sizes readable, times to three figures, and the channels.
+        let mut t = Table::new(&[
+            "size", "bytes", "algo", "proto", "channels", "time", "algbw", "busbw",
+        ]);
+        for s in &r.sweep {
+            t.row(vec![
+                report::fmt::fmt_bytes(s.size_bytes),
+                s.size_bytes.to_string(),
+                s.algorithm.name().to_owned(),
+                s.protocol.name().to_owned(),
+                r.channels.to_string(),
+                duration(s.time_us, report::fmt::sig3),
+                gb(s.algbw_gb_s),
+                gb(s.busbw_gb_s),
+            ]);
+        }
+        out.push_str(&format!(
+            "\nsweep (NCCL tuner's pick per size)\n{}",
+            t.render()
+        ));
     }
     out
 }
@@ -648,7 +676,7 @@ pub fn compare(args: &CompareArgs) -> Result<String, CliError> {
     for c in &r.rows {
         t.row(vec![
             c.line.to_string(),
-            c.size_bytes.to_string(),
+            report::fmt::fmt_bytes(c.size_bytes),
             gb(c.measured_busbw_gb_s),
             gb(c.predicted_busbw_gb_s),
             format!("{:+.1}%", c.relative_error * 100.0),
@@ -846,6 +874,7 @@ mod tests {
         assert_eq!(fmt_us(3.0), "3 µs");
         assert_eq!(fmt_us(49_045.73), "49.046 ms");
         assert_eq!(fmt_us(2_102_504.668), "2.103 s");
+        assert_eq!(duration(85_203.0, report::fmt::sig3), "85.2 ms");
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub struct LintArgs {
     /// Manifests (YAML, multi-document, or JSON).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Output format.
+    /// Output format (wide: as text; findings are lines, not a table)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }

@@ -52,7 +52,7 @@ pub struct PlaceArgs {
     /// `spread` for GPU and CPU-only pods alike, or `gpu=…,cpu=…`. Used with KAI's rules.
     #[arg(long, value_name = "STRATEGY", default_value = "")]
     pub kai_placement: String,
-    /// Output format.
+    /// Output format (wide adds a column per topology level above the leaf domain)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }

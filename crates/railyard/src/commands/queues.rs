@@ -23,7 +23,7 @@ pub struct ValidateArgs {
     /// target queues should be checked.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Output format (JSON/YAML: counts and every problem with its severity).
+    /// Output format (JSON/YAML: counts and every problem with its severity; wide: as text)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
@@ -60,7 +60,7 @@ pub struct ShareArgs {
     /// A cluster whose GPUs are the GPU capacity.
     #[arg(long, value_name = "preset:NAME|FILE")]
     pub cluster: Option<String>,
-    /// Output format.
+    /// Output format (wide adds each queue's priority, GPU quota, limit and weight)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }
@@ -114,7 +114,9 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
         None => None,
     };
     let report = share_report(&read, &args.demand, args.capacity.as_deref(), cluster_gpus)?;
-    Ok(args.output.render(&report, |_| share_text(&report)))
+    Ok(args
+        .output
+        .render(&report, |wide| share_text(&report, wide)))
 }
 
 fn amount(v: f64) -> String {
@@ -125,7 +127,7 @@ fn amount(v: f64) -> String {
     }
 }
 
-fn share_text(r: &ShareReport) -> String {
+fn share_text(r: &ShareReport, wide: bool) -> String {
     let cap = |k: &str| {
         r.capacity
             .get(k)
@@ -146,32 +148,28 @@ fn share_text(r: &ShareReport) -> String {
     );
     // Live queues: what each holds now, beside its share.
     let live = r.queues.iter().any(|q| q.gpu.allocated.is_some());
-    let mut headers = vec![
-        "queue",
-        "parent",
-        "prio",
-        "gpu quota",
-        "gpu limit",
-        "weight",
-        "gpu demand",
-        "gpu share",
-    ];
+    // Text: demand beside the share; wide adds priority, quota, limit and weight.
+    let mut headers = vec!["queue", "parent"];
+    if wide {
+        headers.extend(["prio", "gpu quota", "gpu limit", "weight"]);
+    }
+    headers.extend(["gpu demand", "gpu share"]);
     if live {
         headers.push("gpu allocated");
     }
     headers.extend(["cpu share", "memory share MiB"]);
     let mut t = Table::new(&headers);
     for q in &r.queues {
-        let mut row = vec![
-            q.queue.clone(),
-            q.parent.clone().unwrap_or_else(|| "(top)".to_owned()),
-            q.priority.to_string(),
-            amount(q.gpu.quota),
-            amount(q.gpu.limit),
-            trim_float(q.gpu.over_quota_weight),
-            trim_float(q.gpu.demand),
-            trim_float(q.gpu.fair_share),
-        ];
+        let mut row = vec![q.queue.clone(), q.parent.clone().unwrap_or("(top)".into())];
+        if wide {
+            row.extend([
+                q.priority.to_string(),
+                amount(q.gpu.quota),
+                amount(q.gpu.limit),
+                trim_float(q.gpu.over_quota_weight),
+            ]);
+        }
+        row.extend([trim_float(q.gpu.demand), trim_float(q.gpu.fair_share)]);
         if live {
             row.push(q.gpu.allocated.map_or("-".to_owned(), trim_float));
         }

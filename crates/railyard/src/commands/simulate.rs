@@ -65,7 +65,8 @@ pub struct SimulateArgs {
     /// Seed for QP numbers and switch hash seeds.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Output format.
+    /// Output format (wide adds p50/p99 JCT, p99 wait, utilisation over the makespan,
+    /// fragmentation, lost GPU-hours and multi-node jobs by tier)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
     /// Check, after every event, that no GPU (share or memory) is oversubscribed, every running
@@ -341,6 +342,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                 observed_waits: &observed,
             },
             &results,
+            args.output == OutputFormat::Wide,
         ),
     })
 }

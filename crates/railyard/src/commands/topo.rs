@@ -17,7 +17,7 @@ use report::table::Table;
 pub struct ShowArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
-    /// Output format.
+    /// Output format (wide: as text)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 }

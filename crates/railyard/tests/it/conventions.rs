@@ -386,3 +386,140 @@ fn place_wide_adds_a_column_per_level() {
         ]
     );
 }
+
+/// The header line of the first table in `out` whose header starts with `first`, as columns
+/// (split on two or more spaces), and the number of lines under it up to the next blank line.
+fn table_at(out: &str, first: &str) -> (Vec<String>, usize) {
+    let mut lines = out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with(first));
+    let header = lines
+        .next()
+        .unwrap_or_else(|| panic!("no `{first}` table in\n{out}"));
+    let columns = header.split("  ").map(str::trim).filter(|c| !c.is_empty());
+    let rows = lines.take_while(|l| !l.is_empty()).count();
+    (columns.map(str::to_owned).collect(), rows)
+}
+
+#[test]
+fn wide_adds_columns_where_a_command_has_more_to_say() {
+    // (command, header start in text, header start in wide, columns wide adds)
+    let cases: [(&[&str], &str, &str, &[&str]); 4] = [
+        (
+            &[
+                "queues",
+                "share",
+                "--queues",
+                "tests/fixtures/sched/queues/kai-teams.yaml",
+                "--demand",
+                "tests/fixtures/sched/demand.yaml",
+            ],
+            "queue",
+            "queue",
+            &["prio", "gpu quota", "gpu limit", "weight"],
+        ),
+        (
+            &[
+                "simulate",
+                "--cluster",
+                "preset:philly-512",
+                "--trace",
+                "tests/fixtures/traces/small.csv",
+                "--compare",
+                "fifo,fair-share",
+            ],
+            "policy",
+            "policy",
+            &[
+                "unfinished",
+                "p50 JCT h",
+                "p99 JCT h",
+                "p99 wait h",
+                "util (makespan)",
+                "frag",
+                "lost GPU-h",
+                "multi-node by tier",
+            ],
+        ),
+        (
+            &["cables", "plan", "--cluster", "preset:fat-tree-k8"],
+            "tier",
+            "tier",
+            &["lower end", "upper end", "cables", "buy"],
+        ),
+        (
+            &[
+                "fabric",
+                "collective",
+                "--cluster",
+                "preset:fat-tree-k8",
+                "--placement",
+                "examples/placements/fat-tree-k8-cross-pod.json",
+                "--collective",
+                "allreduce",
+                "--sizes",
+                "8:1K",
+            ],
+            "#       size",
+            "size",
+            &["bytes", "channels"],
+        ),
+    ];
+    for (args, text_first, wide_first, added) in cases {
+        let text = crate::ok(&[&["-q"], args].concat());
+        let wide = crate::ok(&[&["-q"], args, &["-o", "wide"]].concat());
+        let (text_columns, text_rows) = table_at(&text, text_first);
+        let (wide_columns, wide_rows) = table_at(&wide, wide_first);
+        for column in added {
+            assert!(
+                wide_columns.iter().any(|c| c == column)
+                    && !text_columns.iter().any(|c| c == column),
+                "{args:?}: `{column}` only in wide: {text_columns:?} / {wide_columns:?}"
+            );
+        }
+        if args[0] == "cables" {
+            assert_eq!(wide_rows, 384, "{args:?}: a row per link in wide");
+        } else if args[0] == "fabric" {
+            assert_eq!((text_rows, wide_rows), (9, 8), "{args:?}: 8 sizes");
+        } else {
+            assert_eq!(text_rows, wide_rows, "{args:?}: the same rows");
+        }
+    }
+    // doctor: why and what to do under every finding, passed checks too.
+    let doctor = ["doctor", "--root", "tests/fixtures/doctor/healthy"];
+    let why = |out: String| {
+        out.lines()
+            .filter(|l| l.trim_start().starts_with("why: "))
+            .count()
+    };
+    assert_eq!(why(crate::ok(&doctor)), 0);
+    assert!(why(crate::ok(&[&doctor[..], &["-o", "wide"]].concat())) >= 9);
+}
+
+#[test]
+fn wide_is_text_where_a_command_says_so() {
+    let cases: [&[&str]; 5] = [
+        &["topo", "show", "--cluster", "preset:fat-tree-k8"],
+        &[
+            "fabric", "ecmp", "--paths", "8", "--flows", "32", "--trials", "100",
+        ],
+        &["fabric", "mtu", "--netdev-mtu", "4200"],
+        &["lint", "tests/fixtures/lint/kueue-topology.yaml"],
+        &[
+            "queues",
+            "validate",
+            "tests/fixtures/sched/queues/kai-teams.yaml",
+        ],
+    ];
+    for args in cases {
+        let words = if args[0] == "lint" { 1 } else { 2 };
+        let help = crate::ok(&[&args[..words], &["--help"]].concat());
+        assert!(help.contains("wide: as text"), "{args:?}: -o help says so");
+        let text = crate::ok(&[&["-q"], args].concat());
+        assert_eq!(
+            text,
+            crate::ok(&[&["-q"], args, &["-o", "wide"]].concat()),
+            "{args:?}"
+        );
+    }
+}

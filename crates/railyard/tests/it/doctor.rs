@@ -10,7 +10,7 @@ use crate::{assert_one_line_error, fixture, railyard};
 fn check(case: &str) -> (String, Option<Severity>) {
     let findings = diagnose(&fixture(&format!("doctor/{case}")), None).expect("fixture reads");
     let worst = findings.iter().map(|f| f.severity).max();
-    (render_text(&findings), worst)
+    (render_text(&findings, false), worst)
 }
 
 #[test]
