@@ -473,7 +473,7 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, FormatError> {
                 ))
             }
             (None, Some(f), None) => fraction(f).map_err(|m| err(at("gpu_fraction"), m))?,
-            (None, None, Some(m)) if m >= 1 => sched::GpuRequest::MemoryMib(m),
+            (None, None, Some(m)) if m >= 1 => sched::GpuRequest::memory_mib(m),
             (None, None, Some(_)) => {
                 return Err(err(at("gpu_memory_mib"), "expected at least 1 MiB".into()))
             }
@@ -616,7 +616,7 @@ fn fraction(f: f64) -> Result<sched::GpuRequest, String> {
     if milli == 0 {
         return Err(format!("{f} is below the smallest share, 0.001"));
     }
-    Ok(sched::GpuRequest::Fraction(milli))
+    Ok(sched::GpuRequest::fraction(milli))
 }
 
 /// CPU as Kubernetes writes it (`2`, `0.5`, `"500m"`), in millicores.
@@ -1711,7 +1711,7 @@ fn kai_job(
                 .ok()
                 .filter(|&v| v >= 1)
                 .ok_or_else(|| err(format!("{}: expected MiB as a positive integer, got \"{m}\"", afield(KAI_GPU_MEMORY))))?;
-            sched::GpuRequest::MemoryMib(v)
+            sched::GpuRequest::memory_mib(v)
         }
         (None, None) => sched::GpuRequest::Whole(u32::try_from(whole).unwrap_or(u32::MAX)),
     };

@@ -5,8 +5,9 @@
 //! Checked: no GPU is above a whole GPU (1000 thousandths) or its memory, recomputed from the
 //! running jobs' pods, and the occupancy's own counters agree with that recomputation; every
 //! running gang is whole (pods per pod set between its minimum and its count, each pod shaped
-//! as its pod set asks); every required level holds (all pods of the pod set in one domain of
-//! that level); every pod is on a node of the cluster.
+//! as its pod set asks: whole GPUs, or the share on as many distinct devices as it asks for);
+//! every required level holds (all pods of the pod set in one domain of that level); every pod
+//! is on a node of the cluster.
 
 use topology::Cluster;
 
@@ -197,10 +198,17 @@ pub fn check_gang(cluster: &Cluster, job: &Job, alloc: &Allocation) -> Result<()
         for (k, p) in pods.iter().enumerate() {
             let ok = match set.gpu {
                 GpuRequest::Whole(g) => p.gpu_ids.len() == g as usize && p.milli == MILLI_PER_GPU,
-                GpuRequest::Fraction(m) => p.gpu_ids.len() == 1 && p.milli == m,
-                GpuRequest::MemoryMib(m) => p.gpu_ids.len() == 1 && p.memory_mib == m,
+                GpuRequest::Fraction { milli, devices } => {
+                    p.gpu_ids.len() == devices as usize && p.milli == milli
+                }
+                GpuRequest::MemoryMib { mib, devices } => {
+                    p.gpu_ids.len() == devices as usize && p.memory_mib == mib
+                }
             };
-            if !ok {
+            let mut ids = p.gpu_ids.clone();
+            ids.sort_unstable();
+            ids.dedup();
+            if !ok || ids.len() != p.gpu_ids.len() {
                 return Err(violation(
                     "pod shape",
                     format!(

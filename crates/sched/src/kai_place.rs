@@ -22,8 +22,10 @@
 //!    the placement strategy — binpack: fewest free GPUs first (busier node first), spread: the
 //!    largest free share first (CPU-only pods compare free CPU) —, then the node name.
 //! 4. GPUs inside a node: whole GPUs take untouched GPUs, lowest index first; a shared pod
-//!    (fraction or GPU memory, on each of its devices) takes the most used GPU with room under
-//!    binpack (`gpupack`) and the least used under spread (`gpuspread`).
+//!    (fraction or GPU memory) takes the most used GPU with room under binpack (`gpupack`) and
+//!    the least used under spread (`gpuspread`); with `gpu-fraction-num-devices` it takes the
+//!    first n distinct GPUs of that order (KAI's `GetNodePreferableGpuForSharing`), and a node
+//!    fits it when n of its GPUs have room for the share.
 //!
 //! Without a topology request the candidate is the whole cluster. A pod set that does not fit
 //! whole is retried at its gang minimum. Cost: O(domains · log) for the order plus
@@ -35,7 +37,7 @@ use topology::{Cluster, DomainId, NodeId};
 
 use crate::constraints::{count_in, eligible, subtract, PlaceInput, ResourceList};
 use crate::dialect::PlacementStrategy;
-use crate::job::{GpuRequest, Job, PodSet, MILLI_PER_GPU};
+use crate::job::{GpuRequest, Job, PodSet, SharedOrder, MILLI_PER_GPU};
 use crate::occupancy::Occupancy;
 
 /// One placed pod: its pod set, node and GPUs (ranks are given by [`crate::place_with`]).
@@ -373,22 +375,13 @@ impl NodeUse {
         let gpu_pods = match gpu {
             GpuRequest::Whole(0) => u64::MAX,
             GpuRequest::Whole(g) => (self.idle() / g as usize) as u64,
-            GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
-                let (milli, mem) = gpu.per_gpu_share(self.total_memory);
-                if milli > MILLI_PER_GPU || mem > self.total_memory || mem == 0 {
-                    0
-                } else {
-                    self.used_milli
-                        .iter()
-                        .zip(&self.used_memory)
-                        .map(|(&um, &ume)| {
-                            u64::from(
-                                ((MILLI_PER_GPU - um) / milli).min((self.total_memory - ume) / mem),
-                            )
-                        })
-                        .sum()
-                }
-            }
+            GpuRequest::Fraction { .. } | GpuRequest::MemoryMib { .. } => gpu.shared_pods(
+                self.used_milli
+                    .iter()
+                    .copied()
+                    .zip(self.used_memory.iter().copied()),
+                self.total_memory,
+            ),
         };
         gpu_pods.min(res)
     }
@@ -414,21 +407,18 @@ impl NodeUse {
                 }
                 ids
             }
-            GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
-                let room = (0..self.used_milli.len()).filter(|&i| {
-                    self.used_milli[i] + milli <= MILLI_PER_GPU
-                        && self.used_memory[i] + mem <= self.total_memory
-                });
-                let used = |i: usize| (self.used_milli[i], self.used_memory[i]);
-                let best = match strategy {
-                    PlacementStrategy::Binpack => {
-                        room.max_by(|&x, &y| used(x).cmp(&used(y)).then(y.cmp(&x)))
-                    }
-                    PlacementStrategy::Spread => {
-                        room.min_by(|&x, &y| used(x).cmp(&used(y)).then(x.cmp(&y)))
-                    }
-                }?;
-                vec![best as u32]
+            GpuRequest::Fraction { .. } | GpuRequest::MemoryMib { .. } => {
+                let used: Vec<(u32, u32)> = self
+                    .used_milli
+                    .iter()
+                    .copied()
+                    .zip(self.used_memory.iter().copied())
+                    .collect();
+                let order = match strategy {
+                    PlacementStrategy::Binpack => SharedOrder::MostUsed,
+                    PlacementStrategy::Spread => SharedOrder::LeastUsed,
+                };
+                gpu.pick_shared(&used, self.total_memory, order)?
             }
         };
         for &g in &ids {

@@ -260,11 +260,14 @@ fn build_cluster(case: &Case) -> Result<(Cluster, Vec<String>), String> {
 }
 
 fn gpu_request(j: &JobSpec) -> Result<GpuRequest, String> {
-    if j.fraction_devices.is_some_and(|d| d > 1) {
-        return Err("multi-device fractions".to_owned());
-    }
+    // KAI's fake jobs: `RequiredMultiFractionDevicesPerTask` makes a shared request take that
+    // many devices (the `gpu-fraction-num-devices` annotation).
+    let devices = j.fraction_devices.unwrap_or(1);
     if let Some(m) = j.gpu_memory_mib {
-        return Ok(GpuRequest::MemoryMib(m * 1024));
+        return Ok(GpuRequest::MemoryMib {
+            mib: m * 1024,
+            devices,
+        });
     }
     let g = j.gpus_per_task.unwrap_or(0.0);
     if g >= 1.0 || g == 0.0 {
@@ -273,9 +276,10 @@ fn gpu_request(j: &JobSpec) -> Result<GpuRequest, String> {
         }
         Ok(GpuRequest::Whole(g as u32))
     } else {
-        Ok(GpuRequest::Fraction(
-            (g * f64::from(MILLI_PER_GPU)).round() as u32
-        ))
+        Ok(GpuRequest::Fraction {
+            milli: (g * f64::from(MILLI_PER_GPU)).round() as u32,
+            devices,
+        })
     }
 }
 
@@ -412,20 +416,20 @@ fn run(case: &Case) -> Result<(), String> {
                     *start += g;
                     (ids, MILLI_PER_GPU, mem)
                 }
-                GpuRequest::Fraction(m) => {
-                    let id = gpu_of(&mut group_gpu, &mut next_gpu, &node_name, &t.gpu_groups);
+                GpuRequest::Fraction { milli, .. } => {
+                    let ids = gpus_of(&mut group_gpu, &mut next_gpu, &node_name, &t.gpu_groups);
                     (
-                        vec![id],
-                        m,
-                        (u64::from(m) * u64::from(mem)).div_ceil(1000) as u32,
+                        ids,
+                        milli,
+                        (u64::from(milli) * u64::from(mem)).div_ceil(1000) as u32,
                     )
                 }
-                GpuRequest::MemoryMib(m) => {
-                    let id = gpu_of(&mut group_gpu, &mut next_gpu, &node_name, &t.gpu_groups);
+                GpuRequest::MemoryMib { mib, .. } => {
+                    let ids = gpus_of(&mut group_gpu, &mut next_gpu, &node_name, &t.gpu_groups);
                     (
-                        vec![id],
-                        ((u64::from(m) * 1000).div_ceil(u64::from(mem.max(1))) as u32).max(1),
-                        m,
+                        ids,
+                        ((u64::from(mib) * 1000).div_ceil(u64::from(mem.max(1))) as u32).max(1),
+                        mib,
                     )
                 }
             };
@@ -561,7 +565,7 @@ fn run(case: &Case) -> Result<(), String> {
         };
         job.check(&cluster).map_err(|e| format!("job: {e}"))?;
         let want: f64 = match gpu {
-            GpuRequest::MemoryMib(m) => {
+            GpuRequest::MemoryMib { mib: m, .. } => {
                 // KAI counts a memory request as its share of the smallest GPU that could take it.
                 let mem = case
                     .nodes
@@ -672,20 +676,32 @@ fn run(case: &Case) -> Result<(), String> {
     compare(case, &outcome)
 }
 
-fn gpu_of(
+/// The GPUs of a running shared task: one per GPU group it names (one when it names none),
+/// each group a GPU of its node in order of first appearance.
+fn gpus_of(
     group_gpu: &mut BTreeMap<(String, String), u32>,
     next_gpu: &mut BTreeMap<String, u32>,
     node: &str,
     groups: &[String],
-) -> u32 {
-    let group = groups.first().cloned().unwrap_or_default();
-    *group_gpu
-        .entry((node.to_owned(), group))
-        .or_insert_with(|| {
-            let n = next_gpu.entry(node.to_owned()).or_default();
-            *n += 1;
-            *n - 1
+) -> Vec<u32> {
+    let unnamed = [String::new()];
+    let groups = if groups.is_empty() {
+        &unnamed[..]
+    } else {
+        groups
+    };
+    groups
+        .iter()
+        .map(|group| {
+            *group_gpu
+                .entry((node.to_owned(), group.clone()))
+                .or_insert_with(|| {
+                    let n = next_gpu.entry(node.to_owned()).or_default();
+                    *n += 1;
+                    *n - 1
+                })
         })
+        .collect()
 }
 
 /// KAI's expectations against the outcome: placed tasks on the expected node, pending tasks

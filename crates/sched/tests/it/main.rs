@@ -5,6 +5,7 @@ mod incremental;
 mod kai;
 mod kai_allocate;
 mod kueue_cases;
+mod multi_device;
 mod preempt;
 mod props;
 mod queues;
