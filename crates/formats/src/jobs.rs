@@ -39,6 +39,8 @@ pub const KAI_PREFERRED: &str = "kai.scheduler/topology-preferred-placement";
 pub const KAI_GPU_FRACTION: &str = "gpu-fraction";
 /// KAI: GPU memory annotation (MiB).
 pub const KAI_GPU_MEMORY: &str = "gpu-memory";
+/// KAI: how many GPUs of one node a `gpu-fraction` or `gpu-memory` share is taken of.
+pub const KAI_GPU_NUM_DEVICES: &str = "gpu-fraction-num-devices";
 /// The GPU resource name.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
@@ -606,6 +608,29 @@ fn map_str(v: &Value, keys: &[&str], key: &str) -> Option<String> {
         Value::Bool(b) => Some(b.to_string()),
         _ => None,
     }
+}
+
+/// KAI's `gpu-fraction-num-devices` annotation (`None`: absent): devices a share is taken of,
+/// an integer from 1 to the most GPUs a node may have; only with a share (`shared`).
+pub(crate) fn kai_num_devices(value: Option<&str>, shared: bool) -> Result<u32, String> {
+    let Some(v) = value else { return Ok(1) };
+    let field = format!("metadata.annotations[{KAI_GPU_NUM_DEVICES}]");
+    if !shared {
+        return Err(format!(
+            "{field}: applies only with {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}"
+        ));
+    }
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=topology::MAX_GPUS_PER_NODE).contains(n))
+        .ok_or_else(|| {
+            format!(
+                "{field}: expected an integer from 1 to {}, got \"{}\"",
+                topology::MAX_GPUS_PER_NODE,
+                crate::error::excerpt(v)
+            )
+        })
 }
 
 fn fraction(f: f64) -> Result<sched::GpuRequest, String> {
@@ -1714,6 +1739,16 @@ fn kai_job(
             sched::GpuRequest::memory_mib(v)
         }
         (None, None) => sched::GpuRequest::Whole(u32::try_from(whole).unwrap_or(u32::MAX)),
+    };
+    let devices = kai_num_devices(
+        map_str(pod, &ann, KAI_GPU_NUM_DEVICES).as_deref(),
+        gpu.is_shared(),
+    )
+    .map_err(err)?;
+    let gpu = match gpu {
+        sched::GpuRequest::Fraction { milli, .. } => sched::GpuRequest::Fraction { milli, devices },
+        sched::GpuRequest::MemoryMib { mib, .. } => sched::GpuRequest::MemoryMib { mib, devices },
+        whole => whole,
     };
     let (count, required, preferred) = match group {
         Some(g) => {

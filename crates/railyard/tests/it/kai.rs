@@ -142,3 +142,52 @@ fn a_bad_batch_min_member_is_one_line_naming_the_job() {
         "{line}"
     );
 }
+
+#[test]
+fn a_share_on_several_devices_takes_that_many_gpus_of_one_node() {
+    // KAI's gpu-fraction-num-devices: half of each of two GPUs (a Pod), and the same read by
+    // the pod grouper from a Job's pod template (three pods).
+    let dir = temp_dir("kai-num-devices");
+    let pod = dir.join("pod.yaml");
+    std::fs::write(
+        &pod,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: halves\n  labels: {kai.scheduler/queue: team-a}\n  annotations: {gpu-fraction: \"0.5\", gpu-fraction-num-devices: \"2\"}\nspec:\n  schedulerName: kai-scheduler\n  containers: [{name: c, image: trainer}]\n",
+    )
+    .unwrap();
+    let out = ok(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        pod.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    let p: PlacementFile = serde_json::from_str(&out).unwrap();
+    assert_eq!(p.pods.len(), 1);
+    assert_eq!(p.pods[0].gpu_ids.len(), 2, "{:?}", p.pods[0]);
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {kai.scheduler/queue: team-a}\nspec:\n  parallelism: 3\n  template:\n    metadata: {annotations: {gpu-memory: \"20000\", gpu-fraction-num-devices: \"3\"}}\n    spec: {containers: [{name: c}]}\n";
+    let d = read("job.yaml", job);
+    assert_eq!(
+        d.pod_sets[0].gpu,
+        sched::GpuRequest::MemoryMib {
+            mib: 20000,
+            devices: 3
+        }
+    );
+    // A running pod with the annotation holds its share on two GPUs of its node.
+    let nodes_text = std::fs::read_to_string(crate::fixture("live/nodes.json")).unwrap();
+    let docs = formats::input::parse_documents("nodes.json", &nodes_text).unwrap();
+    let options = formats::k8s::ImportOptions {
+        topology: Some(crate::fixture("nodes/kueue-topology.yaml")),
+        ..Default::default()
+    };
+    let cluster = formats::k8s::import_nodes("nodes.json", &docs, &options)
+        .unwrap()
+        .cluster;
+    let pods = r#"{"apiVersion":"v1","kind":"List","items":[{"kind":"Pod","metadata":{"name":"a","namespace":"ns","labels":{"kai.scheduler/queue":"team-a"},"annotations":{"gpu-fraction":"0.25","gpu-fraction-num-devices":"2"}},"spec":{"nodeName":"kind-worker","containers":[{"name":"c"}]},"status":{"phase":"Running"}}]}"#;
+    let occ = formats::state::read("pods.json", pods, &cluster).unwrap();
+    let alloc = &occ.jobs()["ns/a"];
+    assert_eq!(alloc.pods[0].gpu_ids, vec![0, 1]);
+    assert_eq!(alloc.pods[0].milli, 250);
+}
