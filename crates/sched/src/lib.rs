@@ -14,6 +14,7 @@ mod invariants;
 mod job;
 mod kai_place;
 mod occupancy;
+mod order;
 mod place;
 mod preempt;
 mod queue;
@@ -32,6 +33,7 @@ pub use job::{
     MAX_SLICE_LAYERS, MILLI_PER_GPU,
 };
 pub use occupancy::{Allocation, Occupancy, PodAllocation, RunningJob};
+pub use order::{next_pending, PendingJob, QueueStanding};
 pub use place::{
     commit, highest_tier, place, place_with, place_within, place_within_with, running_job,
     NotPlaced, PlacedPod, Placement,

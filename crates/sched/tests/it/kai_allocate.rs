@@ -6,9 +6,10 @@
 //!
 //! How a KAI test becomes a placement: running (and releasing, pipelined) tasks are committed
 //! to the occupancy first, on their node, fractional ones on the GPU of their GPU group; then the
-//! jobs with pending tasks are placed one by one, higher KAI priority first (build before
-//! train), each a gang of its pending tasks, a job being skipped when it would take its queue
-//! above `MaxAllowedGPUs`. Sub-groups become pod sets (a leaf's constraint, else its nearest
+//! jobs with pending tasks are placed one by one in KAI's order ([`sched::next_pending`]: queue
+//! by fair share and quota, then job priority, then file order, which is KAI's creation order
+//! in its test harness), each a gang of its pending tasks, a job being skipped when it would
+//! take its queue above `MaxAllowedGPUs`. Sub-groups become pod sets (a leaf's constraint, else its nearest
 //! ancestor's). GPU memory is scaled by 1024 on both sides (KAI's test nodes have GPUs of a
 //! few hundred MiB, railyard's GPUs whole GiB), which keeps every ratio.
 
@@ -16,9 +17,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sched::{
-    place_with, Dialect, GpuRequest, Job, KaiStrategy, NodeFree, Occupancy, PlaceInput,
-    PlaceOptions, PlacementStrategy, PodAllocation, PodSet, PodSetExtras, ResourceList, RunningJob,
-    TopologyRequest, MILLI_PER_GPU,
+    fair_share_in, next_pending, place_with, Dialect, GpuRequest, Job, KaiStrategy, NodeFree,
+    Occupancy, PendingJob, PlaceInput, PlaceOptions, PlacementStrategy, PodAllocation, PodSet,
+    PodSetExtras, QueueSpec, QueueStanding, QueueTree, ResourceList, ResourceQuota, Resources,
+    RunningJob, TopologyRequest, MILLI_PER_GPU, UNLIMITED,
 };
 use serde::Deserialize;
 use topology::{assemble, Cluster, FabricParams, NicSpec, NodeId, NodeRecord, TierParams};
@@ -472,16 +474,67 @@ fn run(case: &Case) -> Result<(), String> {
                 .map_err(|e| format!("running tasks: {e}"))?;
         }
     }
-    // Pending tasks, job by job, higher priority first.
-    let mut order: Vec<&JobSpec> = case.jobs.iter().collect();
-    order.sort_by_key(|j| -priority(j));
-    for j in order {
+    // Pending jobs in KAI's order (`sched::next_pending`, asked again after every job): fair
+    // shares from the running and pending GPUs, CPU and memory, as KAI's session computes them
+    // once; what each queue holds grows with every job placed.
+    let tree = kai_queue_tree(case)?;
+    let node_total = |f: &dyn Fn(&Node) -> f64| case.nodes.iter().map(f).sum::<f64>();
+    let capacity = Resources {
+        gpu: node_total(&|n| f64::from(n.gpus)),
+        cpu: node_total(&|n| n.cpu_millis.unwrap_or(NODE_CPU_MILLIS)),
+        memory: node_total(&|n| n.memory.unwrap_or(NODE_MEMORY_BYTES)),
+    };
+    let mut allocated = vec![Resources::default(); tree.queues.len()];
+    for (name, &gpus) in &queue_gpus {
+        if let Some(q) = tree.find(name).filter(|&q| tree.is_leaf(q)) {
+            allocated[q.index()].gpu += gpus;
+        }
+    }
+    let mut waiting: Vec<(&JobSpec, PendingJob)> = Vec::new();
+    for j in &case.jobs {
+        let count = j.tasks.iter().filter(|t| t.state == "Pending").count() as u32;
+        if count == 0 {
+            continue;
+        }
+        let queue = j.queue.clone().unwrap_or_default();
+        let q = tree
+            .find(&queue)
+            .ok_or_else(|| format!("job {}: queue {queue} is not in the case", j.name))?;
+        let n = f64::from(count);
+        let request = Resources {
+            gpu: gpus_wanted(case, gpu_request(j)?, count),
+            cpu: n * j.cpus_per_task.unwrap_or(0.0),
+            memory: n * j.memory_per_task.unwrap_or(0.0),
+        };
+        waiting.push((
+            j,
+            PendingJob {
+                queue: q,
+                priority: priority(j),
+                request,
+            },
+        ));
+    }
+    let mut demand = allocated.clone();
+    for (_, p) in &waiting {
+        demand[p.queue.index()] = demand[p.queue.index()].add(&p.request);
+    }
+    let fair = fair_share_in(&tree, &demand, &capacity, Dialect::Kai);
+    loop {
+        let jobs: Vec<PendingJob> = waiting.iter().map(|(_, p)| p.clone()).collect();
+        let standing = QueueStanding {
+            tree: &tree,
+            fair_share: &fair,
+            allocated: &allocated,
+            total: capacity,
+        };
+        let Some(next) = next_pending(Dialect::Kai, &standing, &jobs) else {
+            break;
+        };
+        let (j, pending_job) = waiting.remove(next);
         let pending: Vec<usize> = (0..j.tasks.len())
             .filter(|&i| j.tasks[i].state == "Pending")
             .collect();
-        if pending.is_empty() {
-            continue;
-        }
         if pending
             .iter()
             .any(|&i| !j.tasks[i].node_affinity.is_empty())
@@ -564,20 +617,7 @@ fn run(case: &Case) -> Result<(), String> {
             tolerations: Vec::new(),
         };
         job.check(&cluster).map_err(|e| format!("job: {e}"))?;
-        let want: f64 = match gpu {
-            GpuRequest::MemoryMib { mib: m, .. } => {
-                // KAI counts a memory request as its share of the smallest GPU that could take it.
-                let mem = case
-                    .nodes
-                    .iter()
-                    .map(|n| n.gpu_memory_mib.unwrap_or(KAI_DEFAULT_GPU_MEMORY) * 1024)
-                    .filter(|&g| g >= m)
-                    .min()
-                    .unwrap_or(m);
-                job.request(mem).gpu
-            }
-            _ => job.request(KAI_DEFAULT_GPU_MEMORY * 1024).gpu,
-        };
+        let want = pending_job.request.gpu;
         // KAI: priority 100 and above is not preemptible and must stay within deserved quota.
         let non_preemptible = priority(j) >= 100;
         let mut over_limit = false;
@@ -644,6 +684,8 @@ fn run(case: &Case) -> Result<(), String> {
         };
         match placed {
             Some(p) => {
+                let q = pending_job.queue.index();
+                allocated[q] = allocated[q].add(&pending_job.request);
                 for name in chain.iter().flatten() {
                     *queue_gpus.entry(name.clone()).or_default() += want;
                     if non_preemptible {
@@ -678,6 +720,72 @@ fn run(case: &Case) -> Result<(), String> {
 
 /// The GPUs of a running shared task: one per GPU group it names (one when it names none),
 /// each group a GPU of its node in order of first appearance.
+/// GPUs a job's `count` pending tasks count for against queues: KAI counts a memory request
+/// as its share of the smallest GPU that could take it.
+fn gpus_wanted(case: &Case, gpu: GpuRequest, count: u32) -> f64 {
+    let memory = match gpu {
+        GpuRequest::MemoryMib { mib, .. } => case
+            .nodes
+            .iter()
+            .map(|n| n.gpu_memory_mib.unwrap_or(KAI_DEFAULT_GPU_MEMORY) * 1024)
+            .filter(|&g| g >= mib)
+            .min()
+            .unwrap_or(mib),
+        _ => KAI_DEFAULT_GPU_MEMORY * 1024,
+    };
+    f64::from(count) * gpu.gpus(memory)
+}
+
+/// The case's queues as KAI's test harness makes them (`BuildQueueInfoMap`,
+/// `BuildDepartmentInfoMap`): GPU quota, limit (0: none) and over-quota weight as given (the
+/// weight 0 when not), CPU and memory unlimited; departments weighted by their quota; without
+/// departments, every queue under one unlimited `default` department; created in list order.
+fn kai_queue_tree(case: &Case) -> Result<QueueTree, String> {
+    let unlimited = ResourceQuota {
+        quota: UNLIMITED,
+        limit: UNLIMITED,
+        over_quota_weight: 1.0,
+    };
+    let limit = |m: Option<f64>| m.filter(|&m| m != 0.0).unwrap_or(UNLIMITED);
+    let spec = |name: &str, parent: Option<String>, gpu: ResourceQuota, index: usize| QueueSpec {
+        name: name.to_owned(),
+        parent,
+        priority: 0,
+        resources: [Some(gpu), Some(unlimited), Some(unlimited)],
+        creation_time: Some(index as i64),
+        uid: None,
+    };
+    let mut specs = Vec::new();
+    if case.departments.is_empty() {
+        specs.push(spec("default", None, unlimited, 0));
+    }
+    for (i, d) in case.departments.iter().enumerate() {
+        let quota = d.DeservedGPUs.unwrap_or(0.0);
+        let gpu = ResourceQuota {
+            quota,
+            limit: limit(d.MaxAllowedGPUs),
+            over_quota_weight: quota.max(0.0),
+        };
+        specs.push(spec(&d.Name, None, gpu, i));
+    }
+    for (i, q) in case.queues.iter().enumerate() {
+        let parent = if case.departments.is_empty() {
+            Some("default".to_owned())
+        } else {
+            q.ParentQueue.clone()
+        };
+        let gpu = ResourceQuota {
+            quota: q.DeservedGPUs.unwrap_or(0.0),
+            limit: limit(q.MaxAllowedGPUs),
+            over_quota_weight: q.GPUOverQuotaWeight.unwrap_or(0.0),
+        };
+        specs.push(spec(&q.Name, parent, gpu, i));
+    }
+    QueueTree::new_in(specs, Dialect::Kai)
+        .map(|(tree, _)| tree)
+        .map_err(|p| format!("queue tree: {p:?}"))
+}
+
 fn gpus_of(
     group_gpu: &mut BTreeMap<(String, String), u32>,
     next_gpu: &mut BTreeMap<String, u32>,

@@ -4,6 +4,7 @@ mod examples;
 mod incremental;
 mod kai;
 mod kai_allocate;
+mod kai_order;
 mod kueue_cases;
 mod multi_device;
 mod preempt;
