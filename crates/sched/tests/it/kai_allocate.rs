@@ -114,6 +114,8 @@ struct JobSpec {
 struct SubGroup {
     name: String,
     #[serde(default)]
+    min_sub_group: Option<u32>,
+    #[serde(default)]
     topology: Option<Constraint>,
     #[serde(default)]
     children: Vec<SubGroup>,
@@ -153,6 +155,12 @@ struct Task {
     gpu_groups: Vec<String>,
     #[serde(default)]
     node_affinity: Vec<String>,
+    #[serde(default)]
+    priority: Option<i64>,
+    #[serde(default)]
+    gpus: Option<f64>,
+    #[serde(default)]
+    kai_fields: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -261,6 +269,15 @@ fn build_cluster(case: &Case) -> Result<(Cluster, Vec<String>), String> {
     Ok((c, levels))
 }
 
+/// One task's GPU request: the job's, or the task's own `RequiredGPUs`.
+fn task_gpu(j: &JobSpec, t: &Task) -> Result<GpuRequest, String> {
+    match (t.gpus, j.gpus_per_task) {
+        (Some(g), None) if g >= 1.0 && g.fract() == 0.0 => Ok(GpuRequest::Whole(g as u32)),
+        (Some(g), _) => Err(format!("task GPUs {g}")),
+        (None, _) => gpu_request(j),
+    }
+}
+
 fn gpu_request(j: &JobSpec) -> Result<GpuRequest, String> {
     // KAI's fake jobs: `RequiredMultiFractionDevicesPerTask` makes a shared request take that
     // many devices (the `gpu-fraction-num-devices` annotation).
@@ -300,26 +317,26 @@ fn is_active(state: &str) -> bool {
     )
 }
 
-/// A sub-group tree flattened, parents first: the sub-groups (name, parent, constraint) and
-/// the leaf pod sets (name, parent, constraint). KAI's root sub-group set is a sub-group too.
-fn flatten(
-    sg: &SubGroup,
-    parent: Option<usize>,
-    groups: &mut Vec<(String, Option<usize>, Constraint)>,
-    sets: &mut Vec<(String, Option<usize>, Constraint)>,
-) {
+/// One node of a flattened sub-group tree: name, parent, constraint, and the minimum (members
+/// for a sub-group, `None` = all; pods for a pod set).
+type Flat = (String, Option<usize>, Constraint, Option<u32>);
+
+/// A sub-group tree flattened, parents first: the sub-groups and the leaf pod sets. KAI's root
+/// sub-group set is a sub-group too.
+fn flatten(sg: &SubGroup, parent: Option<usize>, groups: &mut Vec<Flat>, sets: &mut Vec<Flat>) {
     let me = groups.len();
     groups.push((
         sg.name.clone(),
         parent,
         sg.topology.clone().unwrap_or_default(),
+        sg.min_sub_group,
     ));
     for p in &sg.pod_sets {
-        let _ = p.min;
         sets.push((
             p.name.clone(),
             Some(me),
             p.topology.clone().unwrap_or_default(),
+            Some(p.min),
         ));
     }
     for child in &sg.children {
@@ -400,13 +417,13 @@ fn run(case: &Case) -> Result<(), String> {
     let mut group_gpu: BTreeMap<(String, String), u32> = BTreeMap::new();
     let mut next_gpu: BTreeMap<String, u32> = BTreeMap::new();
     for j in &case.jobs {
-        let gpu = gpu_request(j)?;
         let queue = j.queue.clone().unwrap_or_default();
         let mut pods = Vec::new();
         for (i, t) in j.tasks.iter().enumerate() {
             if !is_active(&t.state) {
                 continue;
             }
+            let gpu = task_gpu(j, t)?;
             let node_name = t.node.clone().ok_or("active task without node")?;
             let node = cluster.node_by_name(&node_name).ok_or("unknown node")?;
             let mem = occupancy.gpu_memory_mib(node);
@@ -490,11 +507,20 @@ fn run(case: &Case) -> Result<(), String> {
             allocated[q.index()].gpu += gpus;
         }
     }
+    // KAI's harness makes jobs in order of priority (higher first), then file order: that is
+    // their creation order, the job order's last tie-break.
+    let mut by_age: Vec<&JobSpec> = case.jobs.iter().collect();
+    by_age.sort_by_key(|j| -priority(j));
     let mut waiting: Vec<(&JobSpec, PendingJob)> = Vec::new();
-    for j in &case.jobs {
-        let count = j.tasks.iter().filter(|t| t.state == "Pending").count() as u32;
-        if count == 0 {
+    for j in by_age {
+        let pending: Vec<&Task> = j.tasks.iter().filter(|t| t.state == "Pending").collect();
+        if pending.is_empty() {
             continue;
+        }
+        let count = pending.len() as u32;
+        let mut gpus = 0.0;
+        for t in pending {
+            gpus += gpus_wanted(case, task_gpu(j, t)?, 1);
         }
         let queue = j.queue.clone().unwrap_or_default();
         let q = tree
@@ -502,7 +528,7 @@ fn run(case: &Case) -> Result<(), String> {
             .ok_or_else(|| format!("job {}: queue {queue} is not in the case", j.name))?;
         let n = f64::from(count);
         let request = Resources {
-            gpu: gpus_wanted(case, gpu_request(j)?, count),
+            gpu: gpus,
             cpu: n * j.cpus_per_task.unwrap_or(0.0),
             memory: n * j.memory_per_task.unwrap_or(0.0),
         };
@@ -544,7 +570,6 @@ fn run(case: &Case) -> Result<(), String> {
         if !j.kai_fields.is_empty() {
             return Err(format!("job fields {:?}", j.kai_fields));
         }
-        let gpu = gpu_request(j)?;
         let queue = j.queue.clone().unwrap_or_default();
         let mut requests = ResourceList::new();
         if let Some(c) = j.cpus_per_task {
@@ -556,23 +581,30 @@ fn run(case: &Case) -> Result<(), String> {
         }
         // Pod sets: one per leaf sub-group with pending tasks (the default one otherwise,
         // directly under the root sub-group); sub-groups above them.
-        let mut groups: Vec<(String, Option<usize>, Constraint)> = Vec::new();
-        let mut sets: Vec<(String, Option<usize>, Constraint)> = Vec::new();
+        let mut groups: Vec<Flat> = Vec::new();
+        let mut sets: Vec<Flat> = Vec::new();
         if let Some(sg) = &j.sub_groups {
             flatten(sg, None, &mut groups, &mut sets);
         }
         if sets.is_empty() {
             let parent = (!groups.is_empty()).then_some(0);
-            sets.push(("default".to_owned(), parent, Constraint::default()));
+            sets.push((
+                "default".to_owned(),
+                parent,
+                Constraint::default(),
+                j.min_available,
+            ));
         }
-        let _ = j.min_available;
+        if j.tasks.iter().any(|t| !t.kai_fields.is_empty()) {
+            return Err("task fields railyard does not model".to_owned());
+        }
         let set_of = |t: &Task| -> usize {
             t.sub_group
                 .as_ref()
-                .and_then(|s| sets.iter().position(|(n, _, _)| n == s))
+                .and_then(|s| sets.iter().position(|(n, _, _, _)| n == s))
                 .unwrap_or(0)
         };
-        for (_, _, c) in groups.iter() {
+        for (_, _, c, _) in groups.iter() {
             if c.topology.is_some()
                 && case.topologies.first().map(|t| &t.name) != c.topology.as_ref()
             {
@@ -582,24 +614,49 @@ fn run(case: &Case) -> Result<(), String> {
         let mut pod_sets = Vec::new();
         let mut members: Vec<Vec<usize>> = Vec::new();
         let mut parents: Vec<Option<usize>> = Vec::new();
-        for (k, (name, parent, constraint)) in sets.iter().enumerate() {
-            let tasks: Vec<usize> = pending
+        let mut running_on: Vec<Vec<NodeId>> = Vec::new();
+        for (k, (name, parent, constraint, min)) in sets.iter().enumerate() {
+            // Its running pods (committed above) count towards its minimum: KAI grows from them.
+            let running: Vec<&Task> = j
+                .tasks
+                .iter()
+                .filter(|t| is_active(&t.state) && set_of(t) == k)
+                .collect();
+            let mut nodes = Vec::new();
+            for t in &running {
+                let n = t.node.as_deref().ok_or("active task without node")?;
+                nodes.push(cluster.node_by_name(n).ok_or("unknown node")?);
+            }
+            // KAI's task order: higher task priority first, then list order.
+            let mut tasks: Vec<usize> = pending
                 .iter()
                 .copied()
                 .filter(|&i| set_of(&j.tasks[i]) == k)
                 .collect();
-            if tasks.is_empty() {
-                continue;
+            tasks.sort_by_key(|&i| -j.tasks[i].priority.unwrap_or(0));
+            // A pod set has one GPU request: its tasks must agree.
+            let mut gpus = Vec::new();
+            for t in tasks
+                .iter()
+                .map(|&i| &j.tasks[i])
+                .chain(running.iter().copied())
+            {
+                gpus.push(task_gpu(j, t)?);
             }
+            if gpus.windows(2).any(|w| w[0] != w[1]) {
+                return Err("tasks of one pod set with different GPUs".to_owned());
+            }
+            let Some(&gpu) = gpus.first() else { continue };
             if constraint.topology.is_some()
                 && case.topologies.first().map(|t| &t.name) != constraint.topology.as_ref()
             {
                 return Err("constraint names another topology".to_owned());
             }
+            let count = (tasks.len() + nodes.len()) as u32;
             pod_sets.push(PodSet {
                 name: name.clone(),
-                count: tasks.len() as u32,
-                min_count: tasks.len() as u32,
+                count,
+                min_count: min.map_or(count, |m| m.clamp(1, count)),
                 gpu,
                 cpu_millis: 0,
                 memory_mib: 0,
@@ -607,6 +664,7 @@ fn run(case: &Case) -> Result<(), String> {
             });
             members.push(tasks);
             parents.push(*parent);
+            running_on.push(nodes);
         }
         let job = Job {
             name: j.name.clone(),
@@ -660,19 +718,22 @@ fn run(case: &Case) -> Result<(), String> {
             node_free: node_free.clone(),
             pod_sets: parents
                 .iter()
-                .map(|&parent| PodSetExtras {
+                .zip(&running_on)
+                .map(|(&parent, nodes)| PodSetExtras {
                     requests: requests.clone(),
                     sub_group: parent,
+                    running_on: nodes.clone(),
                     ..PodSetExtras::default()
                 })
                 .collect(),
             sub_groups: groups
                 .iter()
-                .map(|(name, parent, constraint)| {
+                .map(|(name, parent, constraint, min)| {
                     Ok(sched::SubGroup {
                         name: name.clone(),
                         parent: *parent,
                         topology: topology_request(&cluster, constraint)?,
+                        min_sub_groups: *min,
                     })
                 })
                 .collect::<Result<_, String>>()?,
