@@ -155,6 +155,9 @@ pub fn check_occupancy(cluster: &Cluster, occupancy: &Occupancy) -> Result<(), V
 }
 
 /// A running job's pods against its pod sets: whole gangs, pod shapes, required levels, nodes.
+/// The gang is the job's pod sets' minimums; a KAI PodGroup whose `minSubGroup` leaves some of its
+/// sub-groups out (placed only through [`crate::PlaceInput::sub_groups`], which the simulator does
+/// not use) is not a gang of that shape.
 pub fn check_gang(cluster: &Cluster, job: &Job, alloc: &Allocation) -> Result<(), Violation> {
     let violation = |invariant: &'static str, detail: String| Violation {
         job: job.name.clone(),

@@ -12,8 +12,9 @@
 //!   then without; the smaller allocatable share; the earlier queue, then the smaller UID
 //!   (the name when none) —, and in the leaf the job
 //!   by the `priority` plugin (higher first), then the earlier job (KAI's creation time, then
-//!   UID). KAI's `elastic` job order (jobs below their gang minimum first) does not arise:
-//!   every job here is pending whole.
+//!   UID). KAI's `elastic` job order (jobs below their gang minimum before those at or above
+//!   it) is not modelled: a job is chosen once and placed in one decision, minimum and extra
+//!   pods together.
 //!
 //! Jobs are given in creation order: a job's index is its final tie-break. Pure; O(queues ·
 //! depth + jobs) per decision.
