@@ -77,6 +77,36 @@ pub(crate) fn place(
     scope: Option<DomainId>,
     input: &PlaceInput,
 ) -> Result<Vec<KaiPod>, NoRoom> {
+    place_steps(cluster, occupancy, job, scope, input, usize::MAX)
+}
+
+/// Pods per pod set that KAI's next attempt for the job asks for (`GetTasksToAllocate`), the
+/// job's running pods ([`crate::PodSetExtras::running_on`]) counted as placed: the minimum of
+/// every required member not yet satisfied, else one more pod of the first satisfied member in
+/// KAI's sub-group order. All zeros when nothing is left.
+pub fn kai_next_step(job: &Job, input: &PlaceInput) -> Vec<u32> {
+    tasks_to_allocate(job, input, &running_counts(job, input))
+}
+
+/// Pods of each pod set already running, as KAI counts them towards its minimum.
+fn running_counts(job: &Job, input: &PlaceInput) -> Vec<u32> {
+    (0..job.pod_sets.len())
+        .map(|k| {
+            let running = input.extras(k).map_or(0, |e| e.running_on.len());
+            (running as u32).min(job.pod_sets[k].count)
+        })
+        .collect()
+}
+
+/// [`place`] with at most `max_steps` of KAI's allocation steps for a job with sub-groups.
+pub(crate) fn place_steps(
+    cluster: &Cluster,
+    occupancy: &Occupancy,
+    job: &Job,
+    scope: Option<DomainId>,
+    input: &PlaceInput,
+    max_steps: usize,
+) -> Result<Vec<KaiPod>, NoRoom> {
     let mut state = State::new(cluster, occupancy, input);
     let in_scope = cluster.node_mask(scope);
     check_sub_groups(job, input)?;
@@ -94,7 +124,7 @@ pub(crate) fn place(
         }
         place_children(cluster, &mut state, &rest, None, &in_scope, input, None)?
     } else {
-        place_gang_then_elastic(cluster, &mut state, job, &in_scope, input)?
+        place_gang_then_elastic(cluster, &mut state, job, &in_scope, input, max_steps)?
     };
     pods.sort_by(|a, b| {
         a.pod_set.cmp(&b.pod_set).then_with(|| {
@@ -120,14 +150,10 @@ fn place_gang_then_elastic(
     job: &Job,
     in_scope: &[bool],
     input: &PlaceInput,
+    max_steps: usize,
 ) -> Result<Vec<KaiPod>, NoRoom> {
     // Pods already running count as placed (KAI grows a running job from them).
-    let mut placed: Vec<u32> = (0..job.pod_sets.len())
-        .map(|k| {
-            let running = input.extras(k).map_or(0, |e| e.running_on.len());
-            (running as u32).min(job.pod_sets[k].count)
-        })
-        .collect();
+    let mut placed = running_counts(job, input);
     let running: Vec<KaiPod> = (0..job.pod_sets.len())
         .flat_map(|k| {
             input.extras(k).into_iter().flat_map(move |e| {
@@ -141,26 +167,14 @@ fn place_gang_then_elastic(
             })
         })
         .collect();
-    // KAI's gang phase: every required member's minimum, placed together or not at all.
-    let gang = tasks_to_allocate(job, input, &placed);
-    let held: Vec<&KaiPod> = running.iter().collect();
-    let mask = elastic_mask(cluster, job, input, &gang, &held, in_scope);
-    let mut pods = place_children(
-        cluster,
-        state,
-        &with_counts(job, &gang),
-        None,
-        &mask,
-        input,
-        None,
-    )?;
-    add_counts(&mut placed, &gang);
-    // KAI's elastic phase: the job is tried again after each allocation, with the pods its
-    // sub-group order asks for next (one pod of a satisfied pod set, or the minimum of an
-    // unsatisfied member), until a step does not fit.
-    loop {
+    // The first step (KAI's gang phase while the job is below its gang: every required
+    // member's minimum) must fit; then the job is tried again after each allocation, with the
+    // pods its sub-group order asks for next (one pod of a satisfied pod set, or the minimum of
+    // an unsatisfied member), until a step does not fit.
+    let mut pods: Vec<KaiPod> = Vec::new();
+    for n in 0..max_steps {
         let step = tasks_to_allocate(job, input, &placed);
-        if step.iter().all(|&n| n == 0) {
+        if step.iter().all(|&x| x == 0) {
             break;
         }
         let held: Vec<&KaiPod> = running.iter().chain(&pods).collect();
@@ -180,6 +194,7 @@ fn place_gang_then_elastic(
                 pods.extend(more);
                 add_counts(&mut placed, &step);
             }
+            Err(e) if n == 0 => return Err(e),
             Err(_) => break,
         }
     }

@@ -11,10 +11,10 @@
 //!   resource it has no allocatable share of; the smaller dominant share with its best job,
 //!   then without; the smaller allocatable share; the earlier queue, then the smaller UID
 //!   (the name when none) —, and in the leaf the job
-//!   by the `priority` plugin (higher first), then the earlier job (KAI's creation time, then
-//!   UID). KAI's `elastic` job order (jobs below their gang minimum before those at or above
-//!   it) is not modelled: a job is chosen once and placed in one decision, minimum and extra
-//!   pods together.
+//!   by the `priority` plugin (higher first), then by the `elastic` plugin (a job below its gang
+//!   minimum, then one at it, then one above it: a job KAI put back after placing its
+//!   minimum waits for the other jobs' minimums), then the earlier job (KAI's creation time,
+//!   then UID).
 //!
 //! Jobs are given in creation order: a job's index is its final tie-break. Pure; O(queues ·
 //! depth + jobs) per decision.
@@ -34,6 +34,21 @@ pub struct PendingJob {
     pub priority: i32,
     /// What the job takes when placed (GPUs, CPU, memory, as queues count them).
     pub request: Resources,
+    /// Its running pods against its gang minimum (a job none of whose pods run is below it).
+    pub gang: GangStanding,
+}
+
+/// A job's running pods against its gang minimum (KAI's `elastic` plugin: every pod set at or
+/// above its minimum, and whether one is above).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GangStanding {
+    /// Some pod set runs fewer pods than its minimum (a pending job).
+    #[default]
+    Below,
+    /// Every pod set runs exactly its minimum.
+    At,
+    /// Every pod set runs at least its minimum, one more.
+    Above,
 }
 
 /// The queues as the order sees them: the tree with its quotas and limits, each queue's fair
@@ -87,7 +102,8 @@ fn next_by_kai_queue_order(queues: &QueueStanding, jobs: &[PendingJob]) -> Optio
     let mut best: Vec<Option<usize>> = vec![None; n];
     for (i, j) in jobs.iter().enumerate() {
         let slot = &mut best[j.queue.index()];
-        if slot.is_none_or(|b| jobs[b].priority < j.priority) {
+        let before = |b: usize| (-jobs[b].priority, jobs[b].gang) > (-j.priority, j.gang);
+        if slot.is_none_or(before) {
             *slot = Some(i);
         }
     }

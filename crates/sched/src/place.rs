@@ -129,6 +129,46 @@ pub fn place(cluster: &Cluster, occupancy: &Occupancy, job: &Job) -> Result<Plac
     place_scoped(cluster, occupancy, job, None, &PlaceInput::default())
 }
 
+/// What one attempt of KAI's allocate action places for a job under KAI's rules (KAI puts the
+/// job back in its queue while pods are left): for a PodGroup with sub-groups the next step
+/// only — the gang while the job is below it, else the pods [`crate::kai_next_step`] names —,
+/// counting [`crate::PodSetExtras::running_on`] as placed; without sub-groups the whole job, as
+/// [`place_with`] places it. Pure.
+pub fn place_kai_step(
+    cluster: &Cluster,
+    occupancy: &Occupancy,
+    job: &Job,
+    input: &PlaceInput,
+) -> Result<Placement, NotPlaced> {
+    crate::kai_place::place_steps(cluster, occupancy, job, None, input, 1)
+        .map(|pods| kai_placement(cluster, pods))
+        .map_err(|e| NotPlaced {
+            pod_set: e.pod_set,
+            reason: e.reason,
+        })
+}
+
+/// KAI's placement as a [`Placement`]: ranks in pod order, the highest tier crossed.
+fn kai_placement(cluster: &Cluster, pods: Vec<crate::kai_place::KaiPod>) -> Placement {
+    let nodes: Vec<NodeId> = pods.iter().map(|p| p.node).collect();
+    let tier = highest_tier(cluster, &nodes);
+    Placement {
+        pods: (0u32..)
+            .zip(pods)
+            .map(|(rank, p)| PlacedPod {
+                rank,
+                pod_set: p.pod_set,
+                node: p.node,
+                gpu_ids: p.gpu_ids,
+                milli: p.milli,
+                memory_mib: p.memory_mib,
+            })
+            .collect(),
+        highest_tier: tier,
+        worst_latency_ns: tier.map_or(0, |t| cluster.tiers[usize::from(t)].latency_ns),
+    }
+}
+
 /// Place a job with per-node free resources, per-pod-set requests, node constraints and groups,
 /// and placement options. Pure, like [`place`].
 pub fn place_with(
@@ -243,23 +283,7 @@ fn place_scoped(
                 reason: e.reason,
             }
         })?;
-        let nodes: Vec<NodeId> = pods.iter().map(|p| p.node).collect();
-        let tier = highest_tier(cluster, &nodes);
-        return Ok(Placement {
-            pods: (0u32..)
-                .zip(pods)
-                .map(|(rank, p)| PlacedPod {
-                    rank,
-                    pod_set: p.pod_set,
-                    node: p.node,
-                    gpu_ids: p.gpu_ids,
-                    milli: p.milli,
-                    memory_mib: p.memory_mib,
-                })
-                .collect(),
-            highest_tier: tier,
-            worst_latency_ns: tier.map_or(0, |t| cluster.tiers[usize::from(t)].latency_ns),
-        });
+        return Ok(kai_placement(cluster, pods));
     }
     if scope.is_none() {
         if let Some(answer) = from_counts(cluster, occupancy, job, input) {

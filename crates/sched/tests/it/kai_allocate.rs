@@ -6,10 +6,14 @@
 //!
 //! How a KAI test becomes a placement: running (and releasing, pipelined) tasks are committed
 //! to the occupancy first, on their node, fractional ones on the GPU of their GPU group; then the
-//! jobs with pending tasks are placed one by one in KAI's order ([`sched::next_pending`]: queue
-//! by fair share and quota, then job priority, then file order, which is KAI's creation order
-//! in its test harness), each a gang of its pending tasks, a job being skipped when it would
-//! take its queue above `MaxAllowedGPUs`. Sub-groups become pod sets (a leaf's constraint, else its nearest
+//! jobs with pending tasks are placed one attempt at a time in KAI's order
+//! ([`sched::next_pending`]: queue by fair share and quota, then job priority, then below its
+//! gang before at or above it, then KAI's creation order, which its test harness makes priority
+//! then file order), an attempt being skipped when it would take its queue above
+//! `MaxAllowedGPUs` or a non-preemptible job above its quota. An attempt places a job without
+//! sub-groups whole, one with sub-groups one KAI step ([`sched::place_kai_step`]: its gang, then
+//! one step at a time, the job put back in the queue after each); the job's running and
+//! already placed pods are given as [`sched::PodSetExtras::running_on`]. Sub-groups become pod sets (a leaf's constraint, else its nearest
 //! ancestor's). GPU memory is scaled by 1024 on both sides (KAI's test nodes have GPUs of a
 //! few hundred MiB, railyard's GPUs whole GiB), which keeps every ratio.
 
@@ -17,10 +21,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sched::{
-    fair_share_in, next_pending, place_with, Dialect, GpuRequest, Job, KaiStrategy, NodeFree,
-    Occupancy, PendingJob, PlaceInput, PlaceOptions, PlacementStrategy, PodAllocation, PodSet,
-    PodSetExtras, QueueSpec, QueueStanding, QueueTree, ResourceList, ResourceQuota, Resources,
-    RunningJob, TopologyRequest, MILLI_PER_GPU, UNLIMITED,
+    fair_share_in, kai_next_step, next_pending, place_kai_step, Dialect, GangStanding, GpuRequest,
+    Job, KaiStrategy, NodeFree, Occupancy, PendingJob, PlaceInput, PlaceOptions, PlacementStrategy,
+    PodAllocation, PodSet, PodSetExtras, QueueSpec, QueueStanding, QueueTree, ResourceList,
+    ResourceQuota, Resources, RunningJob, TopologyRequest, MILLI_PER_GPU, UNLIMITED,
 };
 use serde::Deserialize;
 use topology::{assemble, Cluster, FabricParams, NicSpec, NodeId, NodeRecord, TierParams};
@@ -317,6 +321,10 @@ fn is_active(state: &str) -> bool {
     )
 }
 
+/// A job placed in steps: per pod set the nodes of its pods placed so far and its tasks placed,
+/// and the steps taken.
+type Grown = (Vec<Vec<NodeId>>, Vec<usize>, usize);
+
 /// One node of a flattened sub-group tree: name, parent, constraint, and the minimum (members
 /// for a sub-group, `None` = all; pods for a pod set).
 type Flat = (String, Option<usize>, Constraint, Option<u32>);
@@ -512,6 +520,8 @@ fn run(case: &Case) -> Result<(), String> {
     let mut by_age: Vec<&JobSpec> = case.jobs.iter().collect();
     by_age.sort_by_key(|j| -priority(j));
     let mut waiting: Vec<(&JobSpec, PendingJob)> = Vec::new();
+    // (A job's `request` is what its pending pods take; KAI's queue order weighs the next
+    // step's pods, which differs only for a job placed in several steps.)
     for j in by_age {
         let pending: Vec<&Task> = j.tasks.iter().filter(|t| t.state == "Pending").collect();
         if pending.is_empty() {
@@ -538,6 +548,7 @@ fn run(case: &Case) -> Result<(), String> {
                 queue: q,
                 priority: priority(j),
                 request,
+                gang: GangStanding::Below,
             },
         ));
     }
@@ -546,6 +557,9 @@ fn run(case: &Case) -> Result<(), String> {
         demand[p.queue.index()] = demand[p.queue.index()].add(&p.request);
     }
     let fair = fair_share_in(&tree, &demand, &capacity, Dialect::Kai);
+    // Per job placed in steps: the nodes of its pods placed so far and its tasks placed, per
+    // sub-group pod set; and how many steps it took (each committed under its own name).
+    let mut grown: BTreeMap<String, Grown> = BTreeMap::new();
     loop {
         let jobs: Vec<PendingJob> = waiting.iter().map(|(_, p)| p.clone()).collect();
         let standing = QueueStanding {
@@ -558,6 +572,7 @@ fn run(case: &Case) -> Result<(), String> {
             break;
         };
         let (j, pending_job) = waiting.remove(next);
+        let (grown_nodes, grown_tasks, steps) = grown.get(&j.name).cloned().unwrap_or_default();
         let pending: Vec<usize> = (0..j.tasks.len())
             .filter(|&i| j.tasks[i].state == "Pending")
             .collect();
@@ -615,6 +630,7 @@ fn run(case: &Case) -> Result<(), String> {
         let mut members: Vec<Vec<usize>> = Vec::new();
         let mut parents: Vec<Option<usize>> = Vec::new();
         let mut running_on: Vec<Vec<NodeId>> = Vec::new();
+        let mut set_index: Vec<usize> = Vec::new();
         for (k, (name, parent, constraint, min)) in sets.iter().enumerate() {
             // Its running pods (committed above) count towards its minimum: KAI grows from them.
             let running: Vec<&Task> = j
@@ -627,6 +643,9 @@ fn run(case: &Case) -> Result<(), String> {
                 let n = t.node.as_deref().ok_or("active task without node")?;
                 nodes.push(cluster.node_by_name(n).ok_or("unknown node")?);
             }
+            // Pods this runner placed in earlier steps run too.
+            nodes.extend(grown_nodes.get(k).into_iter().flatten().copied());
+            let done = grown_tasks.get(k).copied().unwrap_or(0);
             // KAI's task order: higher task priority first, then list order.
             let mut tasks: Vec<usize> = pending
                 .iter()
@@ -652,7 +671,8 @@ fn run(case: &Case) -> Result<(), String> {
             {
                 return Err("constraint names another topology".to_owned());
             }
-            let count = (tasks.len() + nodes.len()) as u32;
+            let count = (tasks.len() + running.len()) as u32;
+            tasks.drain(..done.min(tasks.len()));
             pod_sets.push(PodSet {
                 name: name.clone(),
                 count,
@@ -665,6 +685,7 @@ fn run(case: &Case) -> Result<(), String> {
             members.push(tasks);
             parents.push(*parent);
             running_on.push(nodes);
+            set_index.push(k);
         }
         let job = Job {
             name: j.name.clone(),
@@ -675,7 +696,53 @@ fn run(case: &Case) -> Result<(), String> {
             tolerations: Vec::new(),
         };
         job.check(&cluster).map_err(|e| format!("job: {e}"))?;
-        let want = pending_job.request.gpu;
+        let input = PlaceInput {
+            options: PlaceOptions {
+                dialect: Dialect::Kai,
+                strategy: strat,
+                ..PlaceOptions::default()
+            },
+            node_free: node_free.clone(),
+            pod_sets: parents
+                .iter()
+                .zip(&running_on)
+                .map(|(&parent, nodes)| PodSetExtras {
+                    requests: requests.clone(),
+                    sub_group: parent,
+                    running_on: nodes.clone(),
+                    ..PodSetExtras::default()
+                })
+                .collect(),
+            sub_groups: groups
+                .iter()
+                .map(|(name, parent, constraint, min)| {
+                    Ok(sched::SubGroup {
+                        name: name.clone(),
+                        parent: *parent,
+                        topology: topology_request(&cluster, constraint)?,
+                        min_sub_groups: *min,
+                    })
+                })
+                .collect::<Result<_, String>>()?,
+        };
+        // This attempt's pods (KAI's next step for a job with sub-groups, else all pending
+        // pods) and what they take from the queue.
+        let step: Vec<u32> = if input.sub_groups.is_empty() {
+            members.iter().map(|m| m.len() as u32).collect()
+        } else {
+            kai_next_step(&job, &input)
+        };
+        let pods_in_step = f64::from(step.iter().sum::<u32>());
+        let want: f64 = step
+            .iter()
+            .zip(&job.pod_sets)
+            .map(|(&n, set)| gpus_wanted(case, set.gpu, n))
+            .sum();
+        let step_request = Resources {
+            gpu: want,
+            cpu: pods_in_step * j.cpus_per_task.unwrap_or(0.0),
+            memory: pods_in_step * j.memory_per_task.unwrap_or(0.0),
+        };
         // KAI: priority 100 and above is not preemptible and must stay within deserved quota.
         let non_preemptible = priority(j) >= 100;
         let mut over_limit = false;
@@ -709,44 +776,15 @@ fn run(case: &Case) -> Result<(), String> {
                 over_limit = true;
             }
         }
-        let input = PlaceInput {
-            options: PlaceOptions {
-                dialect: Dialect::Kai,
-                strategy: strat,
-                ..PlaceOptions::default()
-            },
-            node_free: node_free.clone(),
-            pod_sets: parents
-                .iter()
-                .zip(&running_on)
-                .map(|(&parent, nodes)| PodSetExtras {
-                    requests: requests.clone(),
-                    sub_group: parent,
-                    running_on: nodes.clone(),
-                    ..PodSetExtras::default()
-                })
-                .collect(),
-            sub_groups: groups
-                .iter()
-                .map(|(name, parent, constraint, min)| {
-                    Ok(sched::SubGroup {
-                        name: name.clone(),
-                        parent: *parent,
-                        topology: topology_request(&cluster, constraint)?,
-                        min_sub_groups: *min,
-                    })
-                })
-                .collect::<Result<_, String>>()?,
-        };
         let placed = if over_limit {
             None
         } else {
-            place_with(&cluster, &occupancy, &job, &input).ok()
+            place_kai_step(&cluster, &occupancy, &job, &input).ok()
         };
         match placed {
             Some(p) => {
                 let q = pending_job.queue.index();
-                allocated[q] = allocated[q].add(&pending_job.request);
+                allocated[q] = allocated[q].add(&step_request);
                 for name in chain.iter().flatten() {
                     *queue_gpus.entry(name.clone()).or_default() += want;
                     if non_preemptible {
@@ -754,10 +792,15 @@ fn run(case: &Case) -> Result<(), String> {
                     }
                 }
                 // Pods of a pod set come in rank order; hand them to its tasks in order.
+                let (mut nodes, mut done, _) = grown.remove(&j.name).unwrap_or_default();
+                nodes.resize(sets.len(), Vec::new());
+                done.resize(sets.len(), 0);
                 let mut next: Vec<usize> = vec![0; members.len()];
                 for pod in &p.pods {
                     let task = members[pod.pod_set][next[pod.pod_set]];
                     next[pod.pod_set] += 1;
+                    nodes[set_index[pod.pod_set]].push(pod.node);
+                    done[set_index[pod.pod_set]] += 1;
                     outcome.insert(
                         format!("{}-{task}", j.name),
                         Some((
@@ -767,10 +810,38 @@ fn run(case: &Case) -> Result<(), String> {
                         )),
                     );
                 }
-                sched::commit(&mut occupancy, &job, &p).map_err(|e| format!("commit: {e}"))?;
+                let mut step_job = job.clone();
+                step_job.name = format!("{}#step{steps}", j.name);
+                sched::commit(&mut occupancy, &step_job, &p).map_err(|e| format!("commit: {e}"))?;
+                // KAI puts the job back while it has pods to place, standing against its gang.
+                let left: usize = members.iter().zip(&next).map(|(m, &n)| m.len() - n).sum();
+                if left > 0 && !p.pods.is_empty() {
+                    let mut gang = GangStanding::At;
+                    for (k, set) in job.pod_sets.iter().enumerate() {
+                        let now = running_on[k].len() + next[k];
+                        match now.cmp(&(set.min_count as usize)) {
+                            std::cmp::Ordering::Less => gang = GangStanding::Below,
+                            std::cmp::Ordering::Greater if gang != GangStanding::Below => {
+                                gang = GangStanding::Above
+                            }
+                            _ => {}
+                        }
+                    }
+                    let mut request = pending_job.request;
+                    request.gpu = (request.gpu - want).max(0.0);
+                    waiting.push((
+                        j,
+                        PendingJob {
+                            gang,
+                            request,
+                            ..pending_job
+                        },
+                    ));
+                }
+                grown.insert(j.name.clone(), (nodes, done, steps + 1));
             }
             None => {
-                for &i in &pending {
+                for &i in members.iter().flatten() {
                     outcome.insert(format!("{}-{i}", j.name), None);
                 }
             }
@@ -779,8 +850,6 @@ fn run(case: &Case) -> Result<(), String> {
     compare(case, &outcome)
 }
 
-/// The GPUs of a running shared task: one per GPU group it names (one when it names none),
-/// each group a GPU of its node in order of first appearance.
 /// GPUs a job's `count` pending tasks count for against queues: KAI counts a memory request
 /// as its share of the smallest GPU that could take it.
 fn gpus_wanted(case: &Case, gpu: GpuRequest, count: u32) -> f64 {
@@ -847,6 +916,8 @@ fn kai_queue_tree(case: &Case) -> Result<QueueTree, String> {
         .map_err(|p| format!("queue tree: {p:?}"))
 }
 
+/// The GPUs of a running shared task: one per GPU group it names (one when it names none),
+/// each group a GPU of its node in order of first appearance.
 fn gpus_of(
     group_gpu: &mut BTreeMap<(String, String), u32>,
     next_gpu: &mut BTreeMap<String, u32>,

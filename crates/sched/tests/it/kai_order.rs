@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use sched::{
-    next_pending, Dialect, GpuRequest, PendingJob, QueueSpec, QueueStanding, QueueTree,
-    ResourceQuota, Resources,
+    next_pending, Dialect, GangStanding, GpuRequest, PendingJob, QueueSpec, QueueStanding,
+    QueueTree, ResourceQuota, Resources,
 };
 use serde::Deserialize;
 
@@ -162,6 +162,7 @@ fn pop_order(case: &Case) -> Result<Vec<String>, String> {
                 queue,
                 priority: j.priority,
                 request: amounts(gpus, 0.0, 0.0),
+                gang: GangStanding::Below,
             },
         ));
     }
@@ -225,6 +226,7 @@ fn kueue_dialect_orders_by_use_over_fair_share_then_priority_then_age() {
         queue: sched::QueueId(q),
         priority,
         request: amounts(1.0, 0.0, 0.0),
+        gang: GangStanding::Below,
     };
     let jobs = [job(0, 9), job(1, 1), job(1, 5), job(0, 0)];
     let mut allocated = [amounts(2.0, 0.0, 0.0), amounts(0.0, 0.0, 0.0)];
@@ -255,5 +257,47 @@ fn kueue_dialect_orders_by_use_over_fair_share_then_priority_then_age() {
             &[],
         ),
         None
+    );
+}
+
+#[test]
+fn kai_puts_a_job_at_its_gang_after_a_job_below_it() {
+    // KAI's `elastic` job order: of two jobs of one queue and priority, the one whose minimum
+    // already runs (put back for its extra pods) waits for the other's minimum, even though it
+    // is older; one above its minimum comes after one at it.
+    let leaf = QueueSpec {
+        name: "q".to_owned(),
+        parent: None,
+        priority: 0,
+        resources: [Some(ResourceQuota::default()), None, None],
+        creation_time: None,
+        uid: None,
+    };
+    let tree = QueueTree::new(vec![leaf]).expect("tree");
+    let zero = [amounts(0.0, 0.0, 0.0)];
+    let job = |gang| PendingJob {
+        queue: sched::QueueId(0),
+        priority: 50,
+        request: amounts(1.0, 0.0, 0.0),
+        gang,
+    };
+    let standing = QueueStanding {
+        tree: &tree,
+        fair_share: &zero,
+        allocated: &zero,
+        total: amounts(8.0, 0.0, 0.0),
+    };
+    let next = |jobs: &[PendingJob]| next_pending(Dialect::Kai, &standing, jobs);
+    assert_eq!(
+        next(&[job(GangStanding::At), job(GangStanding::Below)]),
+        Some(1)
+    );
+    assert_eq!(
+        next(&[job(GangStanding::Above), job(GangStanding::At)]),
+        Some(1)
+    );
+    assert_eq!(
+        next(&[job(GangStanding::Below), job(GangStanding::Below)]),
+        Some(0)
     );
 }
