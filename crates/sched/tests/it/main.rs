@@ -5,6 +5,7 @@ mod incremental;
 mod kai;
 mod kai_allocate;
 mod kai_order;
+mod kai_props;
 mod kueue_cases;
 mod multi_device;
 mod preempt;
