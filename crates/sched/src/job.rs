@@ -254,14 +254,13 @@ impl GpuRequest {
         if milli > MILLI_PER_GPU || mem > gpu_memory_mib || mem == 0 {
             return 0;
         }
-        let rooms: Vec<u64> = used
-            .map(|(um, ume)| shares_left(um, ume, milli, mem, gpu_memory_mib))
-            .collect();
+        let rooms = used.map(|(um, ume)| shares_left(um, ume, milli, mem, gpu_memory_mib));
         let n = u64::from(self.devices().max(1));
-        let total: u64 = rooms.iter().sum();
         if n == 1 {
-            return total;
+            return rooms.sum();
         }
+        let rooms: Vec<u64> = rooms.collect();
+        let total: u64 = rooms.iter().sum();
         // f(P) = Σ min(k_i, P) − n·P is concave with f(0) = 0: the feasible P are 0..=P*.
         let fits = |p: u64| rooms.iter().map(|&k| k.min(p)).sum::<u64>() >= n * p;
         let (mut lo, mut hi) = (0u64, total / n);

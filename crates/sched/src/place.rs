@@ -890,7 +890,12 @@ fn gpu_capacity(occ: &Occupancy, node: NodeId, req: GpuRequest) -> u64 {
         GpuRequest::Whole(0) => UNLIMITED_PODS,
         GpuRequest::Whole(g) => u64::from(occ.free_whole(node) / g),
         GpuRequest::Fraction { .. } | GpuRequest::MemoryMib { .. } => {
-            req.shared_pods(node_use(occ, node).into_iter(), occ.gpu_memory_mib(node))
+            let (used_milli, used_mem) = occ.node_gpus(node);
+            let used = used_milli
+                .iter()
+                .zip(used_mem)
+                .map(|(&m, &e)| (u32::from(m), e));
+            req.shared_pods(used, occ.gpu_memory_mib(node))
         }
     }
 }
