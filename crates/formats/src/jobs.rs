@@ -39,6 +39,8 @@ pub const KAI_PREFERRED: &str = "kai.scheduler/topology-preferred-placement";
 pub const KAI_GPU_FRACTION: &str = "gpu-fraction";
 /// KAI: GPU memory annotation (MiB).
 pub const KAI_GPU_MEMORY: &str = "gpu-memory";
+/// KAI: how many GPUs of one node a `gpu-fraction` or `gpu-memory` share is taken of.
+pub const KAI_GPU_NUM_DEVICES: &str = "gpu-fraction-num-devices";
 /// The GPU resource name.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
@@ -139,6 +141,8 @@ pub struct SubGroupDoc {
     pub parent: Option<usize>,
     /// Its topology constraint.
     pub topology: TopologyDoc,
+    /// Direct members it needs placed (KAI's `minSubGroup`); `None`: all.
+    pub min_sub_groups: Option<u32>,
 }
 
 /// Whether a document is a workload this module reads (any kind of [`workloads::KINDS`], a KAI
@@ -473,7 +477,7 @@ fn native_job(file: &str, j: NativeJob) -> Result<JobDoc, FormatError> {
                 ))
             }
             (None, Some(f), None) => fraction(f).map_err(|m| err(at("gpu_fraction"), m))?,
-            (None, None, Some(m)) if m >= 1 => sched::GpuRequest::MemoryMib(m),
+            (None, None, Some(m)) if m >= 1 => sched::GpuRequest::memory_mib(m),
             (None, None, Some(_)) => {
                 return Err(err(at("gpu_memory_mib"), "expected at least 1 MiB".into()))
             }
@@ -608,6 +612,29 @@ fn map_str(v: &Value, keys: &[&str], key: &str) -> Option<String> {
     }
 }
 
+/// KAI's `gpu-fraction-num-devices` annotation (`None`: absent): devices a share is taken of,
+/// an integer from 1 to the most GPUs a node may have; only with a share (`shared`).
+pub(crate) fn kai_num_devices(value: Option<&str>, shared: bool) -> Result<u32, String> {
+    let Some(v) = value else { return Ok(1) };
+    let field = format!("metadata.annotations[{KAI_GPU_NUM_DEVICES}]");
+    if !shared {
+        return Err(format!(
+            "{field}: applies only with {KAI_GPU_FRACTION} or {KAI_GPU_MEMORY}"
+        ));
+    }
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=topology::MAX_GPUS_PER_NODE).contains(n))
+        .ok_or_else(|| {
+            format!(
+                "{field}: expected an integer from 1 to {}, got \"{}\"",
+                topology::MAX_GPUS_PER_NODE,
+                crate::error::excerpt(v)
+            )
+        })
+}
+
 fn fraction(f: f64) -> Result<sched::GpuRequest, String> {
     if !(f.is_finite() && f > 0.0 && f <= 1.0) {
         return Err(format!("expected a fraction in (0, 1], got {f}"));
@@ -616,7 +643,7 @@ fn fraction(f: f64) -> Result<sched::GpuRequest, String> {
     if milli == 0 {
         return Err(format!("{f} is below the smallest share, 0.001"));
     }
-    Ok(sched::GpuRequest::Fraction(milli))
+    Ok(sched::GpuRequest::fraction(milli))
 }
 
 /// CPU as Kubernetes writes it (`2`, `0.5`, `"500m"`), in millicores.
@@ -970,6 +997,7 @@ fn template_extras(
         tolerations,
         group,
         sub_group: None,
+        running_on: Vec::new(),
     })
 }
 
@@ -1711,20 +1739,42 @@ fn kai_job(
                 .ok()
                 .filter(|&v| v >= 1)
                 .ok_or_else(|| err(format!("{}: expected MiB as a positive integer, got \"{m}\"", afield(KAI_GPU_MEMORY))))?;
-            sched::GpuRequest::MemoryMib(v)
+            sched::GpuRequest::memory_mib(v)
         }
         (None, None) => sched::GpuRequest::Whole(u32::try_from(whole).unwrap_or(u32::MAX)),
     };
+    let devices = kai_num_devices(
+        map_str(pod, &ann, KAI_GPU_NUM_DEVICES).as_deref(),
+        gpu.is_shared(),
+    )
+    .map_err(err)?;
+    let gpu = match gpu {
+        sched::GpuRequest::Fraction { milli, .. } => sched::GpuRequest::Fraction { milli, devices },
+        sched::GpuRequest::MemoryMib { mib, .. } => sched::GpuRequest::MemoryMib { mib, devices },
+        whole => whole,
+    };
+    let min_sub_group = group.and_then(|g| path(g, &["spec", "minSubGroup"]));
     let (count, required, preferred) = match group {
         Some(g) => {
-            let count = path(g, &["spec", "minMember"])
-                .and_then(parse_count)
-                .filter(|&n| (1..=u64::from(MAX_PODS_PER_JOB)).contains(&n))
-                .ok_or_else(|| {
-                    err(format!(
-                        "spec.minMember: expected 1..={MAX_PODS_PER_JOB} pods"
+            let count = match min_sub_group {
+                // KAI's webhook: minMember and minSubGroup are mutually exclusive; with
+                // minSubGroup the sub-groups say how many pods.
+                Some(_) if path(g, &["spec", "minMember"]).is_some() => {
+                    return Err(err(
+                        "spec.minSubGroup: minMember and minSubGroup are mutually exclusive"
+                            .to_owned(),
                     ))
-                })? as u32;
+                }
+                Some(_) => 0,
+                None => path(g, &["spec", "minMember"])
+                    .and_then(parse_count)
+                    .filter(|&n| (1..=u64::from(MAX_PODS_PER_JOB)).contains(&n))
+                    .ok_or_else(|| {
+                        err(format!(
+                            "spec.minMember: expected 1..={MAX_PODS_PER_JOB} pods"
+                        ))
+                    })? as u32,
+            };
             let tc = ["spec", "topologyConstraint"];
             let r = str_at(g, &[tc[0], tc[1], "requiredTopologyLevel"]).map(|l| LevelRef {
                 label: l.to_owned(),
@@ -1774,7 +1824,8 @@ fn kai_job(
     // A PodGroup with sub-groups: one pod set per leaf sub-group; else the one pod set.
     let (pod_sets, sub_groups) = match group.and_then(|g| path(g, &["spec", "subGroups"])) {
         Some(list) => {
-            let (sub_groups, leaves) = kai_sub_groups(list, required, preferred).map_err(err)?;
+            let (sub_groups, leaves) =
+                kai_sub_groups(list, required, preferred, min_sub_group).map_err(err)?;
             let pod_sets = leaves
                 .into_iter()
                 .map(|(n, count, topology, parent)| pod_set(n, count, topology, Some(parent)))
@@ -1782,6 +1833,11 @@ fn kai_job(
             (pod_sets, sub_groups)
         }
         None => {
+            if min_sub_group.is_some() {
+                return Err(err(
+                    "spec.minSubGroup: applies only to a PodGroup with spec.subGroups".to_owned(),
+                ));
+            }
             let topology = TopologyDoc {
                 required,
                 preferred,
@@ -1809,13 +1865,15 @@ fn kai_job(
 
 /// A PodGroup's `spec.subGroups`: the sub-groups with children (the PodGroup itself first, as
 /// `podgroup`, with its own constraint), and the leaves as (name, minMember, constraint, parent
-/// index). Errors name the field: a missing or duplicate name, an unknown or cyclic parent, a
-/// leaf without `minMember`.
+/// index), with `minSubGroup` of the PodGroup (`root_min`) and of the sub-groups with children.
+/// Errors name the field: a missing or duplicate name, an unknown or cyclic parent, a leaf
+/// without `minMember`, a `minSubGroup` on a leaf or above its direct sub-groups.
 type Leaf = (String, u32, TopologyDoc, usize);
 fn kai_sub_groups(
     list: &Value,
     required: Option<LevelRef>,
     preferred: Option<LevelRef>,
+    root_min: Option<&Value>,
 ) -> Result<(Vec<SubGroupDoc>, Vec<Leaf>), String> {
     let items = list
         .as_array()
@@ -1879,6 +1937,15 @@ fn kai_sub_groups(
     // Inner sub-groups, parents first (by depth, then list order); index 0 is the PodGroup.
     let mut inner: Vec<usize> = (0..items.len()).filter(|&i| has_children[i]).collect();
     inner.sort_by_key(|&i| (depth[i], i));
+    // KAI's minSubGroup: 1 up to the direct sub-groups (its webhook's bound).
+    let min_of = |v: Option<&Value>, field: String, children: usize| match v {
+        None => Ok(None),
+        Some(v) => parse_count(v)
+            .filter(|&n| n >= 1 && n <= children as u64)
+            .map(|n| Some(n as u32))
+            .ok_or_else(|| format!("{field}: expected 1..={children} (its direct sub-groups)")),
+    };
+    let children_of = |p: Option<usize>| parent.iter().filter(|&&q| q == p).count();
     let mut groups = vec![SubGroupDoc {
         name: "podgroup".to_owned(),
         parent: None,
@@ -1887,7 +1954,16 @@ fn kai_sub_groups(
             preferred,
             slices: Vec::new(),
         },
+        min_sub_groups: min_of(root_min, "spec.minSubGroup".to_owned(), children_of(None))?,
     }];
+    for (i, item) in items.iter().enumerate() {
+        if !has_children[i] && path(item, &["minSubGroup"]).is_some() {
+            return Err(format!(
+                "spec.subGroups[{i}].minSubGroup: applies only to a sub-group with sub-groups under it (`{}` holds pods)",
+                names[i]
+            ));
+        }
+    }
     let index_of = |i: Option<usize>| match i {
         None => 0,
         Some(p) => 1 + inner.iter().position(|&x| x == p).unwrap_or(0),
@@ -1897,6 +1973,11 @@ fn kai_sub_groups(
             name: names[i].to_owned(),
             parent: Some(index_of(parent[i])),
             topology: constraint(i),
+            min_sub_groups: min_of(
+                path(&items[i], &["minSubGroup"]),
+                format!("spec.subGroups[{i}].minSubGroup"),
+                children_of(Some(i)),
+            )?,
         });
     }
     let mut leaves = Vec::new();
@@ -2077,6 +2158,7 @@ impl JobDoc {
                     name: g.name.clone(),
                     parent: g.parent,
                     topology,
+                    min_sub_groups: g.min_sub_groups,
                 })
             })
             .collect()

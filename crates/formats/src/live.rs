@@ -27,8 +27,9 @@ use topology::{Cluster, NodeId, HOSTNAME_LABEL};
 
 use crate::error::FormatError;
 use crate::jobs::{
-    container_amounts, AmountError, GPU_RESOURCE, KAI_GPU_FRACTION, KAI_GPU_MEMORY,
-    KAI_LEGACY_QUEUE_LABEL, KAI_QUEUE_LABEL, KUEUE_POD_GROUP_LABEL, KUEUE_QUEUE_LABEL,
+    container_amounts, kai_num_devices, AmountError, GPU_RESOURCE, KAI_GPU_FRACTION,
+    KAI_GPU_MEMORY, KAI_GPU_NUM_DEVICES, KAI_LEGACY_QUEUE_LABEL, KAI_QUEUE_LABEL,
+    KUEUE_POD_GROUP_LABEL, KUEUE_QUEUE_LABEL,
 };
 use crate::k8s::parse_count;
 
@@ -37,10 +38,20 @@ use crate::k8s::parse_count;
 pub enum GpuUse {
     /// Whole GPUs.
     Whole(u32),
-    /// A share of one GPU, thousandths.
-    Fraction(u32),
-    /// GPU memory of one GPU, MiB.
-    MemoryMib(u32),
+    /// A share of each of `devices` GPUs, thousandths.
+    Fraction {
+        /// Share of each GPU, thousandths.
+        milli: u32,
+        /// Distinct GPUs of the node (KAI's `gpu-fraction-num-devices`, else 1).
+        devices: u32,
+    },
+    /// GPU memory of each of `devices` GPUs, MiB.
+    MemoryMib {
+        /// Memory of each GPU, MiB.
+        mib: u32,
+        /// Distinct GPUs of the node (KAI's `gpu-fraction-num-devices`, else 1).
+        devices: u32,
+    },
 }
 
 /// One running pod.
@@ -205,6 +216,10 @@ pub(crate) fn gpu_use(meta: &Value, spec: &Value) -> Result<Option<GpuUse>, Stri
     }
     let frac = annotation(meta, KAI_GPU_FRACTION);
     let mem = annotation(meta, KAI_GPU_MEMORY);
+    let devices = kai_num_devices(
+        annotation(meta, KAI_GPU_NUM_DEVICES),
+        whole == 0 && (frac.is_some() || mem.is_some()),
+    )?;
     match (whole, frac, mem) {
         (0, None, None) => Ok(None),
         (n, None, None) => Ok(Some(GpuUse::Whole(n as u32))),
@@ -217,14 +232,17 @@ pub(crate) fn gpu_use(meta: &Value, spec: &Value) -> Result<Option<GpuUse>, Stri
                     "metadata.annotations[{KAI_GPU_FRACTION}]: expected a fraction in (0, 1], got {f}"
                 ));
             }
-            Ok(Some(GpuUse::Fraction(((v * 1000.0).round() as u32).max(1))))
+            Ok(Some(GpuUse::Fraction {
+                milli: ((v * 1000.0).round() as u32).max(1),
+                devices,
+            }))
         }
         (0, None, Some(m)) => m
             .trim()
             .parse::<u32>()
             .ok()
             .filter(|&v| v >= 1)
-            .map(|v| Some(GpuUse::MemoryMib(v)))
+            .map(|mib| Some(GpuUse::MemoryMib { mib, devices }))
             .ok_or_else(|| {
                 format!("metadata.annotations[{KAI_GPU_MEMORY}]: expected MiB as a positive integer, got \"{m}\"")
             }),

@@ -191,8 +191,10 @@ fn allocate_live(
                         job.name,
                         match gpu {
                             live::GpuUse::Whole(k) => format!("{k} whole GPUs"),
-                            live::GpuUse::Fraction(m) => format!("{} of a GPU", f64::from(m) / 1000.0),
-                            live::GpuUse::MemoryMib(m) => format!("{m} MiB of a GPU"),
+                            live::GpuUse::Fraction { milli, devices: 1 } => format!("{} of a GPU", f64::from(milli) / 1000.0),
+                            live::GpuUse::Fraction { milli, devices } => format!("{} of each of {devices} GPUs", f64::from(milli) / 1000.0),
+                            live::GpuUse::MemoryMib { mib, devices: 1 } => format!("{mib} MiB of a GPU"),
+                            live::GpuUse::MemoryMib { mib, devices } => format!("{mib} MiB of each of {devices} GPUs"),
                         },
                         n.name,
                         n.gpus,
@@ -220,31 +222,40 @@ fn allocate_live(
                         memory_mib: mem_total,
                     }
                 }
-                live::GpuUse::Fraction(_) | live::GpuUse::MemoryMib(_) => {
-                    let (milli, mem) = match gpu {
-                        live::GpuUse::Fraction(m) => (
-                            m,
-                            ((u64::from(m) * u64::from(mem_total)).div_ceil(1000)) as u32,
+                live::GpuUse::Fraction { .. } | live::GpuUse::MemoryMib { .. } => {
+                    let (milli, mem, devices) = match gpu {
+                        live::GpuUse::Fraction { milli, devices } => (
+                            milli,
+                            ((u64::from(milli) * u64::from(mem_total)).div_ceil(1000)) as u32,
+                            devices,
                         ),
-                        live::GpuUse::MemoryMib(m) => (
-                            ((u64::from(m) * 1000).div_ceil(u64::from(mem_total.max(1))) as u32)
+                        live::GpuUse::MemoryMib { mib, devices } => (
+                            ((u64::from(mib) * 1000).div_ceil(u64::from(mem_total.max(1))) as u32)
                                 .clamp(1, MILLI_PER_GPU),
-                            m,
+                            mib,
+                            devices,
                         ),
                         live::GpuUse::Whole(_) => unreachable!("matched above"),
                     };
-                    let g = (0..n.gpus)
-                        .find(|&g| {
+                    // The first GPUs with room, one per device.
+                    let ids: Vec<u32> = (0..n.gpus)
+                        .filter(|&g| {
                             let (um, ug) = gpus[g as usize];
                             um + milli <= MILLI_PER_GPU && ug + mem <= mem_total
                         })
-                        .ok_or_else(full)?;
-                    let slot = &mut gpus[g as usize];
-                    slot.0 += milli;
-                    slot.1 += mem;
+                        .take(devices as usize)
+                        .collect();
+                    if ids.len() < devices as usize {
+                        return Err(full());
+                    }
+                    for &g in &ids {
+                        let slot = &mut gpus[g as usize];
+                        slot.0 += milli;
+                        slot.1 += mem;
+                    }
                     PodAllocation {
                         node: pod.node,
-                        gpu_ids: vec![g],
+                        gpu_ids: ids,
                         milli,
                         memory_mib: mem,
                     }

@@ -142,6 +142,11 @@ pub struct PodSetExtras {
     /// The KAI sub-group the pod set belongs to (index into [`PlaceInput::sub_groups`]);
     /// `None`: directly under the job. Kueue's rules ignore it.
     pub sub_group: Option<usize>,
+    /// Nodes of this pod set's pods that already run (their GPUs are in the occupancy): under
+    /// KAI's rules they count towards the pod set's minimum and count, only the rest is placed,
+    /// and a required level keeps new pods in the domains that hold them (KAI grows a running
+    /// elastic job). Kueue's rules ignore it.
+    pub running_on: Vec<NodeId>,
 }
 
 /// A KAI PodGroup sub-group that holds other sub-groups or pod sets (a PodGroup's
@@ -154,6 +159,9 @@ pub struct SubGroup {
     pub parent: Option<usize>,
     /// The constraint on all pods under the sub-group (slices are not used).
     pub topology: crate::job::TopologyRequest,
+    /// Direct members (sub-groups and pod sets) that must be placed for the sub-group to run
+    /// (KAI's `minSubGroup`); `None`: all of them. The rest are placed afterwards if they fit.
+    pub min_sub_groups: Option<u32>,
 }
 
 /// Free resources of every node, by node index: allocatable minus what pods not tracked in the

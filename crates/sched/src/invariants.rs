@@ -5,8 +5,9 @@
 //! Checked: no GPU is above a whole GPU (1000 thousandths) or its memory, recomputed from the
 //! running jobs' pods, and the occupancy's own counters agree with that recomputation; every
 //! running gang is whole (pods per pod set between its minimum and its count, each pod shaped
-//! as its pod set asks); every required level holds (all pods of the pod set in one domain of
-//! that level); every pod is on a node of the cluster.
+//! as its pod set asks: whole GPUs, or the share on as many distinct devices as it asks for);
+//! every required level holds (all pods of the pod set in one domain of that level); every pod
+//! is on a node of the cluster.
 
 use topology::Cluster;
 
@@ -154,6 +155,9 @@ pub fn check_occupancy(cluster: &Cluster, occupancy: &Occupancy) -> Result<(), V
 }
 
 /// A running job's pods against its pod sets: whole gangs, pod shapes, required levels, nodes.
+/// The gang is the job's pod sets' minimums; a KAI PodGroup whose `minSubGroup` leaves some of its
+/// sub-groups out (placed only through [`crate::PlaceInput::sub_groups`], which the simulator does
+/// not use) is not a gang of that shape.
 pub fn check_gang(cluster: &Cluster, job: &Job, alloc: &Allocation) -> Result<(), Violation> {
     let violation = |invariant: &'static str, detail: String| Violation {
         job: job.name.clone(),
@@ -197,10 +201,17 @@ pub fn check_gang(cluster: &Cluster, job: &Job, alloc: &Allocation) -> Result<()
         for (k, p) in pods.iter().enumerate() {
             let ok = match set.gpu {
                 GpuRequest::Whole(g) => p.gpu_ids.len() == g as usize && p.milli == MILLI_PER_GPU,
-                GpuRequest::Fraction(m) => p.gpu_ids.len() == 1 && p.milli == m,
-                GpuRequest::MemoryMib(m) => p.gpu_ids.len() == 1 && p.memory_mib == m,
+                GpuRequest::Fraction { milli, devices } => {
+                    p.gpu_ids.len() == devices as usize && p.milli == milli
+                }
+                GpuRequest::MemoryMib { mib, devices } => {
+                    p.gpu_ids.len() == devices as usize && p.memory_mib == mib
+                }
             };
-            if !ok {
+            let mut ids = p.gpu_ids.clone();
+            ids.sort_unstable();
+            ids.dedup();
+            if !ok || ids.len() != p.gpu_ids.len() {
                 return Err(violation(
                     "pod shape",
                     format!(

@@ -55,10 +55,23 @@ pub enum GpuRequest {
     /// Whole, unshared GPUs; 0 for a pod without GPUs, placed by its other requests
     /// ([`crate::PodSetExtras::requests`]).
     Whole(u32),
-    /// A share of one GPU, in thousandths (1..=1000), e.g. KAI `gpu-fraction: "0.5"` = 500.
-    Fraction(u32),
-    /// GPU memory on one GPU, MiB (KAI `gpu-memory`).
-    MemoryMib(u32),
+    /// The same share of each of `devices` distinct GPUs of one node, in thousandths
+    /// (1..=1000), e.g. KAI `gpu-fraction: "0.5"` = 500; `devices` is KAI's
+    /// `gpu-fraction-num-devices` (1 without it; Kueue has no such notion).
+    Fraction {
+        /// Share of each GPU, thousandths.
+        milli: u32,
+        /// Distinct GPUs of one node, each taking the share (at least 1).
+        devices: u32,
+    },
+    /// The same GPU memory on each of `devices` distinct GPUs of one node, MiB (KAI
+    /// `gpu-memory`, with `gpu-fraction-num-devices` for `devices`).
+    MemoryMib {
+        /// Memory of each GPU, MiB.
+        mib: u32,
+        /// Distinct GPUs of one node, each taking the memory (at least 1).
+        devices: u32,
+    },
 }
 
 /// Where a pod set may go. With neither level the request is unconstrained.
@@ -172,25 +185,147 @@ impl Resources {
 }
 
 impl GpuRequest {
+    /// A share of one GPU, thousandths.
+    pub const fn fraction(milli: u32) -> Self {
+        GpuRequest::Fraction { milli, devices: 1 }
+    }
+
+    /// GPU memory on one GPU, MiB.
+    pub const fn memory_mib(mib: u32) -> Self {
+        GpuRequest::MemoryMib { mib, devices: 1 }
+    }
+
+    /// Distinct GPUs one pod touches: the whole GPUs, or the devices a share is taken of.
+    pub fn devices(self) -> u32 {
+        match self {
+            GpuRequest::Whole(g) => g,
+            GpuRequest::Fraction { devices, .. } | GpuRequest::MemoryMib { devices, .. } => devices,
+        }
+    }
+
+    /// Whether the pod shares its GPUs (a fraction or GPU memory, on one or more devices).
+    pub fn is_shared(self) -> bool {
+        !matches!(self, GpuRequest::Whole(_))
+    }
+
     /// The share (thousandths) and memory (MiB) one pod takes of each GPU it uses, on GPUs of
     /// `gpu_memory_mib`.
     pub(crate) fn per_gpu_share(self, gpu_memory_mib: u32) -> (u32, u32) {
         let mem = u64::from(gpu_memory_mib.max(1));
         match self {
             GpuRequest::Whole(_) => (MILLI_PER_GPU, gpu_memory_mib),
-            GpuRequest::Fraction(m) => (m, (u64::from(m) * mem).div_ceil(1000) as u32),
-            GpuRequest::MemoryMib(m) => (((u64::from(m) * 1000).div_ceil(mem) as u32).max(1), m),
+            GpuRequest::Fraction { milli, .. } => {
+                (milli, (u64::from(milli) * mem).div_ceil(1000) as u32)
+            }
+            GpuRequest::MemoryMib { mib, .. } => {
+                (((u64::from(mib) * 1000).div_ceil(mem) as u32).max(1), mib)
+            }
         }
     }
 
-    /// GPUs one pod counts for, on a node whose GPUs have `gpu_memory_mib` each.
+    /// GPUs one pod counts for, on a node whose GPUs have `gpu_memory_mib` each (a share
+    /// counts once per device).
     pub fn gpus(self, gpu_memory_mib: u32) -> f64 {
         match self {
             GpuRequest::Whole(g) => f64::from(g),
-            GpuRequest::Fraction(m) => f64::from(m) / f64::from(MILLI_PER_GPU),
-            GpuRequest::MemoryMib(m) => f64::from(m) / f64::from(gpu_memory_mib.max(1)),
+            GpuRequest::Fraction { milli, devices } => {
+                f64::from(devices) * f64::from(milli) / f64::from(MILLI_PER_GPU)
+            }
+            GpuRequest::MemoryMib { mib, devices } => {
+                f64::from(devices) * f64::from(mib) / f64::from(gpu_memory_mib.max(1))
+            }
         }
     }
+
+    /// Pods of this shared request that fit on a node whose GPUs have `used` (thousandths,
+    /// MiB) each of `gpu_memory_mib`: GPU `i` takes `k_i` shares, and `P` pods of `n` distinct
+    /// devices each fit exactly when `Σ min(k_i, P) ≥ n·P` (a GPU serves a pod at most once;
+    /// [`Self::pick_shared`] with [`SharedOrder::MostRoom`] realises every such `P`). 0 for
+    /// whole-GPU requests.
+    pub(crate) fn shared_pods(
+        self,
+        used: impl Iterator<Item = (u32, u32)>,
+        gpu_memory_mib: u32,
+    ) -> u64 {
+        if !self.is_shared() {
+            return 0;
+        }
+        let (milli, mem) = self.per_gpu_share(gpu_memory_mib);
+        if milli > MILLI_PER_GPU || mem > gpu_memory_mib || mem == 0 {
+            return 0;
+        }
+        let rooms = used.map(|(um, ume)| shares_left(um, ume, milli, mem, gpu_memory_mib));
+        let n = u64::from(self.devices().max(1));
+        if n == 1 {
+            return rooms.sum();
+        }
+        let rooms: Vec<u64> = rooms.collect();
+        let total: u64 = rooms.iter().sum();
+        // f(P) = Σ min(k_i, P) − n·P is concave with f(0) = 0: the feasible P are 0..=P*.
+        let fits = |p: u64| rooms.iter().map(|&k| k.min(p)).sum::<u64>() >= n * p;
+        let (mut lo, mut hi) = (0u64, total / n);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    }
+
+    /// The GPUs one pod of this shared request takes on a node whose GPUs have `used`
+    /// (thousandths, MiB) of `gpu_memory_mib` each: `devices` distinct GPUs with room, in
+    /// `order`, then by index; `None` when fewer have room.
+    pub(crate) fn pick_shared(
+        self,
+        used: &[(u32, u32)],
+        gpu_memory_mib: u32,
+        order: SharedOrder,
+    ) -> Option<Vec<u32>> {
+        let (milli, mem) = self.per_gpu_share(gpu_memory_mib);
+        let mut room: Vec<usize> = (0..used.len())
+            .filter(|&i| shares_left(used[i].0, used[i].1, milli, mem, gpu_memory_mib) > 0)
+            .collect();
+        let n = self.devices().max(1) as usize;
+        if room.len() < n {
+            return None;
+        }
+        let left = |i: usize| shares_left(used[i].0, used[i].1, milli, mem, gpu_memory_mib);
+        match order {
+            SharedOrder::MostUsed => room.sort_by(|&x, &y| used[y].cmp(&used[x]).then(x.cmp(&y))),
+            SharedOrder::LeastUsed => room.sort_by(|&x, &y| used[x].cmp(&used[y]).then(x.cmp(&y))),
+            SharedOrder::MostRoom => room.sort_by(|&x, &y| {
+                left(y)
+                    .cmp(&left(x))
+                    .then(used[y].cmp(&used[x]))
+                    .then(x.cmp(&y))
+            }),
+        }
+        room.truncate(n);
+        Some(room.into_iter().map(|i| i as u32).collect())
+    }
+}
+
+/// Which GPUs a shared pod takes first ([`GpuRequest::pick_shared`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SharedOrder {
+    /// The most used (share, then memory): packs GPUs (KAI's `gpupack`).
+    MostUsed,
+    /// The least used: spreads over GPUs (KAI's `gpuspread`).
+    LeastUsed,
+    /// The most shares left, then the most used: the order that keeps every count of
+    /// [`GpuRequest::shared_pods`] reachable when a pod takes several devices.
+    MostRoom,
+}
+
+/// Shares of `milli` thousandths and `mem` MiB that still fit on a GPU using `used_milli` and
+/// `used_mem` of `gpu_memory_mib`.
+fn shares_left(used_milli: u32, used_mem: u32, milli: u32, mem: u32, gpu_memory_mib: u32) -> u64 {
+    let by_share = MILLI_PER_GPU.saturating_sub(used_milli) / milli.max(1);
+    let by_mem = gpu_memory_mib.saturating_sub(used_mem) / mem.max(1);
+    u64::from(by_share.min(by_mem))
 }
 
 impl PodSet {
@@ -247,17 +382,28 @@ impl Job {
                 ));
             }
             match s.gpu {
-                GpuRequest::Fraction(m) if m == 0 || m > MILLI_PER_GPU => {
+                GpuRequest::Fraction { milli, .. } if milli == 0 || milli > MILLI_PER_GPU => {
                     return Err(err(
                         s,
                         format!(
                             "gpu fraction: expected (0, 1], got {}",
-                            f64::from(m) / 1000.0
+                            f64::from(milli) / 1000.0
                         ),
                     ))
                 }
-                GpuRequest::MemoryMib(0) => {
+                GpuRequest::MemoryMib { mib: 0, .. } => {
                     return Err(err(s, "gpu memory: expected at least 1 MiB".to_owned()))
+                }
+                GpuRequest::Fraction { devices, .. } | GpuRequest::MemoryMib { devices, .. }
+                    if devices == 0 || devices > topology::MAX_GPUS_PER_NODE =>
+                {
+                    return Err(err(
+                        s,
+                        format!(
+                            "gpu devices: expected 1..={}, got {devices}",
+                            topology::MAX_GPUS_PER_NODE
+                        ),
+                    ))
                 }
                 _ => {}
             }

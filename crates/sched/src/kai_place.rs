@@ -22,8 +22,10 @@
 //!    the placement strategy — binpack: fewest free GPUs first (busier node first), spread: the
 //!    largest free share first (CPU-only pods compare free CPU) —, then the node name.
 //! 4. GPUs inside a node: whole GPUs take untouched GPUs, lowest index first; a shared pod
-//!    (fraction or GPU memory, on each of its devices) takes the most used GPU with room under
-//!    binpack (`gpupack`) and the least used under spread (`gpuspread`).
+//!    (fraction or GPU memory) takes the most used GPU with room under binpack (`gpupack`) and
+//!    the least used under spread (`gpuspread`); with `gpu-fraction-num-devices` it takes the
+//!    first n distinct GPUs of that order (KAI's `GetNodePreferableGpuForSharing`), and a node
+//!    fits it when n of its GPUs have room for the share.
 //!
 //! Without a topology request the candidate is the whole cluster. A pod set that does not fit
 //! whole is retried at its gang minimum. Cost: O(domains · log) for the order plus
@@ -35,7 +37,7 @@ use topology::{Cluster, DomainId, NodeId};
 
 use crate::constraints::{count_in, eligible, subtract, PlaceInput, ResourceList};
 use crate::dialect::PlacementStrategy;
-use crate::job::{GpuRequest, Job, PodSet, MILLI_PER_GPU};
+use crate::job::{GpuRequest, Job, PodSet, SharedOrder, MILLI_PER_GPU};
 use crate::occupancy::Occupancy;
 
 /// One placed pod: its pod set, node and GPUs (ranks are given by [`crate::place_with`]).
@@ -75,10 +77,55 @@ pub(crate) fn place(
     scope: Option<DomainId>,
     input: &PlaceInput,
 ) -> Result<Vec<KaiPod>, NoRoom> {
+    place_steps(cluster, occupancy, job, scope, input, usize::MAX)
+}
+
+/// Pods per pod set that KAI's next attempt for the job asks for (`GetTasksToAllocate`), the
+/// job's running pods ([`crate::PodSetExtras::running_on`]) counted as placed: the minimum of
+/// every required member not yet satisfied, else one more pod of the first satisfied member in
+/// KAI's sub-group order. All zeros when nothing is left.
+pub fn kai_next_step(job: &Job, input: &PlaceInput) -> Vec<u32> {
+    tasks_to_allocate(job, input, &running_counts(job, input))
+}
+
+/// Pods of each pod set already running, as KAI counts them towards its minimum.
+fn running_counts(job: &Job, input: &PlaceInput) -> Vec<u32> {
+    (0..job.pod_sets.len())
+        .map(|k| {
+            let running = input.extras(k).map_or(0, |e| e.running_on.len());
+            (running as u32).min(job.pod_sets[k].count)
+        })
+        .collect()
+}
+
+/// [`place`] with at most `max_steps` of KAI's allocation steps for a job with sub-groups.
+pub(crate) fn place_steps(
+    cluster: &Cluster,
+    occupancy: &Occupancy,
+    job: &Job,
+    scope: Option<DomainId>,
+    input: &PlaceInput,
+    max_steps: usize,
+) -> Result<Vec<KaiPod>, NoRoom> {
     let mut state = State::new(cluster, occupancy, input);
     let in_scope = cluster.node_mask(scope);
     check_sub_groups(job, input)?;
-    let mut pods = place_children(cluster, &mut state, job, None, &in_scope, input, None)?;
+    let mut pods = if input.sub_groups.is_empty() {
+        // No sub-groups: each pod set's pods not yet running, whole, else at its largest count
+        // down to what its minimum still needs.
+        let mut rest = job.clone();
+        for (k, set) in rest.pod_sets.iter_mut().enumerate() {
+            let running = input.extras(k).map_or(0, |e| e.running_on.len()) as u32;
+            set.count = set.count.saturating_sub(running);
+            set.min_count = set
+                .min_count
+                .saturating_sub(running)
+                .clamp(1, set.count.max(1));
+        }
+        place_children(cluster, &mut state, &rest, None, &in_scope, input, None)?
+    } else {
+        place_gang_then_elastic(cluster, &mut state, job, &in_scope, input, max_steps)?
+    };
     pods.sort_by(|a, b| {
         a.pod_set.cmp(&b.pod_set).then_with(|| {
             cluster
@@ -89,6 +136,259 @@ pub(crate) fn place(
         })
     });
     Ok(pods)
+}
+
+/// KAI's allocation of a PodGroup with sub-groups (`GetTasksToAllocate`, and the allocate
+/// action pushing the job back after each step): the gang — every required member's minimum,
+/// honouring `minSubGroup` — together or not at all, then one step at a time (one pod of the
+/// satisfied member first in KAI's sub-group order, or the minimum of an unsatisfied one) until
+/// a step does not fit. Pods already running count as placed, and a required level keeps new
+/// pods in the domains that hold the sub-group's pods.
+fn place_gang_then_elastic(
+    cluster: &Cluster,
+    state: &mut State,
+    job: &Job,
+    in_scope: &[bool],
+    input: &PlaceInput,
+    max_steps: usize,
+) -> Result<Vec<KaiPod>, NoRoom> {
+    // Pods already running count as placed (KAI grows a running job from them).
+    let mut placed = running_counts(job, input);
+    let running: Vec<KaiPod> = (0..job.pod_sets.len())
+        .flat_map(|k| {
+            input.extras(k).into_iter().flat_map(move |e| {
+                e.running_on.iter().map(move |&node| KaiPod {
+                    pod_set: k,
+                    node,
+                    gpu_ids: Vec::new(),
+                    milli: 0,
+                    memory_mib: 0,
+                })
+            })
+        })
+        .collect();
+    // The first step (KAI's gang phase while the job is below its gang: every required
+    // member's minimum) must fit; then the job is tried again after each allocation, with the
+    // pods its sub-group order asks for next (one pod of a satisfied pod set, or the minimum of
+    // an unsatisfied member), until a step does not fit.
+    let mut pods: Vec<KaiPod> = Vec::new();
+    for n in 0..max_steps {
+        let step = tasks_to_allocate(job, input, &placed);
+        if step.iter().all(|&x| x == 0) {
+            break;
+        }
+        let held: Vec<&KaiPod> = running.iter().chain(&pods).collect();
+        let mask = elastic_mask(cluster, job, input, &step, &held, in_scope);
+        let mut trial = state.clone();
+        match place_children(
+            cluster,
+            &mut trial,
+            &with_counts(job, &step),
+            None,
+            &mask,
+            input,
+            None,
+        ) {
+            Ok(more) => {
+                *state = trial;
+                pods.extend(more);
+                add_counts(&mut placed, &step);
+            }
+            Err(e) if n == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(pods)
+}
+
+/// The job with `counts[k]` pods of pod set `k`, each pod set all-or-nothing (0: not placed).
+fn with_counts(job: &Job, counts: &[u32]) -> Job {
+    let mut step = job.clone();
+    for (set, &n) in step.pod_sets.iter_mut().zip(counts) {
+        set.count = n;
+        set.min_count = n;
+    }
+    step
+}
+
+fn add_counts(placed: &mut [u32], step: &[u32]) {
+    for (p, &n) in placed.iter_mut().zip(step) {
+        *p += n;
+    }
+}
+
+/// A member of a sub-group (KAI's `SubGroupMember`): a sub-group or a pod set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Member {
+    Group(usize),
+    Set(usize),
+}
+
+/// The direct members of sub-group `g` (the job when `None`): sub-groups first, then pod
+/// sets, each in order (KAI's `GetMembers`).
+fn members(job: &Job, input: &PlaceInput, g: Option<usize>) -> Vec<Member> {
+    let groups = (0..input.sub_groups.len())
+        .filter(|&i| input.sub_groups[i].parent == g)
+        .map(Member::Group);
+    let sets = (0..job.pod_sets.len())
+        .filter(|&k| parent_of_set(input, k) == g)
+        .map(Member::Set);
+    groups.chain(sets).collect()
+}
+
+/// Members a sub-group needs placed to be satisfied (KAI's `GetMinMembersToSatisfy`): its
+/// `min_sub_groups`, else all; the job's own level needs all.
+fn threshold(job: &Job, input: &PlaceInput, m: Member) -> u32 {
+    match m {
+        Member::Set(k) => job.pod_sets[k].min_count,
+        Member::Group(g) => input.sub_groups[g]
+            .min_sub_groups
+            .unwrap_or_else(|| members(job, input, Some(g)).len() as u32),
+    }
+}
+
+/// What a member has placed as KAI counts it: a pod set its pods, a sub-group its satisfied
+/// members.
+fn allocated(job: &Job, input: &PlaceInput, placed: &[u32], m: Member) -> u32 {
+    match m {
+        Member::Set(k) => placed[k],
+        Member::Group(g) => members(job, input, Some(g))
+            .into_iter()
+            .filter(|&c| allocated(job, input, placed, c) >= threshold(job, input, c))
+            .count() as u32,
+    }
+}
+
+/// KAI's sub-group order (`subgrouporder` plugin): unsatisfied members first; among satisfied
+/// ones those with a threshold before those without, then the lower ratio of placed to
+/// threshold (fewer placed when neither has a threshold); ties keep member order.
+fn sorted_members(job: &Job, input: &PlaceInput, placed: &[u32], g: Option<usize>) -> Vec<Member> {
+    let mut v = members(job, input, g);
+    let key = |m: Member| {
+        let (count, min) = (allocated(job, input, placed, m), threshold(job, input, m));
+        (count >= min, min == 0, count, min)
+    };
+    v.sort_by(|&l, &r| {
+        let (ls, l0, lc, lm) = key(l);
+        let (rs, r0, rc, rm) = key(r);
+        ls.cmp(&rs).then_with(|| {
+            if !ls {
+                return std::cmp::Ordering::Equal;
+            }
+            l0.cmp(&r0).then_with(|| {
+                if l0 {
+                    lc.cmp(&rc)
+                } else {
+                    // lc / lm against rc / rm, exactly.
+                    (u64::from(lc) * u64::from(rm)).cmp(&(u64::from(rc) * u64::from(lm)))
+                }
+            })
+        })
+    });
+    v
+}
+
+/// Pods per pod set that KAI tries next for the job (`GetTasksToAllocate`): for the job's level,
+/// then recursively — an unsatisfied sub-group takes the minimum of its first `threshold`
+/// members in sub-group order (skipping those already satisfied); a satisfied one the first
+/// member with something to add (a satisfied pod set adds one pod). All zeros: nothing left.
+fn tasks_to_allocate(job: &Job, input: &PlaceInput, placed: &[u32]) -> Vec<u32> {
+    let mut out = vec![0u32; job.pod_sets.len()];
+    collect_from_group(job, input, placed, None, &mut out);
+    out
+}
+
+fn collect_from_group(
+    job: &Job,
+    input: &PlaceInput,
+    placed: &[u32],
+    g: Option<usize>,
+    out: &mut [u32],
+) {
+    let kids = sorted_members(job, input, placed, g);
+    let (count, need) = match g {
+        Some(g) => (
+            allocated(job, input, placed, Member::Group(g)),
+            threshold(job, input, Member::Group(g)),
+        ),
+        None => {
+            let need = kids.len() as u32;
+            let count = kids
+                .iter()
+                .filter(|&&c| allocated(job, input, placed, c) >= threshold(job, input, c))
+                .count() as u32;
+            (count, need)
+        }
+    };
+    if count < need {
+        for &c in kids.iter().take(need as usize) {
+            if allocated(job, input, placed, c) >= threshold(job, input, c) {
+                continue;
+            }
+            match c {
+                Member::Group(h) => collect_from_group(job, input, placed, Some(h), out),
+                Member::Set(k) => out[k] = job.pod_sets[k].min_count - placed[k],
+            }
+        }
+        return;
+    }
+    for c in kids {
+        match c {
+            Member::Group(h) => collect_from_group(job, input, placed, Some(h), out),
+            Member::Set(k) => {
+                let set = &job.pod_sets[k];
+                out[k] = if placed[k] >= set.min_count {
+                    u32::from(placed[k] < set.count)
+                } else {
+                    set.min_count - placed[k]
+                };
+            }
+        }
+        if out.iter().any(|&n| n > 0) {
+            return;
+        }
+    }
+}
+
+/// The nodes an elastic step may use (KAI's `getRelevantDomainsWithAllocatedPods`): for each
+/// pod set of the step and each sub-group above it with a required level, only the domains of
+/// that level that already hold pods under it.
+fn elastic_mask(
+    cluster: &Cluster,
+    job: &Job,
+    input: &PlaceInput,
+    step: &[u32],
+    pods: &[&KaiPod],
+    in_scope: &[bool],
+) -> Vec<bool> {
+    let mut mask = in_scope.to_vec();
+    let mut restrict = |level: usize, under: &dyn Fn(usize) -> bool| {
+        let held: Vec<DomainId> = pods
+            .iter()
+            .filter(|p| under(p.pod_set))
+            .filter_map(|p| cluster.node(p.node).domains.get(level).copied())
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        for (i, m) in mask.iter_mut().enumerate() {
+            let d = cluster.nodes[i].domains.get(level);
+            *m = *m && d.is_some_and(|d| held.contains(d));
+        }
+    };
+    for k in (0..job.pod_sets.len()).filter(|&k| step[k] > 0) {
+        if let Some(r) = job.pod_sets[k].topology.required {
+            restrict(r, &|j| j == k);
+        }
+        let mut g = parent_of_set(input, k);
+        while let Some(i) = g {
+            if let Some(r) = input.sub_groups[i].topology.required {
+                restrict(r, &|j| under(input, parent_of_set(input, j), i));
+            }
+            g = input.sub_groups[i].parent;
+        }
+    }
+    mask
 }
 
 /// Sub-group indices must point backwards (a parent before its children) and exist.
@@ -142,15 +442,19 @@ fn place_children(
     scores: Option<&[i64]>,
 ) -> Result<Vec<KaiPod>, NoRoom> {
     let mut out = Vec::new();
+    let has_pods = |i: usize| {
+        (0..job.pod_sets.len())
+            .any(|k| job.pod_sets[k].count > 0 && under(input, parent_of_set(input, k), i))
+    };
     for (i, g) in input.sub_groups.iter().enumerate() {
-        if g.parent == parent {
+        if g.parent == parent && has_pods(i) {
             out.extend(place_sub_group(
                 cluster, state, job, i, mask, input, scores,
             )?);
         }
     }
     for k in 0..job.pod_sets.len() {
-        if parent_of_set(input, k) == parent {
+        if parent_of_set(input, k) == parent && job.pod_sets[k].count > 0 {
             out.extend(place_set(cluster, state, job, k, mask, input, scores)?);
         }
     }
@@ -373,22 +677,13 @@ impl NodeUse {
         let gpu_pods = match gpu {
             GpuRequest::Whole(0) => u64::MAX,
             GpuRequest::Whole(g) => (self.idle() / g as usize) as u64,
-            GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
-                let (milli, mem) = gpu.per_gpu_share(self.total_memory);
-                if milli > MILLI_PER_GPU || mem > self.total_memory || mem == 0 {
-                    0
-                } else {
-                    self.used_milli
-                        .iter()
-                        .zip(&self.used_memory)
-                        .map(|(&um, &ume)| {
-                            u64::from(
-                                ((MILLI_PER_GPU - um) / milli).min((self.total_memory - ume) / mem),
-                            )
-                        })
-                        .sum()
-                }
-            }
+            GpuRequest::Fraction { .. } | GpuRequest::MemoryMib { .. } => gpu.shared_pods(
+                self.used_milli
+                    .iter()
+                    .copied()
+                    .zip(self.used_memory.iter().copied()),
+                self.total_memory,
+            ),
         };
         gpu_pods.min(res)
     }
@@ -414,21 +709,18 @@ impl NodeUse {
                 }
                 ids
             }
-            GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
-                let room = (0..self.used_milli.len()).filter(|&i| {
-                    self.used_milli[i] + milli <= MILLI_PER_GPU
-                        && self.used_memory[i] + mem <= self.total_memory
-                });
-                let used = |i: usize| (self.used_milli[i], self.used_memory[i]);
-                let best = match strategy {
-                    PlacementStrategy::Binpack => {
-                        room.max_by(|&x, &y| used(x).cmp(&used(y)).then(y.cmp(&x)))
-                    }
-                    PlacementStrategy::Spread => {
-                        room.min_by(|&x, &y| used(x).cmp(&used(y)).then(x.cmp(&y)))
-                    }
-                }?;
-                vec![best as u32]
+            GpuRequest::Fraction { .. } | GpuRequest::MemoryMib { .. } => {
+                let used: Vec<(u32, u32)> = self
+                    .used_milli
+                    .iter()
+                    .copied()
+                    .zip(self.used_memory.iter().copied())
+                    .collect();
+                let order = match strategy {
+                    PlacementStrategy::Binpack => SharedOrder::MostUsed,
+                    PlacementStrategy::Spread => SharedOrder::LeastUsed,
+                };
+                gpu.pick_shared(&used, self.total_memory, order)?
             }
         };
         for &g in &ids {

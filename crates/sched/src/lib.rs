@@ -14,6 +14,7 @@ mod invariants;
 mod job;
 mod kai_place;
 mod occupancy;
+mod order;
 mod place;
 mod preempt;
 mod queue;
@@ -31,10 +32,12 @@ pub use job::{
     GpuRequest, Job, PodSet, Resource, Resources, SliceLayer, Toleration, TopologyRequest,
     MAX_SLICE_LAYERS, MILLI_PER_GPU,
 };
+pub use kai_place::kai_next_step;
 pub use occupancy::{Allocation, Occupancy, PodAllocation, RunningJob};
+pub use order::{next_pending, GangStanding, PendingJob, QueueStanding};
 pub use place::{
-    commit, highest_tier, place, place_with, place_within, place_within_with, running_job,
-    NotPlaced, PlacedPod, Placement,
+    commit, highest_tier, place, place_kai_step, place_with, place_within, place_within_with,
+    running_job, NotPlaced, PlacedPod, Placement,
 };
 pub use preempt::{
     common_domain, place_with_preemption, place_with_preemption_input, Decision, PreemptionPolicy,

@@ -59,7 +59,7 @@ use crate::constraints::{
     count_in, eligible, subtract, PlaceInput, PreferredTerm, ResourceList, UnconstrainedMode,
 };
 use crate::error::StateError;
-use crate::job::{GpuRequest, Job, PodSet, MILLI_PER_GPU};
+use crate::job::{GpuRequest, Job, PodSet, SharedOrder, MILLI_PER_GPU};
 use crate::occupancy::{Occupancy, PodAllocation, RunningJob};
 use crate::tas::{self, Count, LeafCap, Request, Tree};
 
@@ -127,6 +127,46 @@ pub struct NotPlaced {
 /// to record the result. The job should have passed [`Job::check`].
 pub fn place(cluster: &Cluster, occupancy: &Occupancy, job: &Job) -> Result<Placement, NotPlaced> {
     place_scoped(cluster, occupancy, job, None, &PlaceInput::default())
+}
+
+/// What one attempt of KAI's allocate action places for a job under KAI's rules (KAI puts the
+/// job back in its queue while pods are left): for a PodGroup with sub-groups the next step
+/// only — the gang while the job is below it, else the pods [`crate::kai_next_step`] names —,
+/// counting [`crate::PodSetExtras::running_on`] as placed; without sub-groups the whole job, as
+/// [`place_with`] places it. Pure.
+pub fn place_kai_step(
+    cluster: &Cluster,
+    occupancy: &Occupancy,
+    job: &Job,
+    input: &PlaceInput,
+) -> Result<Placement, NotPlaced> {
+    crate::kai_place::place_steps(cluster, occupancy, job, None, input, 1)
+        .map(|pods| kai_placement(cluster, pods))
+        .map_err(|e| NotPlaced {
+            pod_set: e.pod_set,
+            reason: e.reason,
+        })
+}
+
+/// KAI's placement as a [`Placement`]: ranks in pod order, the highest tier crossed.
+fn kai_placement(cluster: &Cluster, pods: Vec<crate::kai_place::KaiPod>) -> Placement {
+    let nodes: Vec<NodeId> = pods.iter().map(|p| p.node).collect();
+    let tier = highest_tier(cluster, &nodes);
+    Placement {
+        pods: (0u32..)
+            .zip(pods)
+            .map(|(rank, p)| PlacedPod {
+                rank,
+                pod_set: p.pod_set,
+                node: p.node,
+                gpu_ids: p.gpu_ids,
+                milli: p.milli,
+                memory_mib: p.memory_mib,
+            })
+            .collect(),
+        highest_tier: tier,
+        worst_latency_ns: tier.map_or(0, |t| cluster.tiers[usize::from(t)].latency_ns),
+    }
 }
 
 /// Place a job with per-node free resources, per-pod-set requests, node constraints and groups,
@@ -243,23 +283,7 @@ fn place_scoped(
                 reason: e.reason,
             }
         })?;
-        let nodes: Vec<NodeId> = pods.iter().map(|p| p.node).collect();
-        let tier = highest_tier(cluster, &nodes);
-        return Ok(Placement {
-            pods: (0u32..)
-                .zip(pods)
-                .map(|(rank, p)| PlacedPod {
-                    rank,
-                    pod_set: p.pod_set,
-                    node: p.node,
-                    gpu_ids: p.gpu_ids,
-                    milli: p.milli,
-                    memory_mib: p.memory_mib,
-                })
-                .collect(),
-            highest_tier: tier,
-            worst_latency_ns: tier.map_or(0, |t| cluster.tiers[usize::from(t)].latency_ns),
-        });
+        return Ok(kai_placement(cluster, pods));
     }
     if scope.is_none() {
         if let Some(answer) = from_counts(cluster, occupancy, job, input) {
@@ -865,28 +889,19 @@ fn gpu_capacity(occ: &Occupancy, node: NodeId, req: GpuRequest) -> u64 {
     match req {
         GpuRequest::Whole(0) => UNLIMITED_PODS,
         GpuRequest::Whole(g) => u64::from(occ.free_whole(node) / g),
-        GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
-            let total_mem = occ.gpu_memory_mib(node);
-            let (milli, mem) = req.per_gpu_share(total_mem);
-            if milli > MILLI_PER_GPU || mem > total_mem || mem == 0 {
-                return 0;
-            }
+        GpuRequest::Fraction { .. } | GpuRequest::MemoryMib { .. } => {
             let (used_milli, used_mem) = occ.node_gpus(node);
-            used_milli
+            let used = used_milli
                 .iter()
                 .zip(used_mem)
-                .map(|(&um, &ume)| {
-                    u64::from(
-                        ((MILLI_PER_GPU - u32::from(um)) / milli).min((total_mem - ume) / mem),
-                    )
-                })
-                .sum()
+                .map(|(&m, &e)| (u32::from(m), e));
+            req.shared_pods(used, occ.gpu_memory_mib(node))
         }
     }
 }
 
-/// Pods of `req` that fit on a node after one pod of `first` (exact for whole GPUs; a shared
-/// first pod is taken to cost the worker one pod of room).
+/// Pods of `req` that fit on a node after one pod of `first`, taking the GPUs
+/// [`assign_gpus`] would give that pod.
 fn gpu_capacity_after(occ: &Occupancy, node: NodeId, req: GpuRequest, first: GpuRequest) -> u64 {
     match (req, first) {
         (GpuRequest::Whole(0), _) => UNLIMITED_PODS,
@@ -894,8 +909,68 @@ fn gpu_capacity_after(occ: &Occupancy, node: NodeId, req: GpuRequest, first: Gpu
         (GpuRequest::Whole(g), GpuRequest::Whole(f)) => {
             u64::from(occ.free_whole(node).saturating_sub(f) / g)
         }
-        _ => gpu_capacity(occ, node, req).saturating_sub(1),
+        _ => {
+            let total_mem = occ.gpu_memory_mib(node);
+            let mut used = node_use(occ, node);
+            if take_gpus(&mut used, total_mem, first).is_none() {
+                return 0;
+            }
+            match req {
+                GpuRequest::Whole(g) => {
+                    let untouched = used.iter().filter(|&&u| u == (0, 0)).count() as u64;
+                    untouched / u64::from(g)
+                }
+                _ => req.shared_pods(used.into_iter(), total_mem),
+            }
+        }
     }
+}
+
+/// A node's GPUs: used share (thousandths) and memory (MiB) each.
+fn node_use(occ: &Occupancy, node: NodeId) -> Vec<(u32, u32)> {
+    let (used_milli, used_mem) = occ.node_gpus(node);
+    used_milli
+        .iter()
+        .zip(used_mem)
+        .map(|(&m, &e)| (u32::from(m), e))
+        .collect()
+}
+
+/// Take one pod's GPUs from `used`: whole GPUs the untouched ones, lowest index first; a
+/// shared pod on one device the most used GPU with room, on several devices those with the
+/// most shares left (so every count [`gpu_capacity`] gives is reached).
+fn take_gpus(
+    used: &mut [(u32, u32)],
+    total_mem: u32,
+    req: GpuRequest,
+) -> Option<(Vec<u32>, u32, u32)> {
+    let (milli, mem) = req.per_gpu_share(total_mem);
+    let ids: Vec<u32> = match req {
+        GpuRequest::Whole(g) => {
+            let ids: Vec<u32> = (0..used.len() as u32)
+                .filter(|&i| used[i as usize] == (0, 0))
+                .take(g as usize)
+                .collect();
+            if ids.len() < g as usize {
+                return None;
+            }
+            ids
+        }
+        _ => {
+            let order = if req.devices() > 1 {
+                SharedOrder::MostRoom
+            } else {
+                SharedOrder::MostUsed
+            };
+            req.pick_shared(used, total_mem, order)?
+        }
+    };
+    for &g in &ids {
+        let u = &mut used[g as usize];
+        u.0 += milli;
+        u.1 += mem;
+    }
+    Some((ids, milli, mem))
 }
 
 /// GPU ids, share and memory for `count` pods on a node that has room for them.
@@ -906,31 +981,8 @@ fn assign_gpus(
     count: u64,
 ) -> Vec<(Vec<u32>, u32, u32)> {
     let total_mem = occ.gpu_memory_mib(node);
-    let (milli, mem) = req.per_gpu_share(total_mem);
-    let (used_milli, used_mem) = occ.node_gpus(node);
-    let mut out = Vec::with_capacity(count as usize);
-    match req {
-        GpuRequest::Whole(g) => {
-            let mut free = (0..used_milli.len() as u32)
-                .filter(|&i| used_milli[i as usize] == 0 && used_mem[i as usize] == 0);
-            for _ in 0..count {
-                let ids: Vec<u32> = free.by_ref().take(g as usize).collect();
-                out.push((ids, milli, mem));
-            }
-        }
-        GpuRequest::Fraction(_) | GpuRequest::MemoryMib(_) => {
-            let mut um: Vec<u32> = used_milli.iter().map(|&x| u32::from(x)).collect();
-            let mut ume: Vec<u32> = used_mem.to_vec();
-            for _ in 0..count {
-                let best = (0..um.len())
-                    .filter(|&i| um[i] + milli <= MILLI_PER_GPU && ume[i] + mem <= total_mem)
-                    .max_by(|&x, &y| um[x].cmp(&um[y]).then(ume[x].cmp(&ume[y])).then(y.cmp(&x)))
-                    .expect("node capacity counted this pod");
-                um[best] += milli;
-                ume[best] += mem;
-                out.push((vec![best as u32], milli, mem));
-            }
-        }
-    }
-    out
+    let mut used = node_use(occ, node);
+    (0..count)
+        .map(|_| take_gpus(&mut used, total_mem, req).expect("node capacity counted this pod"))
+        .collect()
 }

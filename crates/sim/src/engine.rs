@@ -822,21 +822,22 @@ impl std::hash::Hasher for Fnv {
     }
 }
 
-/// What decides whether a simulated job fits an empty cluster: pods, GPU request (kind, amount)
-/// and topology levels (a tuple, not a string: one is built per arrival).
-type ShapeKey = (u32, u8, u32, Option<usize>, Option<usize>);
+/// What decides whether a simulated job fits an empty cluster: pods, GPU request (kind, amount,
+/// devices) and topology levels (a tuple, not a string: one is built per arrival).
+type ShapeKey = (u32, u8, u32, u32, Option<usize>, Option<usize>);
 
 fn shape_key(job: &Job) -> ShapeKey {
     let s = &job.pod_sets[0];
     let (kind, amount) = match s.gpu {
         GpuRequest::Whole(g) => (0, g),
-        GpuRequest::Fraction(m) => (1, m),
-        GpuRequest::MemoryMib(m) => (2, m),
+        GpuRequest::Fraction { milli, .. } => (1, milli),
+        GpuRequest::MemoryMib { mib, .. } => (2, mib),
     };
     (
         s.count,
         kind,
         amount,
+        s.gpu.devices(),
         s.topology.required,
         s.topology.preferred,
     )

@@ -142,3 +142,104 @@ fn a_bad_batch_min_member_is_one_line_naming_the_job() {
         "{line}"
     );
 }
+
+#[test]
+fn a_share_on_several_devices_takes_that_many_gpus_of_one_node() {
+    // KAI's gpu-fraction-num-devices: half of each of two GPUs (a Pod), and the same read by
+    // the pod grouper from a Job's pod template (three pods).
+    let dir = temp_dir("kai-num-devices");
+    let pod = dir.join("pod.yaml");
+    std::fs::write(
+        &pod,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: halves\n  labels: {kai.scheduler/queue: team-a}\n  annotations: {gpu-fraction: \"0.5\", gpu-fraction-num-devices: \"2\"}\nspec:\n  schedulerName: kai-scheduler\n  containers: [{name: c, image: trainer}]\n",
+    )
+    .unwrap();
+    let out = ok(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        pod.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    let p: PlacementFile = serde_json::from_str(&out).unwrap();
+    assert_eq!(p.pods.len(), 1);
+    assert_eq!(p.pods[0].gpu_ids.len(), 2, "{:?}", p.pods[0]);
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {kai.scheduler/queue: team-a}\nspec:\n  parallelism: 3\n  template:\n    metadata: {annotations: {gpu-memory: \"20000\", gpu-fraction-num-devices: \"3\"}}\n    spec: {containers: [{name: c}]}\n";
+    let d = read("job.yaml", job);
+    assert_eq!(
+        d.pod_sets[0].gpu,
+        sched::GpuRequest::MemoryMib {
+            mib: 20000,
+            devices: 3
+        }
+    );
+    // A running pod with the annotation holds its share on two GPUs of its node.
+    let nodes_text = std::fs::read_to_string(crate::fixture("live/nodes.json")).unwrap();
+    let docs = formats::input::parse_documents("nodes.json", &nodes_text).unwrap();
+    let options = formats::k8s::ImportOptions {
+        topology: Some(crate::fixture("nodes/kueue-topology.yaml")),
+        ..Default::default()
+    };
+    let cluster = formats::k8s::import_nodes("nodes.json", &docs, &options)
+        .unwrap()
+        .cluster;
+    let pods = r#"{"apiVersion":"v1","kind":"List","items":[{"kind":"Pod","metadata":{"name":"a","namespace":"ns","labels":{"kai.scheduler/queue":"team-a"},"annotations":{"gpu-fraction":"0.25","gpu-fraction-num-devices":"2"}},"spec":{"nodeName":"kind-worker","containers":[{"name":"c"}]},"status":{"phase":"Running"}}]}"#;
+    let occ = formats::state::read("pods.json", pods, &cluster).unwrap();
+    let alloc = &occ.jobs()["ns/a"];
+    assert_eq!(alloc.pods[0].gpu_ids, vec![0, 1]);
+    assert_eq!(alloc.pods[0].milli, 250);
+}
+
+#[test]
+fn min_sub_group_places_the_required_sub_groups_first_and_the_rest_if_they_fit() {
+    // Four sub-groups of 2 pods × 1 GPU, all in one zone, each in one rack. Zone B has three
+    // racks of 2 free GPUs, zone A one: the four never fit one zone. With `minSubGroup: 3` the
+    // first three are the gang (zone B's racks) and the fourth is tried afterwards, inside the
+    // zone that holds the others (KAI: a required level keeps new pods with the placed ones), and
+    // does not fit; without it the PodGroup can never run.
+    let group = |min_sub_group: &str| {
+        let mut y = format!(
+            "apiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata:\n  name: four\nspec:\n{min_sub_group}  queue: team-a\n  topologyConstraint: {{topology: t, requiredTopologyLevel: topology.kubernetes.io/zone}}\n  subGroups:\n"
+        );
+        for name in ["g1", "g2", "g3", "g4"] {
+            y.push_str(&format!("    - {{name: {name}, minMember: 2, topologyConstraint: {{topology: t, requiredTopologyLevel: topology.kubernetes.io/rack}}}}\n"));
+        }
+        y.push_str("---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: four-0\n  labels: {kai.scheduler/queue: team-a}\n  annotations: {pod-group-name: four}\nspec:\n  schedulerName: kai-scheduler\n  containers: [{name: w, resources: {limits: {nvidia.com/gpu: 1}}}]\n");
+        y
+    };
+    let dir = temp_dir("kai-min-sub-group");
+    let place = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = ok(&[
+            "place",
+            "--cluster",
+            "tests/fixtures/kai/zone-rack-nodes.json",
+            "--levels",
+            "topology.kubernetes.io/zone,topology.kubernetes.io/rack,kubernetes.io/hostname",
+            "--job",
+            path.to_str().unwrap(),
+            "--output",
+            "json",
+        ]);
+        serde_json::from_str::<PlacementFile>(&out).unwrap()
+    };
+    let p = place("min3.yaml", group("  minSubGroup: 3\n"));
+    let nodes: Vec<&str> = p.pods.iter().map(|q| q.node.as_str()).collect();
+    assert_eq!(nodes, vec!["b1-1", "b1-2", "b2-1", "b2-2", "b3-1", "b3-2"]);
+    // Every sub-group required: the PodGroup can never run on this cluster.
+    let path = dir.join("all.yaml");
+    std::fs::write(&path, group("  minMember: 8\n")).unwrap();
+    let line = fails(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/kai/zone-rack-nodes.json",
+        "--levels",
+        "topology.kubernetes.io/zone,topology.kubernetes.io/rack,kubernetes.io/hostname",
+        "--job",
+        path.to_str().unwrap(),
+    ]);
+    assert!(line.contains("can never be placed"), "{line}");
+}

@@ -123,7 +123,7 @@ fn fractional_pods_pack_onto_partly_used_gpus() {
     let half = job_with(
         "a",
         1,
-        GpuRequest::Fraction(500),
+        GpuRequest::fraction(500),
         TopologyRequest::default(),
     );
     let p = place(&c, &occ, &half).expect("fits");
@@ -132,7 +132,7 @@ fn fractional_pods_pack_onto_partly_used_gpus() {
     let half2 = job_with(
         "b",
         1,
-        GpuRequest::Fraction(500),
+        GpuRequest::fraction(500),
         TopologyRequest::default(),
     );
     let p2 = place(&c, &occ, &half2).expect("fits");
@@ -142,7 +142,7 @@ fn fractional_pods_pack_onto_partly_used_gpus() {
     let big = job_with(
         "c",
         1,
-        GpuRequest::Fraction(600),
+        GpuRequest::fraction(600),
         TopologyRequest::default(),
     );
     let p3 = place(&c, &occ, &big).expect("fits");
@@ -154,7 +154,7 @@ fn fractional_pods_pack_onto_partly_used_gpus() {
         &job_with(
             "d",
             1,
-            GpuRequest::Fraction(600),
+            GpuRequest::fraction(600),
             TopologyRequest::default()
         )
     )
@@ -163,7 +163,7 @@ fn fractional_pods_pack_onto_partly_used_gpus() {
     let mem = job_with(
         "e",
         1,
-        GpuRequest::MemoryMib(32 * 1024),
+        GpuRequest::memory_mib(32 * 1024),
         TopologyRequest::default(),
     );
     let p4 = place(&c, &occ, &mem).expect("fits");

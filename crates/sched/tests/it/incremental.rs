@@ -67,8 +67,8 @@ fn arb_spec() -> impl Strategy<Value = Spec> {
         1u32..=6,
         prop_oneof![
             6 => (1u32..=8).prop_map(GpuRequest::Whole),
-            1 => (1u32..=9).prop_map(|t| GpuRequest::Fraction(t * 100)),
-            1 => (1u32..=8).prop_map(|g| GpuRequest::MemoryMib(g * 10 * 1024)),
+            1 => (1u32..=9).prop_map(|t| GpuRequest::fraction(t * 100)),
+            1 => (1u32..=8).prop_map(|g| GpuRequest::memory_mib(g * 10 * 1024)),
         ],
         0u8..=7,
         prop::bool::weighted(0.2),

@@ -6,9 +6,14 @@
 //!
 //! How a KAI test becomes a placement: running (and releasing, pipelined) tasks are committed
 //! to the occupancy first, on their node, fractional ones on the GPU of their GPU group; then the
-//! jobs with pending tasks are placed one by one, higher KAI priority first (build before
-//! train), each a gang of its pending tasks, a job being skipped when it would take its queue
-//! above `MaxAllowedGPUs`. Sub-groups become pod sets (a leaf's constraint, else its nearest
+//! jobs with pending tasks are placed one attempt at a time in KAI's order
+//! ([`sched::next_pending`]: queue by fair share and quota, then job priority, then below its
+//! gang before at or above it, then KAI's creation order, which its test harness makes priority
+//! then file order), an attempt being skipped when it would take its queue above
+//! `MaxAllowedGPUs` or a non-preemptible job above its quota. An attempt places a job without
+//! sub-groups whole, one with sub-groups one KAI step ([`sched::place_kai_step`]: its gang, then
+//! one step at a time, the job put back in the queue after each); the job's running and
+//! already placed pods are given as [`sched::PodSetExtras::running_on`]. Sub-groups become pod sets (a leaf's constraint, else its nearest
 //! ancestor's). GPU memory is scaled by 1024 on both sides (KAI's test nodes have GPUs of a
 //! few hundred MiB, railyard's GPUs whole GiB), which keeps every ratio.
 
@@ -16,9 +21,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sched::{
-    place_with, Dialect, GpuRequest, Job, KaiStrategy, NodeFree, Occupancy, PlaceInput,
-    PlaceOptions, PlacementStrategy, PodAllocation, PodSet, PodSetExtras, ResourceList, RunningJob,
-    TopologyRequest, MILLI_PER_GPU,
+    fair_share_in, kai_next_step, next_pending, place_kai_step, Dialect, GangStanding, GpuRequest,
+    Job, KaiStrategy, NodeFree, Occupancy, PendingJob, PlaceInput, PlaceOptions, PlacementStrategy,
+    PodAllocation, PodSet, PodSetExtras, QueueSpec, QueueStanding, QueueTree, ResourceList,
+    ResourceQuota, Resources, RunningJob, TopologyRequest, MILLI_PER_GPU, UNLIMITED,
 };
 use serde::Deserialize;
 use topology::{assemble, Cluster, FabricParams, NicSpec, NodeId, NodeRecord, TierParams};
@@ -112,6 +118,8 @@ struct JobSpec {
 struct SubGroup {
     name: String,
     #[serde(default)]
+    min_sub_group: Option<u32>,
+    #[serde(default)]
     topology: Option<Constraint>,
     #[serde(default)]
     children: Vec<SubGroup>,
@@ -151,6 +159,12 @@ struct Task {
     gpu_groups: Vec<String>,
     #[serde(default)]
     node_affinity: Vec<String>,
+    #[serde(default)]
+    priority: Option<i64>,
+    #[serde(default)]
+    gpus: Option<f64>,
+    #[serde(default)]
+    kai_fields: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -259,12 +273,24 @@ fn build_cluster(case: &Case) -> Result<(Cluster, Vec<String>), String> {
     Ok((c, levels))
 }
 
-fn gpu_request(j: &JobSpec) -> Result<GpuRequest, String> {
-    if j.fraction_devices.is_some_and(|d| d > 1) {
-        return Err("multi-device fractions".to_owned());
+/// One task's GPU request: the job's, or the task's own `RequiredGPUs`.
+fn task_gpu(j: &JobSpec, t: &Task) -> Result<GpuRequest, String> {
+    match (t.gpus, j.gpus_per_task) {
+        (Some(g), None) if g >= 1.0 && g.fract() == 0.0 => Ok(GpuRequest::Whole(g as u32)),
+        (Some(g), _) => Err(format!("task GPUs {g}")),
+        (None, _) => gpu_request(j),
     }
+}
+
+fn gpu_request(j: &JobSpec) -> Result<GpuRequest, String> {
+    // KAI's fake jobs: `RequiredMultiFractionDevicesPerTask` makes a shared request take that
+    // many devices (the `gpu-fraction-num-devices` annotation).
+    let devices = j.fraction_devices.unwrap_or(1);
     if let Some(m) = j.gpu_memory_mib {
-        return Ok(GpuRequest::MemoryMib(m * 1024));
+        return Ok(GpuRequest::MemoryMib {
+            mib: m * 1024,
+            devices,
+        });
     }
     let g = j.gpus_per_task.unwrap_or(0.0);
     if g >= 1.0 || g == 0.0 {
@@ -273,9 +299,10 @@ fn gpu_request(j: &JobSpec) -> Result<GpuRequest, String> {
         }
         Ok(GpuRequest::Whole(g as u32))
     } else {
-        Ok(GpuRequest::Fraction(
-            (g * f64::from(MILLI_PER_GPU)).round() as u32
-        ))
+        Ok(GpuRequest::Fraction {
+            milli: (g * f64::from(MILLI_PER_GPU)).round() as u32,
+            devices,
+        })
     }
 }
 
@@ -294,26 +321,30 @@ fn is_active(state: &str) -> bool {
     )
 }
 
-/// A sub-group tree flattened, parents first: the sub-groups (name, parent, constraint) and
-/// the leaf pod sets (name, parent, constraint). KAI's root sub-group set is a sub-group too.
-fn flatten(
-    sg: &SubGroup,
-    parent: Option<usize>,
-    groups: &mut Vec<(String, Option<usize>, Constraint)>,
-    sets: &mut Vec<(String, Option<usize>, Constraint)>,
-) {
+/// A job placed in steps: per pod set the nodes of its pods placed so far and its tasks placed,
+/// and the steps taken.
+type Grown = (Vec<Vec<NodeId>>, Vec<usize>, usize);
+
+/// One node of a flattened sub-group tree: name, parent, constraint, and the minimum (members
+/// for a sub-group, `None` = all; pods for a pod set).
+type Flat = (String, Option<usize>, Constraint, Option<u32>);
+
+/// A sub-group tree flattened, parents first: the sub-groups and the leaf pod sets. KAI's root
+/// sub-group set is a sub-group too.
+fn flatten(sg: &SubGroup, parent: Option<usize>, groups: &mut Vec<Flat>, sets: &mut Vec<Flat>) {
     let me = groups.len();
     groups.push((
         sg.name.clone(),
         parent,
         sg.topology.clone().unwrap_or_default(),
+        sg.min_sub_group,
     ));
     for p in &sg.pod_sets {
-        let _ = p.min;
         sets.push((
             p.name.clone(),
             Some(me),
             p.topology.clone().unwrap_or_default(),
+            Some(p.min),
         ));
     }
     for child in &sg.children {
@@ -394,13 +425,13 @@ fn run(case: &Case) -> Result<(), String> {
     let mut group_gpu: BTreeMap<(String, String), u32> = BTreeMap::new();
     let mut next_gpu: BTreeMap<String, u32> = BTreeMap::new();
     for j in &case.jobs {
-        let gpu = gpu_request(j)?;
         let queue = j.queue.clone().unwrap_or_default();
         let mut pods = Vec::new();
         for (i, t) in j.tasks.iter().enumerate() {
             if !is_active(&t.state) {
                 continue;
             }
+            let gpu = task_gpu(j, t)?;
             let node_name = t.node.clone().ok_or("active task without node")?;
             let node = cluster.node_by_name(&node_name).ok_or("unknown node")?;
             let mem = occupancy.gpu_memory_mib(node);
@@ -412,20 +443,20 @@ fn run(case: &Case) -> Result<(), String> {
                     *start += g;
                     (ids, MILLI_PER_GPU, mem)
                 }
-                GpuRequest::Fraction(m) => {
-                    let id = gpu_of(&mut group_gpu, &mut next_gpu, &node_name, &t.gpu_groups);
+                GpuRequest::Fraction { milli, .. } => {
+                    let ids = gpus_of(&mut group_gpu, &mut next_gpu, &node_name, &t.gpu_groups);
                     (
-                        vec![id],
-                        m,
-                        (u64::from(m) * u64::from(mem)).div_ceil(1000) as u32,
+                        ids,
+                        milli,
+                        (u64::from(milli) * u64::from(mem)).div_ceil(1000) as u32,
                     )
                 }
-                GpuRequest::MemoryMib(m) => {
-                    let id = gpu_of(&mut group_gpu, &mut next_gpu, &node_name, &t.gpu_groups);
+                GpuRequest::MemoryMib { mib, .. } => {
+                    let ids = gpus_of(&mut group_gpu, &mut next_gpu, &node_name, &t.gpu_groups);
                     (
-                        vec![id],
-                        ((u64::from(m) * 1000).div_ceil(u64::from(mem.max(1))) as u32).max(1),
-                        m,
+                        ids,
+                        ((u64::from(mib) * 1000).div_ceil(u64::from(mem.max(1))) as u32).max(1),
+                        mib,
                     )
                 }
             };
@@ -468,16 +499,83 @@ fn run(case: &Case) -> Result<(), String> {
                 .map_err(|e| format!("running tasks: {e}"))?;
         }
     }
-    // Pending tasks, job by job, higher priority first.
-    let mut order: Vec<&JobSpec> = case.jobs.iter().collect();
-    order.sort_by_key(|j| -priority(j));
-    for j in order {
-        let pending: Vec<usize> = (0..j.tasks.len())
-            .filter(|&i| j.tasks[i].state == "Pending")
-            .collect();
+    // Pending jobs in KAI's order (`sched::next_pending`, asked again after every job): fair
+    // shares from the running and pending GPUs, CPU and memory, as KAI's session computes them
+    // once; what each queue holds grows with every job placed.
+    let tree = kai_queue_tree(case)?;
+    let node_total = |f: &dyn Fn(&Node) -> f64| case.nodes.iter().map(f).sum::<f64>();
+    let capacity = Resources {
+        gpu: node_total(&|n| f64::from(n.gpus)),
+        cpu: node_total(&|n| n.cpu_millis.unwrap_or(NODE_CPU_MILLIS)),
+        memory: node_total(&|n| n.memory.unwrap_or(NODE_MEMORY_BYTES)),
+    };
+    let mut allocated = vec![Resources::default(); tree.queues.len()];
+    for (name, &gpus) in &queue_gpus {
+        if let Some(q) = tree.find(name).filter(|&q| tree.is_leaf(q)) {
+            allocated[q.index()].gpu += gpus;
+        }
+    }
+    // KAI's harness makes jobs in order of priority (higher first), then file order: that is
+    // their creation order, the job order's last tie-break.
+    let mut by_age: Vec<&JobSpec> = case.jobs.iter().collect();
+    by_age.sort_by_key(|j| -priority(j));
+    let mut waiting: Vec<(&JobSpec, PendingJob)> = Vec::new();
+    // (A job's `request` is what its pending pods take; KAI's queue order weighs the next
+    // step's pods, which differs only for a job placed in several steps.)
+    for j in by_age {
+        let pending: Vec<&Task> = j.tasks.iter().filter(|t| t.state == "Pending").collect();
         if pending.is_empty() {
             continue;
         }
+        let count = pending.len() as u32;
+        let mut gpus = 0.0;
+        for t in pending {
+            gpus += gpus_wanted(case, task_gpu(j, t)?, 1);
+        }
+        let queue = j.queue.clone().unwrap_or_default();
+        let q = tree
+            .find(&queue)
+            .ok_or_else(|| format!("job {}: queue {queue} is not in the case", j.name))?;
+        let n = f64::from(count);
+        let request = Resources {
+            gpu: gpus,
+            cpu: n * j.cpus_per_task.unwrap_or(0.0),
+            memory: n * j.memory_per_task.unwrap_or(0.0),
+        };
+        waiting.push((
+            j,
+            PendingJob {
+                queue: q,
+                priority: priority(j),
+                request,
+                gang: GangStanding::Below,
+            },
+        ));
+    }
+    let mut demand = allocated.clone();
+    for (_, p) in &waiting {
+        demand[p.queue.index()] = demand[p.queue.index()].add(&p.request);
+    }
+    let fair = fair_share_in(&tree, &demand, &capacity, Dialect::Kai);
+    // Per job placed in steps: the nodes of its pods placed so far and its tasks placed, per
+    // sub-group pod set; and how many steps it took (each committed under its own name).
+    let mut grown: BTreeMap<String, Grown> = BTreeMap::new();
+    loop {
+        let jobs: Vec<PendingJob> = waiting.iter().map(|(_, p)| p.clone()).collect();
+        let standing = QueueStanding {
+            tree: &tree,
+            fair_share: &fair,
+            allocated: &allocated,
+            total: capacity,
+        };
+        let Some(next) = next_pending(Dialect::Kai, &standing, &jobs) else {
+            break;
+        };
+        let (j, pending_job) = waiting.remove(next);
+        let (grown_nodes, grown_tasks, steps) = grown.get(&j.name).cloned().unwrap_or_default();
+        let pending: Vec<usize> = (0..j.tasks.len())
+            .filter(|&i| j.tasks[i].state == "Pending")
+            .collect();
         if pending
             .iter()
             .any(|&i| !j.tasks[i].node_affinity.is_empty())
@@ -487,7 +585,6 @@ fn run(case: &Case) -> Result<(), String> {
         if !j.kai_fields.is_empty() {
             return Err(format!("job fields {:?}", j.kai_fields));
         }
-        let gpu = gpu_request(j)?;
         let queue = j.queue.clone().unwrap_or_default();
         let mut requests = ResourceList::new();
         if let Some(c) = j.cpus_per_task {
@@ -499,23 +596,30 @@ fn run(case: &Case) -> Result<(), String> {
         }
         // Pod sets: one per leaf sub-group with pending tasks (the default one otherwise,
         // directly under the root sub-group); sub-groups above them.
-        let mut groups: Vec<(String, Option<usize>, Constraint)> = Vec::new();
-        let mut sets: Vec<(String, Option<usize>, Constraint)> = Vec::new();
+        let mut groups: Vec<Flat> = Vec::new();
+        let mut sets: Vec<Flat> = Vec::new();
         if let Some(sg) = &j.sub_groups {
             flatten(sg, None, &mut groups, &mut sets);
         }
         if sets.is_empty() {
             let parent = (!groups.is_empty()).then_some(0);
-            sets.push(("default".to_owned(), parent, Constraint::default()));
+            sets.push((
+                "default".to_owned(),
+                parent,
+                Constraint::default(),
+                j.min_available,
+            ));
         }
-        let _ = j.min_available;
+        if j.tasks.iter().any(|t| !t.kai_fields.is_empty()) {
+            return Err("task fields railyard does not model".to_owned());
+        }
         let set_of = |t: &Task| -> usize {
             t.sub_group
                 .as_ref()
-                .and_then(|s| sets.iter().position(|(n, _, _)| n == s))
+                .and_then(|s| sets.iter().position(|(n, _, _, _)| n == s))
                 .unwrap_or(0)
         };
-        for (_, _, c) in groups.iter() {
+        for (_, _, c, _) in groups.iter() {
             if c.topology.is_some()
                 && case.topologies.first().map(|t| &t.name) != c.topology.as_ref()
             {
@@ -525,24 +629,54 @@ fn run(case: &Case) -> Result<(), String> {
         let mut pod_sets = Vec::new();
         let mut members: Vec<Vec<usize>> = Vec::new();
         let mut parents: Vec<Option<usize>> = Vec::new();
-        for (k, (name, parent, constraint)) in sets.iter().enumerate() {
-            let tasks: Vec<usize> = pending
+        let mut running_on: Vec<Vec<NodeId>> = Vec::new();
+        let mut set_index: Vec<usize> = Vec::new();
+        for (k, (name, parent, constraint, min)) in sets.iter().enumerate() {
+            // Its running pods (committed above) count towards its minimum: KAI grows from them.
+            let running: Vec<&Task> = j
+                .tasks
+                .iter()
+                .filter(|t| is_active(&t.state) && set_of(t) == k)
+                .collect();
+            let mut nodes = Vec::new();
+            for t in &running {
+                let n = t.node.as_deref().ok_or("active task without node")?;
+                nodes.push(cluster.node_by_name(n).ok_or("unknown node")?);
+            }
+            // Pods this runner placed in earlier steps run too.
+            nodes.extend(grown_nodes.get(k).into_iter().flatten().copied());
+            let done = grown_tasks.get(k).copied().unwrap_or(0);
+            // KAI's task order: higher task priority first, then list order.
+            let mut tasks: Vec<usize> = pending
                 .iter()
                 .copied()
                 .filter(|&i| set_of(&j.tasks[i]) == k)
                 .collect();
-            if tasks.is_empty() {
-                continue;
+            tasks.sort_by_key(|&i| -j.tasks[i].priority.unwrap_or(0));
+            // A pod set has one GPU request: its tasks must agree.
+            let mut gpus = Vec::new();
+            for t in tasks
+                .iter()
+                .map(|&i| &j.tasks[i])
+                .chain(running.iter().copied())
+            {
+                gpus.push(task_gpu(j, t)?);
             }
+            if gpus.windows(2).any(|w| w[0] != w[1]) {
+                return Err("tasks of one pod set with different GPUs".to_owned());
+            }
+            let Some(&gpu) = gpus.first() else { continue };
             if constraint.topology.is_some()
                 && case.topologies.first().map(|t| &t.name) != constraint.topology.as_ref()
             {
                 return Err("constraint names another topology".to_owned());
             }
+            let count = (tasks.len() + running.len()) as u32;
+            tasks.drain(..done.min(tasks.len()));
             pod_sets.push(PodSet {
                 name: name.clone(),
-                count: tasks.len() as u32,
-                min_count: tasks.len() as u32,
+                count,
+                min_count: min.map_or(count, |m| m.clamp(1, count)),
                 gpu,
                 cpu_millis: 0,
                 memory_mib: 0,
@@ -550,6 +684,8 @@ fn run(case: &Case) -> Result<(), String> {
             });
             members.push(tasks);
             parents.push(*parent);
+            running_on.push(nodes);
+            set_index.push(k);
         }
         let job = Job {
             name: j.name.clone(),
@@ -560,19 +696,52 @@ fn run(case: &Case) -> Result<(), String> {
             tolerations: Vec::new(),
         };
         job.check(&cluster).map_err(|e| format!("job: {e}"))?;
-        let want: f64 = match gpu {
-            GpuRequest::MemoryMib(m) => {
-                // KAI counts a memory request as its share of the smallest GPU that could take it.
-                let mem = case
-                    .nodes
-                    .iter()
-                    .map(|n| n.gpu_memory_mib.unwrap_or(KAI_DEFAULT_GPU_MEMORY) * 1024)
-                    .filter(|&g| g >= m)
-                    .min()
-                    .unwrap_or(m);
-                job.request(mem).gpu
-            }
-            _ => job.request(KAI_DEFAULT_GPU_MEMORY * 1024).gpu,
+        let input = PlaceInput {
+            options: PlaceOptions {
+                dialect: Dialect::Kai,
+                strategy: strat,
+                ..PlaceOptions::default()
+            },
+            node_free: node_free.clone(),
+            pod_sets: parents
+                .iter()
+                .zip(&running_on)
+                .map(|(&parent, nodes)| PodSetExtras {
+                    requests: requests.clone(),
+                    sub_group: parent,
+                    running_on: nodes.clone(),
+                    ..PodSetExtras::default()
+                })
+                .collect(),
+            sub_groups: groups
+                .iter()
+                .map(|(name, parent, constraint, min)| {
+                    Ok(sched::SubGroup {
+                        name: name.clone(),
+                        parent: *parent,
+                        topology: topology_request(&cluster, constraint)?,
+                        min_sub_groups: *min,
+                    })
+                })
+                .collect::<Result<_, String>>()?,
+        };
+        // This attempt's pods (KAI's next step for a job with sub-groups, else all pending
+        // pods) and what they take from the queue.
+        let step: Vec<u32> = if input.sub_groups.is_empty() {
+            members.iter().map(|m| m.len() as u32).collect()
+        } else {
+            kai_next_step(&job, &input)
+        };
+        let pods_in_step = f64::from(step.iter().sum::<u32>());
+        let want: f64 = step
+            .iter()
+            .zip(&job.pod_sets)
+            .map(|(&n, set)| gpus_wanted(case, set.gpu, n))
+            .sum();
+        let step_request = Resources {
+            gpu: want,
+            cpu: pods_in_step * j.cpus_per_task.unwrap_or(0.0),
+            memory: pods_in_step * j.memory_per_task.unwrap_or(0.0),
         };
         // KAI: priority 100 and above is not preemptible and must stay within deserved quota.
         let non_preemptible = priority(j) >= 100;
@@ -607,39 +776,15 @@ fn run(case: &Case) -> Result<(), String> {
                 over_limit = true;
             }
         }
-        let input = PlaceInput {
-            options: PlaceOptions {
-                dialect: Dialect::Kai,
-                strategy: strat,
-                ..PlaceOptions::default()
-            },
-            node_free: node_free.clone(),
-            pod_sets: parents
-                .iter()
-                .map(|&parent| PodSetExtras {
-                    requests: requests.clone(),
-                    sub_group: parent,
-                    ..PodSetExtras::default()
-                })
-                .collect(),
-            sub_groups: groups
-                .iter()
-                .map(|(name, parent, constraint)| {
-                    Ok(sched::SubGroup {
-                        name: name.clone(),
-                        parent: *parent,
-                        topology: topology_request(&cluster, constraint)?,
-                    })
-                })
-                .collect::<Result<_, String>>()?,
-        };
         let placed = if over_limit {
             None
         } else {
-            place_with(&cluster, &occupancy, &job, &input).ok()
+            place_kai_step(&cluster, &occupancy, &job, &input).ok()
         };
         match placed {
             Some(p) => {
+                let q = pending_job.queue.index();
+                allocated[q] = allocated[q].add(&step_request);
                 for name in chain.iter().flatten() {
                     *queue_gpus.entry(name.clone()).or_default() += want;
                     if non_preemptible {
@@ -647,10 +792,15 @@ fn run(case: &Case) -> Result<(), String> {
                     }
                 }
                 // Pods of a pod set come in rank order; hand them to its tasks in order.
+                let (mut nodes, mut done, _) = grown.remove(&j.name).unwrap_or_default();
+                nodes.resize(sets.len(), Vec::new());
+                done.resize(sets.len(), 0);
                 let mut next: Vec<usize> = vec![0; members.len()];
                 for pod in &p.pods {
                     let task = members[pod.pod_set][next[pod.pod_set]];
                     next[pod.pod_set] += 1;
+                    nodes[set_index[pod.pod_set]].push(pod.node);
+                    done[set_index[pod.pod_set]] += 1;
                     outcome.insert(
                         format!("{}-{task}", j.name),
                         Some((
@@ -660,10 +810,38 @@ fn run(case: &Case) -> Result<(), String> {
                         )),
                     );
                 }
-                sched::commit(&mut occupancy, &job, &p).map_err(|e| format!("commit: {e}"))?;
+                let mut step_job = job.clone();
+                step_job.name = format!("{}#step{steps}", j.name);
+                sched::commit(&mut occupancy, &step_job, &p).map_err(|e| format!("commit: {e}"))?;
+                // KAI puts the job back while it has pods to place, standing against its gang.
+                let left: usize = members.iter().zip(&next).map(|(m, &n)| m.len() - n).sum();
+                if left > 0 && !p.pods.is_empty() {
+                    let mut gang = GangStanding::At;
+                    for (k, set) in job.pod_sets.iter().enumerate() {
+                        let now = running_on[k].len() + next[k];
+                        match now.cmp(&(set.min_count as usize)) {
+                            std::cmp::Ordering::Less => gang = GangStanding::Below,
+                            std::cmp::Ordering::Greater if gang != GangStanding::Below => {
+                                gang = GangStanding::Above
+                            }
+                            _ => {}
+                        }
+                    }
+                    let mut request = pending_job.request;
+                    request.gpu = (request.gpu - want).max(0.0);
+                    waiting.push((
+                        j,
+                        PendingJob {
+                            gang,
+                            request,
+                            ..pending_job
+                        },
+                    ));
+                }
+                grown.insert(j.name.clone(), (nodes, done, steps + 1));
             }
             None => {
-                for &i in &pending {
+                for &i in members.iter().flatten() {
                     outcome.insert(format!("{}-{i}", j.name), None);
                 }
             }
@@ -672,20 +850,98 @@ fn run(case: &Case) -> Result<(), String> {
     compare(case, &outcome)
 }
 
-fn gpu_of(
+/// GPUs a job's `count` pending tasks count for against queues: KAI counts a memory request
+/// as its share of the smallest GPU that could take it.
+fn gpus_wanted(case: &Case, gpu: GpuRequest, count: u32) -> f64 {
+    let memory = match gpu {
+        GpuRequest::MemoryMib { mib, .. } => case
+            .nodes
+            .iter()
+            .map(|n| n.gpu_memory_mib.unwrap_or(KAI_DEFAULT_GPU_MEMORY) * 1024)
+            .filter(|&g| g >= mib)
+            .min()
+            .unwrap_or(mib),
+        _ => KAI_DEFAULT_GPU_MEMORY * 1024,
+    };
+    f64::from(count) * gpu.gpus(memory)
+}
+
+/// The case's queues as KAI's test harness makes them (`BuildQueueInfoMap`,
+/// `BuildDepartmentInfoMap`): GPU quota, limit (0: none) and over-quota weight as given (the
+/// weight 0 when not), CPU and memory unlimited; departments weighted by their quota; without
+/// departments, every queue under one unlimited `default` department; created in list order.
+fn kai_queue_tree(case: &Case) -> Result<QueueTree, String> {
+    let unlimited = ResourceQuota {
+        quota: UNLIMITED,
+        limit: UNLIMITED,
+        over_quota_weight: 1.0,
+    };
+    let limit = |m: Option<f64>| m.filter(|&m| m != 0.0).unwrap_or(UNLIMITED);
+    let spec = |name: &str, parent: Option<String>, gpu: ResourceQuota, index: usize| QueueSpec {
+        name: name.to_owned(),
+        parent,
+        priority: 0,
+        resources: [Some(gpu), Some(unlimited), Some(unlimited)],
+        creation_time: Some(index as i64),
+        uid: None,
+    };
+    let mut specs = Vec::new();
+    if case.departments.is_empty() {
+        specs.push(spec("default", None, unlimited, 0));
+    }
+    for (i, d) in case.departments.iter().enumerate() {
+        let quota = d.DeservedGPUs.unwrap_or(0.0);
+        let gpu = ResourceQuota {
+            quota,
+            limit: limit(d.MaxAllowedGPUs),
+            over_quota_weight: quota.max(0.0),
+        };
+        specs.push(spec(&d.Name, None, gpu, i));
+    }
+    for (i, q) in case.queues.iter().enumerate() {
+        let parent = if case.departments.is_empty() {
+            Some("default".to_owned())
+        } else {
+            q.ParentQueue.clone()
+        };
+        let gpu = ResourceQuota {
+            quota: q.DeservedGPUs.unwrap_or(0.0),
+            limit: limit(q.MaxAllowedGPUs),
+            over_quota_weight: q.GPUOverQuotaWeight.unwrap_or(0.0),
+        };
+        specs.push(spec(&q.Name, parent, gpu, i));
+    }
+    QueueTree::new_in(specs, Dialect::Kai)
+        .map(|(tree, _)| tree)
+        .map_err(|p| format!("queue tree: {p:?}"))
+}
+
+/// The GPUs of a running shared task: one per GPU group it names (one when it names none),
+/// each group a GPU of its node in order of first appearance.
+fn gpus_of(
     group_gpu: &mut BTreeMap<(String, String), u32>,
     next_gpu: &mut BTreeMap<String, u32>,
     node: &str,
     groups: &[String],
-) -> u32 {
-    let group = groups.first().cloned().unwrap_or_default();
-    *group_gpu
-        .entry((node.to_owned(), group))
-        .or_insert_with(|| {
-            let n = next_gpu.entry(node.to_owned()).or_default();
-            *n += 1;
-            *n - 1
+) -> Vec<u32> {
+    let unnamed = [String::new()];
+    let groups = if groups.is_empty() {
+        &unnamed[..]
+    } else {
+        groups
+    };
+    groups
+        .iter()
+        .map(|group| {
+            *group_gpu
+                .entry((node.to_owned(), group.clone()))
+                .or_insert_with(|| {
+                    let n = next_gpu.entry(node.to_owned()).or_default();
+                    *n += 1;
+                    *n - 1
+                })
         })
+        .collect()
 }
 
 /// KAI's expectations against the outcome: placed tasks on the expected node, pending tasks

@@ -412,6 +412,7 @@ fn job(case: &Case, c: &Cluster) -> Result<(Job, PlaceInput), &'static str> {
                 .collect(),
             group: ps.group.clone(),
             sub_group: None,
+            running_on: Vec::new(),
         });
     }
     let job = Job {

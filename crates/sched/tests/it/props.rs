@@ -53,8 +53,16 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         1u32..=6,
         prop_oneof![
             (1u32..=3).prop_map(GpuRequest::Whole),
-            (1u32..=10).prop_map(|t| GpuRequest::Fraction(t * 100)),
-            (1u32..=8).prop_map(|g| GpuRequest::MemoryMib(g * 10 * 1024)),
+            (1u32..=10).prop_map(|t| GpuRequest::fraction(t * 100)),
+            (1u32..=8).prop_map(|g| GpuRequest::memory_mib(g * 10 * 1024)),
+            (1u32..=10, 2u32..=3).prop_map(|(t, devices)| GpuRequest::Fraction {
+                milli: t * 100,
+                devices
+            }),
+            (1u32..=8, 2u32..=3).prop_map(|(g, devices)| GpuRequest::MemoryMib {
+                mib: g * 10 * 1024,
+                devices
+            }),
         ],
         0u8..=6,
         any::<bool>(),
@@ -104,19 +112,33 @@ fn node_room(c: &Cluster, occ: &Occupancy, n: NodeId, gpu: GpuRequest) -> u64 {
         GpuRequest::Whole(k) => {
             u64::from((0..gpus).filter(|&g| free(g) == (1000, mem)).count() as u32 / k)
         }
-        GpuRequest::Fraction(m) => {
-            let need_mem = (u64::from(m) * u64::from(mem)).div_ceil(1000) as u32;
-            (0..gpus)
-                .map(|g| u64::from((free(g).0 / m).min(free(g).1 / need_mem)))
-                .sum()
+        GpuRequest::Fraction { milli, devices } => {
+            let need_mem = (u64::from(milli) * u64::from(mem)).div_ceil(1000) as u32;
+            let shares: Vec<u64> = (0..gpus)
+                .map(|g| u64::from((free(g).0 / milli).min(free(g).1 / need_mem)))
+                .collect();
+            pods_on_devices(&shares, devices)
         }
-        GpuRequest::MemoryMib(m) => {
-            let milli = (u64::from(m) * 1000).div_ceil(u64::from(mem)) as u32;
-            (0..gpus)
-                .map(|g| u64::from((free(g).0 / milli).min(free(g).1 / m)))
-                .sum()
+        GpuRequest::MemoryMib { mib, devices } => {
+            let milli = (u64::from(mib) * 1000).div_ceil(u64::from(mem)) as u32;
+            let shares: Vec<u64> = (0..gpus)
+                .map(|g| u64::from((free(g).0 / milli).min(free(g).1 / mib)))
+                .collect();
+            pods_on_devices(&shares, devices)
         }
     }
+}
+
+/// Reference: pods of `devices` distinct GPUs each that GPUs taking `shares` pods each hold:
+/// the largest `P` with `Σ min(shares, P) ≥ devices · P` (counted up, not searched; the rule
+/// itself is checked against exhaustive search in `examples.rs`).
+fn pods_on_devices(shares: &[u64], devices: u32) -> u64 {
+    let n = u64::from(devices);
+    let mut p = 0;
+    while shares.iter().map(|&k| k.min(p + 1)).sum::<u64>() >= n * (p + 1) {
+        p += 1;
+    }
+    p
 }
 
 /// Reference: room in a set of nodes, counting whole slices per rack when `slice` > 1.

@@ -17,6 +17,8 @@ FILES = {
     "allocate_topology": "pkg/scheduler/actions/allocate/allocateTopology_test.go",
     "allocate_fractional_gpu": "pkg/scheduler/actions/allocate/allocateFractionalGpu_test.go",
     "allocate_gpu_memory": "pkg/scheduler/actions/allocate/allocateGpuMemory_test.go",
+    "allocate_elastic": "pkg/scheduler/actions/allocate/allocateElastic_test.go",
+    "allocate_subgroups": "pkg/scheduler/actions/allocate/allocate_subgroups_test.go",
 }
 
 TOKEN = re.compile(
@@ -138,9 +140,13 @@ class Parser:
         short = name.split(".")[-1]
         if short == "NewSubGroupSet":
             return {"_sg": args[0], "topology": args[1], "children": [], "pod_sets": []}
+        if short == "DefaultSubGroup":
+            # KAI's jobs_fake.DefaultSubGroup(n): the root with one pod set `default` of minimum n.
+            return {"_sg": "root", "topology": None, "children": [],
+                    "pod_sets": [{"_ps": "default", "min": args[0], "topology": None}]}
         if short == "NewPodSet":
             return {"_ps": args[0], "min": args[1], "topology": args[2] if len(args) > 2 else None}
-        if short in ("MustParse", "uint64", "int64", "float64", "int"):
+        if short in ("MustParse", "uint64", "int64", "int32", "float64", "int", "Int"):
             return args[0]
         if short == "ptr" or short.startswith("Ptr") or short == "To":
             return args[0]
@@ -201,6 +207,8 @@ class Parser:
                     env[target]["pod_sets"].append(arg)
                 elif method == "AddSubGroup":
                     env[target]["children"].append(arg)
+                elif method == "SetMinSubGroup":
+                    env[target]["min_sub_group"] = arg
                 else:
                     raise SyntaxError(f"unknown statement {target}.{method}")
         self.eat("}")
@@ -229,6 +237,8 @@ def topo(c):
 
 def sub_group(sg):
     out = {"name": sg["_sg"] if isinstance(sg["_sg"], str) else "root"}
+    if sg.get("min_sub_group") is not None:
+        out["min_sub_group"] = sg["min_sub_group"]
     t = topo(sg["topology"])
     if t:
         out["topology"] = t
@@ -293,9 +303,16 @@ def convert(meta, kai_file):
         job["tasks"] = []
         for t in j.get("Tasks") or []:
             task = {"state": status(t.get("State"))}
-            for k, key in (("NodeName", "node"), ("SubGroupName", "sub_group"), ("GPUGroups", "gpu_groups"), ("NodeAffinityNames", "node_affinity")):
+            for k, key in (("NodeName", "node"), ("SubGroupName", "sub_group"), ("GPUGroups", "gpu_groups"), ("NodeAffinityNames", "node_affinity"), ("Priority", "priority"), ("RequiredGPUs", "gpus")):
                 if t.get(k):
                     task[key] = t[k]
+            # A task's Name is only checked to be KAI's default (<job>-<index>).
+            known = {"State", "NodeName", "SubGroupName", "GPUGroups", "NodeAffinityNames", "Priority", "RequiredGPUs"}
+            if t.get("Name") == f"{j['Name']}-{len(job['tasks'])}":
+                known.add("Name")
+            extra = sorted(set(t) - known)
+            if extra:
+                task["kai_fields"] = extra
             job["tasks"].append(task)
         extra = sorted(set(j) - {"Name", "QueueName", "RequiredGPUsPerTask", "RequiredGpuMemory", "RequiredMultiFractionDevicesPerTask", "RequiredCPUsPerTask", "RequiredMemoryPerTask", "MinAvailable", "Priority", "RootSubGroupSet", "Tasks"})
         if extra:
