@@ -148,7 +148,9 @@ fn kueue_policy_flags_narrow_who_may_be_stopped() {
     // Within the queue: allowed by default, refused by `withinClusterQueue: Never`.
     let within = PreemptionPolicy::default();
     assert_eq!(
-        place_with_preemption(&c, &occ, &j, &within).expect("fits").victims,
+        place_with_preemption(&c, &occ, &j, &within)
+            .expect("fits")
+            .victims,
         vec!["low".to_owned()]
     );
     let never = PreemptionPolicy {
@@ -164,7 +166,9 @@ fn kueue_policy_flags_narrow_who_may_be_stopped() {
         ..PreemptionPolicy::default()
     };
     assert_eq!(
-        place_with_preemption(&c, &occ, &j, &reclaim).expect("fits").victims,
+        place_with_preemption(&c, &occ, &j, &reclaim)
+            .expect("fits")
+            .victims,
         vec!["other".to_owned()]
     );
     let lower_only = PreemptionPolicy {
