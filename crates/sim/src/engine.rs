@@ -1177,10 +1177,21 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
     };
     let may_preempt = fair_order_on || st.rules.is_some();
     let mut reclaim_attempts = 0;
+    let mut hopeless_known: BTreeMap<(usize, i32, u64), bool> = BTreeMap::new();
+    let mut admit_known: BTreeMap<(usize, bool, [u64; 3]), bool> = BTreeMap::new();
+    let mut policies: BTreeMap<usize, PreemptionPolicy> = BTreeMap::new();
     for i in order {
         let free = st.total_gpus - st.busy_gpus;
         let want = f64::from(st.records[i].gpus);
-        let admitted = admits(st, i, &st.usage);
+        // Admission depends on the queues' use, which changes only when a job starts.
+        let ask = &st.requests[i];
+        let admitted = *admit_known
+            .entry((
+                st.queue_of[i],
+                st.jobs[i].preemptible,
+                [ask.gpu, ask.cpu, ask.memory].map(f64::to_bits),
+            ))
+            .or_insert_with(|| admits(st, i, &st.usage));
         let placed = if admitted && want <= free + 1e-9 {
             sched::place_with(
                 st.cluster,
@@ -1195,26 +1206,41 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
         if let Some(p) = placed {
             st.pending.remove(&(st.submit[i], i));
             start(st, events, i, &p, now);
+            hopeless_known.clear();
+            admit_known.clear();
             continue;
         }
         // Reclaim and preemption: a few blocked jobs per pass may displace other work.
         if may_preempt && reclaim_attempts < 4 {
+            // One policy per queue and pass (the fair shares are the pass's).
+            let q = st.queue_of[i];
             let policy = match &st.rules {
-                Some(r) => r.preemption_policy(QueueId(st.queue_of[i] as u32), share.as_ref()),
-                None => PreemptionPolicy {
+                Some(r) => &*policies
+                    .entry(q)
+                    .or_insert_with(|| r.preemption_policy(QueueId(q as u32), share.as_ref())),
+                None => &PreemptionPolicy {
                     fair_share_gpus: share.clone().unwrap_or_default(),
                     ..PreemptionPolicy::default()
                 },
             };
-            // With the user's queues, a job nobody may be stopped for does not use an attempt.
+            // With the user's queues, a job nobody may be stopped for does not use an attempt
+            // (known per queue, priority and size until the next start).
             let hopeless = st.rules.is_some()
-                && sched::eligible_victims(st.cluster, &st.occupancy, &st.jobs[i], &policy)
-                    .is_empty();
+                && *hopeless_known
+                    .entry((
+                        st.queue_of[i],
+                        st.jobs[i].priority,
+                        (st.requests[i].gpu * 1000.0) as u64,
+                    ))
+                    .or_insert_with(|| {
+                        sched::eligible_victims(st.cluster, &st.occupancy, &st.jobs[i], policy)
+                            .is_empty()
+                    });
             reclaim_attempts += usize::from(!hopeless);
             let room = if hopeless {
                 None
             } else {
-                make_room(st, i, &policy, admitted)
+                make_room(st, i, policy, admitted)
             };
             if let Some((victims, placement)) = room {
                 for v in &victims {
@@ -1222,6 +1248,8 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
                 }
                 st.pending.remove(&(st.submit[i], i));
                 start(st, events, i, &placement, now);
+                hopeless_known.clear();
+                admit_known.clear();
                 continue;
             }
         }
