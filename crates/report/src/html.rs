@@ -327,7 +327,7 @@ fn queue_share_plots(h: &mut String, runs: &[SimResult]) {
             .collect();
         h.push_str(&line_chart(
             &format!(
-                "GPU share by queue: {} ({} rules)",
+                "GPU share by queue: {}, {} queue rules",
                 r.summary.policy, q.rules
             ),
             "hours since first arrival",
