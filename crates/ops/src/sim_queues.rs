@@ -41,7 +41,7 @@ pub fn load(paths: &[PathBuf]) -> Result<SimQueues, FormatError> {
     let read = formats::queues::read(&files);
     if read.queues.is_empty() && read.problems.is_empty() {
         return Err(FormatError::input(
-            &files.first().map_or("--queues".to_owned(), |f| f.0.clone()),
+            files.first().map_or("--queues".to_owned(), |f| f.0.clone()),
             "no queue found; expected KAI Queues or Kueue ClusterQueues/Cohorts",
         ));
     }
@@ -261,7 +261,7 @@ fn kueue_preemption(
     };
     let bad = |name: &str, v: &str, expected: &str| {
         FormatError::input(
-            &at(&format!("spec.preemption.{name}")),
+            at(&format!("spec.preemption.{name}")),
             format!("expected {expected}, got `{v}`"),
         )
     };
