@@ -1185,13 +1185,14 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
         let want = f64::from(st.records[i].gpus);
         // Admission depends on the queues' use, which changes only when a job starts.
         let ask = &st.requests[i];
-        let admitted = *admit_known
-            .entry((
-                st.queue_of[i],
-                st.jobs[i].preemptible,
-                [ask.gpu, ask.cpu, ask.memory].map(f64::to_bits),
-            ))
-            .or_insert_with(|| admits(st, i, &st.usage));
+        let admitted = st.rules.is_none()
+            || *admit_known
+                .entry((
+                    st.queue_of[i],
+                    st.jobs[i].preemptible,
+                    [ask.gpu, ask.cpu, ask.memory].map(f64::to_bits),
+                ))
+                .or_insert_with(|| admits(st, i, &st.usage));
         let placed = if admitted && want <= free + 1e-9 {
             sched::place_with(
                 st.cluster,

@@ -317,3 +317,27 @@ fn the_bundled_kai_queues_hold_their_rules_over_the_philly_week() {
         assert_eq!(queues, ["interns", "language", "speech", "vision"], "{p}");
     }
 }
+
+#[test]
+fn problems_kai_tolerates_are_warnings_unless_the_rules_are_kueue() {
+    let over = "tests/fixtures/queues/sim-kai-over.yaml";
+    let args = [
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        SMALL,
+        "--queues",
+        over,
+        "--check-invariants",
+    ];
+    let text = ok(&args);
+    assert!(
+        text.ends_with("warning: tests/fixtures/queues/sim-kai-over.yaml: queue `lab`: gpu: child queues' quotas add up to 128, above this queue's quota 96\n"),
+        "{text}"
+    );
+    let mut kueue = args.to_vec();
+    kueue.extend(["--scheduler", "kueue"]);
+    let e = fails(&kueue);
+    assert!(e.contains("child queues' quotas add up to 128"), "{e}");
+}
