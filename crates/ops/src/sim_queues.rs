@@ -1,8 +1,9 @@
 //! The user's queues for `simulate --queues`: the queue files read as `queues validate` reads
 //! them, plus what the simulator needs that the tree does not carry (a Kueue ClusterQueue's
 //! `preemption` and `lendingLimit`), and the trace's queue names mapped to leaf queues
-//! (`--queue-map`: YAML `trace_queue: leaf_queue` or CSV `trace_queue,leaf_queue`; without
-//! a map, by identical names). Unmapped names are one error listing them, before anything runs.
+//! (`--queue-map`: YAML `trace_queue: leaf_queue` or CSV `trace_queue,leaf_queue`; then by
+//! identical names; then a Kueue LocalQueue of that name stands for its ClusterQueue, as in a
+//! Kueue Workload trace). Unmapped names are one error listing them, before anything runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -28,6 +29,8 @@ pub struct SimQueues {
     kept: BTreeMap<String, Resources>,
     /// Kueue: per ClusterQueue, its `spec.preemption`.
     preemption: BTreeMap<String, KueuePreemption>,
+    /// Kueue: each LocalQueue's ClusterQueue (first definition wins).
+    local_queues: BTreeMap<String, String>,
 }
 
 /// Read queue files (`-` is standard input) for `simulate --queues`: the queues and, for Kueue
@@ -47,18 +50,27 @@ pub fn load(paths: &[PathBuf]) -> Result<SimQueues, FormatError> {
     }
     let mut kept = BTreeMap::new();
     let mut preemption = BTreeMap::new();
+    let mut local_queues = BTreeMap::new();
     for (file, text) in &files {
         // Unreadable files are reported by the tree's checks.
         let Ok(docs) = parse_documents(file, text) else {
             continue;
         };
         for (k, d) in items(docs).iter().enumerate() {
-            if d.get("kind").and_then(Value::as_str) != Some("ClusterQueue") {
-                continue;
-            }
+            let kind = d.get("kind").and_then(Value::as_str);
             let Some(name) = d.pointer("/metadata/name").and_then(Value::as_str) else {
                 continue;
             };
+            if kind == Some("LocalQueue") {
+                if let Some(cq) = d.pointer("/spec/clusterQueue").and_then(Value::as_str) {
+                    local_queues
+                        .entry(name.to_owned())
+                        .or_insert_with(|| cq.to_owned());
+                }
+            }
+            if kind != Some("ClusterQueue") {
+                continue;
+            }
             let at = |field: &str| format!("{file}: document {}: {field}", k + 1);
             preemption.insert(name.to_owned(), kueue_preemption(d, &at)?);
             if let Some(r) = lending_kept(d) {
@@ -70,6 +82,7 @@ pub fn load(paths: &[PathBuf]) -> Result<SimQueues, FormatError> {
         files: read,
         kept,
         preemption,
+        local_queues,
     })
 }
 
@@ -110,7 +123,8 @@ impl SimQueues {
 }
 
 /// Give every trace job its leaf queue: by `map` (`--queue-map FILE`, read with
-/// [`read_queue_map`]), else by its own name when that is a leaf queue. Every name left without
+/// [`read_queue_map`]), else by its own name when that is a leaf queue, else by the
+/// ClusterQueue of a Kueue LocalQueue of that name. Every name left without
 /// one is listed in one error naming the map file (or `trace`, when there is no map).
 pub fn map_trace(
     jobs: &mut [TraceJob],
@@ -138,10 +152,13 @@ pub fn map_trace(
         let to = match map.and_then(|(_, m)| m.get(&j.queue)) {
             Some(to) => Some(to.clone()),
             None if leaves.contains(j.queue.as_str()) => None,
-            None => {
-                unmapped.insert(&j.queue);
-                None
-            }
+            None => match queues.local_queues.get(&j.queue) {
+                Some(cq) if leaves.contains(cq.as_str()) => Some(cq.clone()),
+                _ => {
+                    unmapped.insert(&j.queue);
+                    None
+                }
+            },
         };
         leaf_of.push(to);
     }

@@ -67,6 +67,11 @@ spec:
     - name: h100
       resources:
       - {name: nvidia.com/gpu, nominalQuota: 8}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: team-b-queue, namespace: team-b}
+spec: {clusterQueue: cq-b}
 ";
 
 fn job(name: &str, queue: &str) -> TraceJob {
@@ -209,4 +214,13 @@ fn kai_problems_kai_accepts_are_warnings_and_refusals_under_kueue_rules() {
     );
     let e = queues.config(Some(Dialect::Kueue)).unwrap_err().to_string();
     assert!(e.contains("child queues' quotas add up to 24"), "{e}");
+}
+
+#[test]
+fn a_kueue_local_queue_stands_for_its_cluster_queue() {
+    let queues = load(&[file("local", "cq.yaml", KUEUE)]).unwrap();
+    let mut jobs = vec![job("j1", "team-b-queue"), job("j2", "cq-a")];
+    map_trace(&mut jobs, &queues, None, "workloads.json").unwrap();
+    let mapped: Vec<&str> = jobs.iter().map(|j| j.queue.as_str()).collect();
+    assert_eq!(mapped, ["cq-b", "cq-a"]);
 }
