@@ -721,7 +721,8 @@ fn kai_queue(d: &Value) -> Result<(QueueSpec, Option<FieldProblem>), FieldProble
     Ok((spec, refused))
 }
 
-fn kueue_resource(name: &str) -> Option<Resource> {
+/// The resource a Kueue `resources[].name` is (`nvidia.com/gpu`, `cpu`, `memory`), if one of them.
+pub fn kueue_resource(name: &str) -> Option<Resource> {
     match name {
         "nvidia.com/gpu" => Some(Resource::Gpu),
         "cpu" => Some(Resource::Cpu),
@@ -730,7 +731,8 @@ fn kueue_resource(name: &str) -> Option<Resource> {
     }
 }
 
-fn kueue_amount(r: Resource, v: &Value) -> Option<f64> {
+/// A Kueue quota amount of `r` in railyard's units (GPUs, CPU millicores, memory MiB).
+pub fn kueue_amount(r: Resource, v: &Value) -> Option<f64> {
     match r {
         Resource::Gpu => gpu_quantity(v),
         Resource::Cpu => parse_cpu_millis(v).map(|m| m as f64),

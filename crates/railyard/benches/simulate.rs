@@ -40,6 +40,7 @@ fn philly_full_trace(bencher: divan::Bencher, order: &str) {
         timeline_points: 400,
         check_invariants: false,
         placement: Default::default(),
+        queues: None,
     };
     bencher.bench(|| {
         let mut net = fabric_network(&cluster, RoutingConfig::default());

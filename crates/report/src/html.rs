@@ -262,6 +262,13 @@ fn queue_table(h: &mut String, runs: &[SimResult]) {
             esc(&r.summary.policy).replace('+', "+<wbr>")
         );
     }
+    for r in runs {
+        let _ = write!(
+            h,
+            "<th>pre&shy;empted<br>{}</th>",
+            esc(&r.summary.policy).replace('+', "+<wbr>")
+        );
+    }
     h.push_str("</tr>\n");
     for (k, q) in per[0].iter().enumerate() {
         let _ = write!(
@@ -285,7 +292,51 @@ fn queue_table(h: &mut String, runs: &[SimResult]) {
                 p.get(k).map_or_else(String::new, |x| hours(x.avg_jct_s))
             );
         }
+        for p in &per {
+            let _ = write!(
+                h,
+                "<td>{}</td>",
+                p.get(k)
+                    .map_or_else(String::new, |x| fmt_count(x.preemptions))
+            );
+        }
         h.push_str("</tr>\n");
     }
     h.push_str("</table></div>\n");
+    queue_share_plots(h, runs);
+}
+
+/// With the user's queues: each leaf queue's share of the GPUs over time, one chart per run.
+fn queue_share_plots(h: &mut String, runs: &[SimResult]) {
+    let with_queues: Vec<(&SimResult, &sim::engine::QueueRun)> = runs
+        .iter()
+        .filter_map(|r| Some((r, r.queues.as_ref()?)))
+        .collect();
+    if with_queues.is_empty() {
+        return;
+    }
+    h.push_str("<div class=\"plots\">\n");
+    for (r, q) in with_queues {
+        let series: Vec<Series> = q
+            .gpu_share
+            .iter()
+            .map(|(name, points)| Series {
+                label: name.clone(),
+                points: points.clone(),
+            })
+            .collect();
+        h.push_str(&line_chart(
+            &format!(
+                "GPU share by queue: {}, {} queue rules",
+                r.summary.policy, q.rules
+            ),
+            "hours since first arrival",
+            "GPUs held (share of the cluster)",
+            &series,
+            false,
+            Some((0.0, 1.0)),
+            &[],
+        ));
+    }
+    h.push_str("</div>\n");
 }

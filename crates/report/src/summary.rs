@@ -127,5 +127,40 @@ pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool
         t.row(row);
     }
     out.push_str(&t.render());
+    if results.iter().any(|r| r.queues.is_some()) {
+        out.push('\n');
+        out.push_str(&queue_text(results));
+    }
     out
+}
+
+/// The per-queue table of runs with the user's queues: one row per queue that had jobs, per
+/// run.
+pub fn queue_text(results: &[SimResult]) -> String {
+    let mut t = Table::new(&[
+        "policy",
+        "queue",
+        "jobs",
+        "completed",
+        "GPU-h",
+        "avg wait h",
+        "avg JCT h",
+        "preempted",
+    ]);
+    let h = |s: f64| sig3(s / 3600.0);
+    for r in results.iter().filter(|r| r.queues.is_some()) {
+        for q in r.per_queue() {
+            t.row(vec![
+                r.summary.policy.clone(),
+                q.queue.clone(),
+                fmt_count(q.jobs as u64),
+                fmt_count(q.completed as u64),
+                sig3(q.gpu_hours),
+                h(q.avg_wait_s),
+                h(q.avg_jct_s),
+                fmt_count(q.preemptions),
+            ]);
+        }
+    }
+    t.render()
 }

@@ -40,7 +40,8 @@ pub use place::{
     running_job, NotPlaced, PlacedPod, Placement,
 };
 pub use preempt::{
-    common_domain, place_with_preemption, place_with_preemption_input, Decision, PreemptionPolicy,
+    common_domain, eligible_victims, place_with_preemption, place_with_preemption_input, Decision,
+    PreemptionPolicy,
 };
 pub use queue::{
     validate, JobTarget, QueueId, QueueProblem, QueueProblemKind, QueueSpec, QueueTree,

@@ -35,6 +35,12 @@ pub struct PreemptionPolicy {
     /// Fair share of GPUs per queue. Queues missing here are never reclaimed from, and with an
     /// empty map there is no reclaim at all (only preemption within the job's queue).
     pub fair_share_gpus: BTreeMap<String, f64>,
+    /// No preemption within the job's own queue (Kueue's `withinClusterQueue: Never`); by
+    /// default lower-priority jobs of the queue may be stopped.
+    pub no_preemption_within_queue: bool,
+    /// Reclaim only jobs of lower priority than the job (Kueue's `reclaimWithinCohort:
+    /// LowerPriority`); by default any preemptible job of a queue above its share.
+    pub reclaim_lower_priority_only: bool,
 }
 
 /// The outcome: where the job goes and whom it displaces (empty when it fits as is).
@@ -224,7 +230,17 @@ fn cost_of(stopped: &[Allocation]) -> Cost {
     }
 }
 
-/// Running jobs the job may stop, cheapest first (priority, GPUs, name).
+/// Running jobs the job may stop, cheapest first (priority, GPUs, name): the one rule of who
+/// may be stopped, also for callers that stop jobs to free quota rather than room.
+pub fn eligible_victims<'o>(
+    cluster: &Cluster,
+    occupancy: &'o Occupancy,
+    job: &Job,
+    policy: &PreemptionPolicy,
+) -> Vec<&'o str> {
+    eligible(occupancy, job, policy, cluster)
+}
+
 fn eligible<'o>(
     occupancy: &'o Occupancy,
     job: &Job,
@@ -249,7 +265,10 @@ fn eligible<'o>(
                 return false;
             }
             if v.queue == job.queue {
-                return v.priority < job.priority;
+                return !policy.no_preemption_within_queue && v.priority < job.priority;
+            }
+            if policy.reclaim_lower_priority_only && v.priority >= job.priority {
+                return false;
             }
             may_reclaim
                 && policy

@@ -15,18 +15,26 @@
 //!   was last asked, so it can keep its own state (routes, rates) between changes.
 //! - A preempted job loses its progress (no checkpoints) and goes back to the pending list with
 //!   its original submission time; the GPU-seconds it used count as lost work.
+//! - With the user's queues ([`SimConfig::queues`], design note in [`crate::queues`]) every
+//!   policy admits a job only when its queue's rules allow it now (a job they can never admit
+//!   fails at arrival), and a blocked job may stop others under those rules under every policy
+//!   (up to four attempts per pass): first, when quota blocks it, the eligible jobs cheapest
+//!   first until it is admitted (then given back most expensive first while it stays admitted),
+//!   then whatever placement needs (`sched::place_with_preemption_input`). Per-queue and
+//!   per-resource use is kept as jobs start and stop.
 
 use std::collections::{BTreeMap, HashMap};
 
 use sched::{
-    GpuRequest, Job, Occupancy, PodSet, PreemptionPolicy, QueueSpec, QueueTree, Resources,
-    TopologyRequest,
+    Dialect, GpuRequest, Job, Occupancy, PodSet, PreemptionPolicy, QueueId, QueueSpec, QueueTree,
+    Resources, TopologyRequest,
 };
 use serde::Serialize;
 use topology::{Cluster, NodeId};
 
 use crate::events::EventQueue;
 use crate::metrics::{percentile, Cdf};
+use crate::queues::{QueueConfig, QueueRules};
 use crate::runtime::{slowdown, CommProfile};
 use crate::time::SimTime;
 use crate::trace::{TopologyAsk, TraceJob};
@@ -108,6 +116,11 @@ pub struct SimConfig {
     /// The default is Kueue's TAS. Not serialized: a run's label names the scheduler.
     #[serde(skip)]
     pub placement: sched::PlaceOptions,
+    /// The user's queue tree and its rules (`simulate --queues`); every trace job's queue must
+    /// be one of its leaves. `None`: one top-level queue per trace queue, quota 0, weight 1,
+    /// used only by the fair-share order. Not serialized.
+    #[serde(skip)]
+    pub queues: Option<QueueConfig>,
 }
 
 /// A multi-node job as the network model sees it.
@@ -240,6 +253,19 @@ pub struct SimResult {
     pub utilization: Vec<(f64, f64)>,
     /// Per-job records in trace order.
     pub jobs: Vec<JobRecord>,
+    /// With the user's queues: whose rules ran them and each leaf queue's share of the GPUs over
+    /// time.
+    pub queues: Option<QueueRun>,
+}
+
+/// What a run with the user's queues adds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueRun {
+    /// `kai` or `kueue`.
+    pub rules: &'static str,
+    /// Per leaf queue in tree order: `(hours since first arrival, share of the cluster's GPUs it
+    /// holds)` at the same points as [`SimResult::utilization`].
+    pub gpu_share: Vec<(String, Vec<(f64, f64)>)>,
 }
 
 /// One queue's jobs in a run.
@@ -257,6 +283,8 @@ pub struct QueueSummary {
     pub avg_wait_s: f64,
     /// Mean JCT of its completed jobs, s (0 when none completed).
     pub avg_jct_s: f64,
+    /// Times its jobs were preempted.
+    pub preemptions: u64,
 }
 
 impl SimResult {
@@ -269,12 +297,14 @@ impl SimResult {
             gpu_seconds: f64,
             wait: (f64, usize),
             jct: (f64, usize),
+            preemptions: u64,
         }
         let mut by: std::collections::BTreeMap<&str, Acc> = std::collections::BTreeMap::new();
         for j in &self.jobs {
             let a = by.entry(j.queue.as_str()).or_default();
             a.jobs += 1;
             a.gpu_seconds += j.gpu_seconds;
+            a.preemptions += u64::from(j.preemptions);
             if let Some(s) = j.start_s {
                 a.wait.0 += s - j.submit_s;
                 a.wait.1 += 1;
@@ -294,6 +324,7 @@ impl SimResult {
                 gpu_hours: a.gpu_seconds / 3600.0,
                 avg_wait_s: mean(a.wait),
                 avg_jct_s: mean(a.jct),
+                preemptions: a.preemptions,
             })
             .collect()
     }
@@ -358,6 +389,19 @@ pub enum SimError {
         /// What broke.
         violation: sched::Violation,
     },
+    /// The user's queue tree is refused under its rules (every problem, `; `-separated).
+    #[error("the queue tree: {0}")]
+    Queues(String),
+    /// A trace job's queue is not a leaf queue of the user's tree.
+    #[error("job \"{job}\" (line {line}): queue `{queue}` is not a leaf queue of the queue files")]
+    QueueNotLeaf {
+        /// Job name.
+        job: String,
+        /// Trace line.
+        line: u64,
+        /// The queue.
+        queue: String,
+    },
     /// Two trace jobs share a name (the scheduler tracks running jobs by name).
     #[error("job \"{job}\" (line {line}): the name is already used on line {first}")]
     DuplicateName {
@@ -407,8 +451,19 @@ struct State<'a> {
     occupancy: Occupancy,
     pending: BTreeMap<(SimTime, usize), ()>,
     running: BTreeMap<usize, Running>,
-    queue_index: BTreeMap<String, usize>,
     queue_tree: QueueTree,
+    /// Each job's queue, by index in `queue_tree`.
+    queue_of: Vec<usize>,
+    /// Each job's ask: GPUs, CPU millicores, memory MiB.
+    requests: Vec<Resources>,
+    /// Per queue (index in `queue_tree`), what its running jobs hold, and its non-preemptible
+    /// running jobs.
+    usage: Vec<Resources>,
+    non_preemptible: Vec<Resources>,
+    /// The user's queue rules, when given.
+    rules: Option<QueueRules>,
+    /// With `rules`: per queue, `(time, GPUs held)` at every change.
+    queue_timeline: Vec<Vec<(SimTime, f64)>>,
     total_gpus: f64,
     busy_gpus: f64,
     busy_integral: f64,
@@ -504,22 +559,35 @@ pub fn simulate(
             gpu_seconds: 0.0,
         });
     }
-    let mut queue_index = BTreeMap::new();
-    let mut specs = Vec::new();
-    for t in trace {
-        if !queue_index.contains_key(&t.queue) {
-            queue_index.insert(t.queue.clone(), specs.len());
-            specs.push(QueueSpec {
-                name: t.queue.clone(),
-                parent: None,
-                priority: 0,
-                resources: [None, None, None],
-                creation_time: None,
-                uid: None,
-            });
+    let rules = match &config.queues {
+        Some(q) => Some(QueueRules::new(q).map_err(|ps| SimError::Queues(ps.join("; ")))?),
+        None => None,
+    };
+    let (queue_tree, queue_of) = match &rules {
+        Some(r) => {
+            let mut of = Vec::with_capacity(trace.len());
+            for t in trace {
+                match r.tree.find(&t.queue).filter(|&q| r.tree.is_leaf(q)) {
+                    Some(q) => of.push(q.index()),
+                    None => {
+                        return Err(SimError::QueueNotLeaf {
+                            job: t.name.clone(),
+                            line: t.line,
+                            queue: t.queue.clone(),
+                        })
+                    }
+                }
+            }
+            (r.tree.clone(), of)
         }
-    }
-    let queue_tree = QueueTree::new(specs).expect("distinct top-level queues are a valid tree");
+        None => trace_queues(trace),
+    };
+    let gpu_memory_mib = cluster
+        .nodes
+        .first()
+        .map_or(81_920, |n| n.gpu_memory_gib * 1024);
+    let requests: Vec<Resources> = jobs.iter().map(|j| j.request(gpu_memory_mib)).collect();
+    let n_queues = queue_tree.queues.len();
     let mut st = State {
         cluster,
         config,
@@ -531,8 +599,17 @@ pub fn simulate(
         occupancy: Occupancy::with_node_tracking(cluster),
         pending: BTreeMap::new(),
         running: BTreeMap::new(),
-        queue_index,
         queue_tree,
+        queue_of,
+        requests,
+        usage: vec![Resources::default(); n_queues],
+        non_preemptible: vec![Resources::default(); n_queues],
+        queue_timeline: if rules.is_some() {
+            vec![vec![(SimTime::ZERO, 0.0)]; n_queues]
+        } else {
+            Vec::new()
+        },
+        rules,
         total_gpus: cluster.gpu_count() as f64,
         busy_gpus: 0.0,
         busy_integral: 0.0,
@@ -548,7 +625,7 @@ pub fn simulate(
         preemptions: 0,
         ended: 0,
         changes: 0,
-        name_index: if config.check_invariants {
+        name_index: if config.check_invariants || config.queues.is_some() {
             trace
                 .iter()
                 .enumerate()
@@ -581,6 +658,15 @@ pub fn simulate(
                 let key = shape_key(&st.jobs[i]);
                 let ok = *feasible.entry(key).or_insert_with(|| {
                     sched::place_with(cluster, &empty, &st.jobs[i], &place_input(st.config)).is_ok()
+                }) && st.rules.as_ref().is_none_or(|r| {
+                    let none = vec![Resources::default(); st.queue_tree.queues.len()];
+                    r.admits(
+                        &none,
+                        &none,
+                        QueueId(st.queue_of[i] as u32),
+                        &st.requests[i],
+                        st.jobs[i].preemptible,
+                    )
                 });
                 if ok {
                     st.pending.insert((st.submit[i], i), ());
@@ -667,11 +753,36 @@ pub fn simulate(
     Ok(finish_run(st, end))
 }
 
+/// One top-level queue per trace queue (first-use order), quota 0, weight 1, and each job's.
+fn trace_queues(trace: &[TraceJob]) -> (QueueTree, Vec<usize>) {
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut specs = Vec::new();
+    let mut of = Vec::with_capacity(trace.len());
+    for t in trace {
+        let q = *index.entry(t.queue.as_str()).or_insert_with(|| {
+            specs.push(QueueSpec {
+                name: t.queue.clone(),
+                parent: None,
+                priority: 0,
+                resources: [None, None, None],
+                creation_time: None,
+                uid: None,
+            });
+            specs.len() - 1
+        });
+        of.push(q);
+    }
+    let tree = QueueTree::new(specs).expect("distinct top-level queues are a valid tree");
+    (tree, of)
+}
+
 /// Every invariant of the simulated state, from scratch: the scheduler's (no GPU, share or
 /// memory oversubscribed; every running gang whole; required levels hold; see
 /// [`sched::check_invariants`]) plus the simulator's own: the occupancy runs exactly the running
 /// jobs, on the nodes the network model sees; no running job is pending or has ended; busy GPUs
-/// equal the running jobs' GPUs; no queue is above its GPU limit. Pure; O(GPUs + running pods)
+/// equal the running jobs' GPUs; each queue's kept use equals its running jobs' asks, and with
+/// the user's queues their rules hold on every resource ([`QueueRules::check`]: limits, KAI's
+/// non-preemptible quota, Kueue's cohort lending). Pure; O(GPUs + running pods + queues)
 /// per call. "Every job ends exactly once" is checked where a job ends
 /// ([`check_first_end`]) and over all records when the run stops.
 fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
@@ -745,33 +856,37 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
             ),
         ));
     }
-    // Quotas and limits: no queue (with its subtree) above its GPU limit.
-    let tree = &st.queue_tree;
-    let limited =
-        |q: &QueueSpec| q.resources[sched::Resource::Gpu as usize].is_some_and(|r| r.limit >= 0.0);
-    if !tree.queues.iter().any(limited) {
-        return Ok(());
-    }
-    let mut usage = vec![Resources::default(); tree.queues.len()];
+    // Quotas and limits, per resource, from the running jobs: the kept use agrees, and with the
+    // user's queues their rules hold; without them no queue has a limit.
+    let mut usage = vec![Resources::default(); st.queue_tree.queues.len()];
+    let mut non_preemptible = usage.clone();
     for &i in st.running.keys() {
-        if let Some(q) = tree.find(&st.jobs[i].queue) {
-            usage[q.index()].gpu += f64::from(st.records[i].gpus);
+        release_ask(&mut usage, st, i, 1.0);
+        if !st.jobs[i].preemptible {
+            release_ask(&mut non_preemptible, st, i, 1.0);
         }
     }
-    for (k, q) in tree.queues.iter().enumerate() {
-        let Some(quota) = q.resources[sched::Resource::Gpu as usize] else {
-            continue;
-        };
-        let used = sched::subtree_usage(tree, &usage, sched::QueueId(k as u32)).gpu;
-        if quota.limit >= 0.0 && used > quota.limit + 1e-9 {
+    let close = |a: &Resources, b: &Resources| {
+        (a.gpu - b.gpu).abs() <= 1e-6
+            && (a.cpu - b.cpu).abs() <= 1e-3
+            && (a.memory - b.memory).abs() <= 1e-3
+    };
+    for (q, spec) in st.queue_tree.queues.iter().enumerate() {
+        if !close(&usage[q], &st.usage[q]) || !close(&non_preemptible[q], &st.non_preemptible[q]) {
             return Err(violation(
                 "",
-                "queue limit exceeded",
-                format!("queue `{}` uses {used} GPUs, limit {}", q.name, quota.limit),
+                "queue use",
+                format!(
+                    "queue `{}`: {:?} counted in use, the running jobs hold {:?}",
+                    spec.name, st.usage[q], usage[q]
+                ),
             ));
         }
     }
-    Ok(())
+    match &st.rules {
+        Some(rules) => rules.check(&usage, &non_preemptible),
+        None => Ok(()),
+    }
 }
 
 /// A job about to end (complete or fail) has not ended before and is neither pending nor (for a
@@ -979,6 +1094,7 @@ fn start(
         },
     );
     set_busy(st, now, gpus);
+    hold(st, i, now, 1.0);
     if multi && st.comm[i].comm_share > 0.0 {
         st.network_dirty = true;
     }
@@ -1007,6 +1123,25 @@ fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
         st.network_dirty = true;
     }
     set_busy(st, now, -gpus);
+    hold(st, i, now, -1.0);
+}
+
+/// Add (`sign` 1) or take away (-1) job `i`'s ask to its queue's use.
+fn hold(st: &mut State<'_>, i: usize, now: SimTime, sign: f64) {
+    let q = st.queue_of[i];
+    let ask = st.requests[i];
+    let change = |u: &mut Resources| {
+        u.gpu += sign * ask.gpu;
+        u.cpu += sign * ask.cpu;
+        u.memory += sign * ask.memory;
+    };
+    change(&mut st.usage[q]);
+    if !st.jobs[i].preemptible {
+        change(&mut st.non_preemptible[q]);
+    }
+    if let Some(line) = st.queue_timeline.get_mut(q) {
+        line.push((now, st.usage[q].gpu));
+    }
 }
 
 fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
@@ -1028,28 +1163,38 @@ fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
         st.network_dirty = true;
     }
     set_busy(st, now, -gpus);
+    hold(st, i, now, -1.0);
     st.pending.insert((st.submit[i], i), ());
 }
 
-fn queue_usage(st: &State<'_>) -> Vec<f64> {
-    let mut used = vec![0.0; st.queue_index.len()];
-    for &i in st.running.keys() {
-        used[st.queue_index[&st.jobs[i].queue]] += f64::from(st.records[i].gpus);
-    }
-    used
-}
-
 fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
-    let share = matches!(st.config.policy.order, Order::FairShare).then(|| fair_shares(st));
+    let fair_order_on = matches!(st.config.policy.order, Order::FairShare);
+    // Fair shares order the fair-share policy and decide KAI's reclaim under every policy.
+    let kai_rules = st.rules.as_ref().is_some_and(|r| r.dialect == Dialect::Kai);
+    let share = (fair_order_on || kai_rules).then(|| fair_shares(st));
     let order: Vec<usize> = match &share {
-        None => st.pending.keys().map(|&(_, i)| i).collect(),
-        Some(fair) => fair_order(st, fair),
+        Some(fair) if fair_order_on => fair_order(st, fair),
+        _ => st.pending.keys().map(|&(_, i)| i).collect(),
     };
+    let may_preempt = fair_order_on || st.rules.is_some();
     let mut reclaim_attempts = 0;
+    let mut hopeless_known: BTreeMap<(usize, i32, u64), bool> = BTreeMap::new();
+    let mut admit_known: BTreeMap<(usize, bool, [u64; 3]), bool> = BTreeMap::new();
+    let mut policies: BTreeMap<usize, PreemptionPolicy> = BTreeMap::new();
     for i in order {
         let free = st.total_gpus - st.busy_gpus;
         let want = f64::from(st.records[i].gpus);
-        let placed = if want <= free + 1e-9 {
+        // Admission depends on the queues' use, which changes only when a job starts.
+        let ask = &st.requests[i];
+        let admitted = st.rules.is_none()
+            || *admit_known
+                .entry((
+                    st.queue_of[i],
+                    st.jobs[i].preemptible,
+                    [ask.gpu, ask.cpu, ask.memory].map(f64::to_bits),
+                ))
+                .or_insert_with(|| admits(st, i, &st.usage));
+        let placed = if admitted && want <= free + 1e-9 {
             sched::place_with(
                 st.cluster,
                 &st.occupancy,
@@ -1063,31 +1208,51 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
         if let Some(p) = placed {
             st.pending.remove(&(st.submit[i], i));
             start(st, events, i, &p, now);
+            hopeless_known.clear();
+            admit_known.clear();
             continue;
         }
-        if let Some(fair) = &share {
-            // Reclaim: a few blocked jobs per pass may displace over-share work.
-            if reclaim_attempts < 4 {
-                reclaim_attempts += 1;
-                let policy = PreemptionPolicy {
-                    fair_share_gpus: fair.clone(),
-                };
-                if let Ok(d) = sched::place_with_preemption_input(
-                    st.cluster,
-                    &st.occupancy,
-                    &st.jobs[i],
-                    &policy,
-                    &place_input(st.config),
-                ) {
-                    if !d.victims.is_empty() {
-                        for v in &d.victims {
-                            preempt(st, v, now);
-                        }
-                        st.pending.remove(&(st.submit[i], i));
-                        start(st, events, i, &d.placement, now);
-                        continue;
-                    }
+        // Reclaim and preemption: a few blocked jobs per pass may displace other work.
+        if may_preempt && reclaim_attempts < 4 {
+            // One policy per queue and pass (the fair shares are the pass's).
+            let q = st.queue_of[i];
+            let policy = match &st.rules {
+                Some(r) => &*policies
+                    .entry(q)
+                    .or_insert_with(|| r.preemption_policy(QueueId(q as u32), share.as_ref())),
+                None => &PreemptionPolicy {
+                    fair_share_gpus: share.clone().unwrap_or_default(),
+                    ..PreemptionPolicy::default()
+                },
+            };
+            // With the user's queues, a job nobody may be stopped for does not use an attempt
+            // (known per queue, priority and size until the next start).
+            let hopeless = st.rules.is_some()
+                && *hopeless_known
+                    .entry((
+                        st.queue_of[i],
+                        st.jobs[i].priority,
+                        (st.requests[i].gpu * 1000.0) as u64,
+                    ))
+                    .or_insert_with(|| {
+                        sched::eligible_victims(st.cluster, &st.occupancy, &st.jobs[i], policy)
+                            .is_empty()
+                    });
+            reclaim_attempts += usize::from(!hopeless);
+            let room = if hopeless {
+                None
+            } else {
+                make_room(st, i, policy, admitted)
+            };
+            if let Some((victims, placement)) = room {
+                for v in &victims {
+                    preempt(st, v, now);
                 }
+                st.pending.remove(&(st.submit[i], i));
+                start(st, events, i, &placement, now);
+                hopeless_known.clear();
+                admit_known.clear();
+                continue;
             }
         }
         if st.config.policy.order == Order::Fifo {
@@ -1119,10 +1284,96 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
     set_fragmentation(st, now, level);
 }
 
+/// Whether job `i`'s queue admits it given each queue's `usage` (always without the user's
+/// queues).
+fn admits(st: &State<'_>, i: usize, usage: &[Resources]) -> bool {
+    st.rules.as_ref().is_none_or(|r| {
+        r.admits(
+            usage,
+            &st.non_preemptible,
+            QueueId(st.queue_of[i] as u32),
+            &st.requests[i],
+            st.jobs[i].preemptible,
+        )
+    })
+}
+
+/// The victims and placement that let blocked job `i` start, if any: when its queue does not
+/// admit it (`admitted` false), first the eligible jobs (`sched::eligible_victims`, cheapest
+/// first) until it does, then those given back most expensive first while it stays admitted;
+/// then `sched::place_with_preemption_input` on what is left. Nobody is stopped for nothing.
+fn make_room(
+    st: &State<'_>,
+    i: usize,
+    policy: &PreemptionPolicy,
+    admitted: bool,
+) -> Option<(Vec<String>, sched::Placement)> {
+    let job = &st.jobs[i];
+    let mut for_quota: Vec<String> = Vec::new();
+    let scratch;
+    let occupancy = if admitted {
+        &st.occupancy
+    } else {
+        let candidates = sched::eligible_victims(st.cluster, &st.occupancy, job, policy);
+        let mut usage = st.usage.clone();
+        let mut chosen: Vec<(usize, &str)> = Vec::new();
+        let mut ok = false;
+        for name in candidates {
+            let v = *st.name_index.get(name)?;
+            release_ask(&mut usage, st, v, -1.0);
+            chosen.push((v, name));
+            if admits(st, i, &usage) {
+                ok = true;
+                break;
+            }
+        }
+        if !ok {
+            return None;
+        }
+        let mut kept_stopped = Vec::new();
+        while let Some((v, name)) = chosen.pop() {
+            release_ask(&mut usage, st, v, 1.0);
+            if !admits(st, i, &usage) {
+                release_ask(&mut usage, st, v, -1.0);
+                kept_stopped.push(name);
+            }
+        }
+        let mut occ = st.occupancy.clone();
+        for name in &kept_stopped {
+            occ.release(name);
+            for_quota.push((*name).to_owned());
+        }
+        scratch = occ;
+        &scratch
+    };
+    let d = sched::place_with_preemption_input(
+        st.cluster,
+        occupancy,
+        job,
+        policy,
+        &place_input(st.config),
+    )
+    .ok()?;
+    if admitted && d.victims.is_empty() {
+        return None;
+    }
+    for_quota.extend(d.victims);
+    for_quota.sort();
+    Some((for_quota, d.placement))
+}
+
+/// Add (`sign` 1) or take away (-1) job `v`'s ask to its queue's entry of `usage`.
+fn release_ask(usage: &mut [Resources], st: &State<'_>, v: usize, sign: f64) {
+    let u = &mut usage[st.queue_of[v]];
+    let ask = &st.requests[v];
+    u.gpu += sign * ask.gpu;
+    u.cpu += sign * ask.cpu;
+    u.memory += sign * ask.memory;
+}
+
 /// Pending jobs ordered by their queue's use over fair share (lowest first), then priority
 /// (highest first), then submission.
 fn fair_order(st: &State<'_>, fair: &BTreeMap<String, f64>) -> Vec<usize> {
-    let used = queue_usage(st);
     let mut v: Vec<(u64, i32, SimTime, usize)> = st
         .pending
         .keys()
@@ -1130,7 +1381,7 @@ fn fair_order(st: &State<'_>, fair: &BTreeMap<String, f64>) -> Vec<usize> {
             let q = &st.jobs[i].queue;
             let s = fair.get(q).copied().unwrap_or(0.0);
             let ratio = if s > 0.0 {
-                used[st.queue_index[q]] / s
+                st.usage[st.queue_of[i]].gpu / s
             } else {
                 f64::MAX
             };
@@ -1147,21 +1398,24 @@ fn fair_order(st: &State<'_>, fair: &BTreeMap<String, f64>) -> Vec<usize> {
     v.into_iter().map(|(_, _, _, i)| i).collect()
 }
 
-/// Fair share of GPUs per queue, from running plus pending demand.
+/// Fair share of GPUs per queue, from running plus pending demand, by the queues' rules
+/// (railyard's own without the user's queues).
 fn fair_shares(st: &State<'_>) -> BTreeMap<String, f64> {
-    let mut demand = vec![Resources::default(); st.queue_index.len()];
-    for &i in st.running.keys() {
-        demand[st.queue_index[&st.jobs[i].queue]].gpu += f64::from(st.records[i].gpus);
-    }
+    let mut demand = st.usage.clone();
     for &(_, i) in st.pending.keys() {
-        demand[st.queue_index[&st.jobs[i].queue]].gpu += f64::from(st.records[i].gpus);
+        let d = &mut demand[st.queue_of[i]];
+        let ask = &st.requests[i];
+        d.gpu += ask.gpu;
+        d.cpu += ask.cpu;
+        d.memory += ask.memory;
     }
+    let dialect = st.rules.as_ref().map_or(Dialect::Kueue, |r| r.dialect);
     let capacity = Resources {
         gpu: st.total_gpus,
         cpu: f64::INFINITY,
         memory: f64::INFINITY,
     };
-    let shares = sched::fair_share(&st.queue_tree, &demand, &capacity);
+    let shares = sched::fair_share_in(&st.queue_tree, &demand, &capacity, dialect);
     st.queue_tree
         .queues
         .iter()
@@ -1313,10 +1567,28 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         tier_span,
     };
     let utilization = timeline(&st.timeline, end, st.total_gpus, st.config.timeline_points);
+    let queues = st.rules.as_ref().map(|r| QueueRun {
+        rules: r.dialect.name(),
+        gpu_share: (0..r.tree.queues.len())
+            .filter(|&q| r.tree.is_leaf(QueueId(q as u32)))
+            .map(|q| {
+                (
+                    r.tree.queues[q].name.clone(),
+                    timeline(
+                        &st.queue_timeline[q],
+                        end,
+                        st.total_gpus,
+                        st.config.timeline_points,
+                    ),
+                )
+            })
+            .collect(),
+    });
     SimResult {
         summary,
         utilization,
         jobs: st.records,
+        queues,
     }
 }
 

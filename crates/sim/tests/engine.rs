@@ -66,6 +66,7 @@ fn config(order: Order) -> SimConfig {
         timeline_points: 20,
         check_invariants: true,
         placement: Default::default(),
+        queues: None,
     }
 }
 

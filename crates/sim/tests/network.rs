@@ -76,6 +76,7 @@ fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
         timeline_points: 10,
         check_invariants: true,
         placement: Default::default(),
+        queues: None,
     };
     let mut net = fabric_network(&cluster, RoutingConfig::default());
     let r = simulate(&cluster, &trace, &cfg, &mut net, &mut |_| {}).unwrap();
@@ -164,6 +165,7 @@ fn incremental_network_replays_a_trace_exactly_as_solving_from_scratch() {
             timeline_points: 50,
             check_invariants: true,
             placement: Default::default(),
+            queues: None,
         };
         let routing = RoutingConfig {
             mode,

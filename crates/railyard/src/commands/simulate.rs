@@ -47,6 +47,15 @@ pub struct SimulateArgs {
     /// each, crossed with every policy, the series labelled `POLICY (SCHEDULER)`.
     #[arg(long, value_delimiter = ',', value_name = "kueue|kai,…")]
     pub scheduler: Vec<String>,
+    /// Queue files (KAI Queues, Kueue ClusterQueues/Cohorts/LocalQueues, as `queues validate`
+    /// reads them; `-` for stdin): the jobs run under these queues' quotas, limits, borrowing,
+    /// weights and preemption, by the rules of `--scheduler` (default: the files' scheduler).
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub queues: Vec<PathBuf>,
+    /// Trace queue → leaf queue: YAML `trace_queue: leaf_queue` or CSV `trace_queue,leaf_queue`
+    /// (default: trace queue names are leaf queue names).
+    #[arg(long, value_name = "FILE", requires = "queues")]
+    pub queue_map: Option<PathBuf>,
     /// KAI's placement strategy (SchedulingShard `placementStrategy`): `binpack` (default),
     /// `spread`, or `gpu=…,cpu=…`; used by runs with `--scheduler kai`.
     #[arg(long, value_name = "STRATEGY", default_value = "")]
@@ -244,11 +253,32 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         seed: args.seed,
         ..RoutingConfig::default()
     };
-    let trace = read_trace(&args.trace, args.trace_format.into(), args.skip_bad_rows)?;
+    let mut trace = read_trace(&args.trace, args.trace_format.into(), args.skip_bad_rows)?;
     let trace_name = args.trace.display().to_string();
+    // The user's queues: every run's rules checked and the trace mapped before anything runs.
+    let mut queue_configs = Vec::new();
+    let mut warnings = Vec::new();
+    if !args.queues.is_empty() {
+        let queues = ops::sim_queues::load(&args.queues)?;
+        let map = match &args.queue_map {
+            Some(p) => Some((p.display().to_string(), ops::sim_queues::read_queue_map(p)?)),
+            None => None,
+        };
+        let map = map.as_ref().map(|(f, m)| (f.as_str(), m));
+        ops::sim_queues::map_trace(&mut trace.jobs, &queues, map, &trace_name)?;
+        for (_, placement) in &runs {
+            let rules = (!args.scheduler.is_empty()).then_some(placement.dialect);
+            let (config, w) = queues.config(rules)?;
+            queue_configs.push(Some(config));
+            warnings.extend(w);
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    warnings.retain(|w| seen.insert(w.clone()));
+    queue_configs.resize(runs.len(), None);
     let observed: Vec<f64> = trace.observed_wait_s.iter().flatten().copied().collect();
     let mut results = Vec::with_capacity(runs.len());
-    for (policy, placement) in runs {
+    for ((policy, placement), queues) in runs.into_iter().zip(queue_configs) {
         let config = SimConfig {
             policy,
             cycle: SimTime::from_secs_f64(args.cycle_s),
@@ -257,6 +287,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             timeline_points: 400,
             check_invariants: args.check_invariants,
             placement,
+            queues,
         };
         let mut incremental;
         let mut from_scratch;
@@ -332,18 +363,23 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
                     .render(&JsonCompare { run: &meta, runs }, |_| String::new())
             }
         }
-        OutputFormat::Text | OutputFormat::Wide => report::summary::simulation_text(
-            &report::summary::TraceFacts {
-                cluster: &cluster.name,
-                cluster_gpus: cluster.gpu_count(),
-                trace: &trace_name,
-                skipped_rows: trace.skipped.len(),
-                not_run: trace.not_run.len(),
-                observed_waits: &observed,
-            },
-            &results,
-            args.output == OutputFormat::Wide,
-        ),
+        OutputFormat::Text | OutputFormat::Wide => {
+            report::summary::simulation_text(
+                &report::summary::TraceFacts {
+                    cluster: &cluster.name,
+                    cluster_gpus: cluster.gpu_count(),
+                    trace: &trace_name,
+                    skipped_rows: trace.skipped.len(),
+                    not_run: trace.not_run.len(),
+                    observed_waits: &observed,
+                },
+                &results,
+                args.output == OutputFormat::Wide,
+            ) + &warnings
+                .iter()
+                .map(|w| format!("warning: {w}\n"))
+                .collect::<String>()
+        }
     })
 }
 

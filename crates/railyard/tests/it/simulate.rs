@@ -203,3 +203,141 @@ fn the_full_philly_trace_holds_every_invariant_under_each_policy() {
         assert_eq!(ended, 82_247, "{p}: every job ends");
     }
 }
+
+const SIM_KUEUE: &str = "tests/fixtures/queues/sim-kueue.yaml";
+
+#[test]
+fn queues_give_a_per_queue_table() {
+    // Kueue rules: the cohort lends 72 GPUs. research holds 56 (warmup, ring-16, ring-32) when
+    // big-64 arrives at 40 s: 120 > 72, so it waits for ring-32 to end (7,220 s).
+    let text = ok(&[
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        SMALL,
+        "--queues",
+        SIM_KUEUE,
+        "--check-invariants",
+    ]);
+    insta::assert_snapshot!(text);
+    let json = ok(&[
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        SMALL,
+        "--queues",
+        SIM_KUEUE,
+        "-o",
+        "json",
+    ]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let research = &v["queues"][1];
+    assert_eq!(research["queue"], "research");
+    // big-64 waited from 40 s to 7,220 s; the other three research jobs started at once.
+    let wait = research["avg_wait_s"].as_f64().unwrap();
+    assert!((wait - (7220.0 - 40.0) / 4.0).abs() < 1e-6, "{wait}");
+}
+
+#[test]
+fn unmapped_trace_queues_stop_the_run_before_it_starts() {
+    let kai = "../../examples/queues/kai-research.yaml";
+    let e = fails(&[
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        SMALL,
+        "--queues",
+        kai,
+    ]);
+    assert_eq!(
+        e,
+        "error: tests/fixtures/traces/small.csv: trace queues with no leaf queue: dev, research; map them with --queue-map FILE (`trace_queue: leaf_queue`)"
+    );
+    // --queue-map needs --queues.
+    crate::usage_fails(&[
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        SMALL,
+        "--queue-map",
+        kai,
+    ]);
+}
+
+#[test]
+fn the_bundled_kai_queues_hold_their_rules_over_the_philly_week() {
+    // The README's example: KAI rules, every event checked (limits, the non-preemptible quota
+    // rule, per resource), under fair-share and fifo in parallel processes.
+    let policies = ["fair-share", "fifo"];
+    let children: Vec<_> = policies
+        .iter()
+        .map(|p| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_railyard"))
+                .args([
+                    "simulate",
+                    "--cluster",
+                    "preset:philly-512",
+                    "--trace",
+                    "../../data/philly-week-2017-10-01.csv",
+                    "--queues",
+                    "../../examples/queues/kai-research.yaml",
+                    "--queue-map",
+                    "../../examples/queues/philly-queue-map.yaml",
+                    "--scheduler",
+                    "kai",
+                    "--policy",
+                    p,
+                    "--check-invariants",
+                    "--output",
+                    "json",
+                ])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("railyard starts")
+        })
+        .collect();
+    for (p, child) in policies.iter().zip(children) {
+        let out = child.wait_with_output().expect("railyard runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{p}: {stderr}");
+        let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(v["completed"], 10_650, "{p}");
+        let queues: Vec<&str> = v["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["queue"].as_str().unwrap())
+            .collect();
+        assert_eq!(queues, ["interns", "language", "speech", "vision"], "{p}");
+    }
+}
+
+#[test]
+fn problems_kai_tolerates_are_warnings_unless_the_rules_are_kueue() {
+    let over = "tests/fixtures/queues/sim-kai-over.yaml";
+    let args = [
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        SMALL,
+        "--queues",
+        over,
+        "--check-invariants",
+    ];
+    let text = ok(&args);
+    assert!(
+        text.ends_with("warning: tests/fixtures/queues/sim-kai-over.yaml: queue `lab`: gpu: child queues' quotas add up to 128, above this queue's quota 96\n"),
+        "{text}"
+    );
+    let mut kueue = args.to_vec();
+    kueue.extend(["--scheduler", "kueue"]);
+    let e = fails(&kueue);
+    assert!(e.contains("child queues' quotas add up to 128"), "{e}");
+}

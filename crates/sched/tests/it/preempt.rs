@@ -122,6 +122,7 @@ fn reclaim_takes_only_from_queues_above_their_fair_share() {
     run(&c, &mut occ, "b1", "b", 0, true, &[3]);
     let policy = PreemptionPolicy {
         fair_share_gpus: BTreeMap::from([("a".to_owned(), 16.0), ("b".to_owned(), 16.0)]),
+        ..PreemptionPolicy::default()
     };
     let mut jb = job("jb", 1, 8, TopologyRequest::default());
     jb.queue = "b".into();
@@ -134,6 +135,47 @@ fn reclaim_takes_only_from_queues_above_their_fair_share() {
     assert!(place_with_preemption(&c, &occ, &ja, &policy).is_err());
     // Without fair shares there is no reclaim at all.
     assert!(place_with_preemption(&c, &occ, &jb, &PreemptionPolicy::default()).is_err());
+}
+
+#[test]
+fn kueue_policy_flags_narrow_who_may_be_stopped() {
+    let c = cluster(&[&[2]], 8);
+    let mut occ = Occupancy::new(&c);
+    run(&c, &mut occ, "low", "q", 0, true, &[0]);
+    run(&c, &mut occ, "other", "p", 5, true, &[1]);
+    let mut j = job("j", 1, 8, TopologyRequest::default());
+    j.priority = 5;
+    // Within the queue: allowed by default, refused by `withinClusterQueue: Never`.
+    let within = PreemptionPolicy::default();
+    assert_eq!(
+        place_with_preemption(&c, &occ, &j, &within)
+            .expect("fits")
+            .victims,
+        vec!["low".to_owned()]
+    );
+    let never = PreemptionPolicy {
+        no_preemption_within_queue: true,
+        ..PreemptionPolicy::default()
+    };
+    assert!(place_with_preemption(&c, &occ, &j, &never).is_err());
+    // Reclaim from `p` (above its share of 0): any priority by default, only lower priority
+    // with `reclaimWithinCohort: LowerPriority` (`other` has the job's own priority).
+    let reclaim = PreemptionPolicy {
+        fair_share_gpus: BTreeMap::from([("q".to_owned(), 16.0), ("p".to_owned(), 0.0)]),
+        no_preemption_within_queue: true,
+        ..PreemptionPolicy::default()
+    };
+    assert_eq!(
+        place_with_preemption(&c, &occ, &j, &reclaim)
+            .expect("fits")
+            .victims,
+        vec!["other".to_owned()]
+    );
+    let lower_only = PreemptionPolicy {
+        reclaim_lower_priority_only: true,
+        ..reclaim
+    };
+    assert!(place_with_preemption(&c, &occ, &j, &lower_only).is_err());
 }
 
 use sched::TopologyRequest;
