@@ -13,6 +13,7 @@ mod error;
 mod invariants;
 mod job;
 mod kai_place;
+mod netaware;
 mod occupancy;
 mod place;
 mod preempt;
@@ -30,6 +31,10 @@ pub use invariants::{check_gang, check_invariants, check_occupancy, Violation};
 pub use job::{
     GpuRequest, Job, PodSet, Resource, Resources, SliceLayer, Toleration, TopologyRequest,
     MAX_SLICE_LAYERS, MILLI_PER_GPU,
+};
+pub use netaware::{
+    in_rank_order, place_network_aware, Candidate, NetworkAware, PlacementScorer, MAX_CANDIDATES,
+    SCORE_EPSILON,
 };
 pub use occupancy::{Allocation, Occupancy, PodAllocation, RunningJob};
 pub use place::{

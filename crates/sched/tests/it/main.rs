@@ -6,6 +6,7 @@ mod kai;
 mod kai_allocate;
 mod kueue_cases;
 mod preempt;
+mod netaware;
 mod props;
 mod queues;
 
