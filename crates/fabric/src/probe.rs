@@ -182,4 +182,3 @@ pub fn alone_busbw(
     let routed = fabric.route_flows(job, cfg, job_id)?;
     Ok(fabric.solve(&[&routed]).busbw_gbps[0] / 8.0)
 }
-

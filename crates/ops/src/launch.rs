@@ -32,7 +32,11 @@ pub fn default_qps(cluster: &Cluster, node: topology::NodeId) -> u32 {
         .labels
         .get(INSTANCE_TYPE_LABEL)
         .and_then(|s| nccl_shapes::for_shape(s))
-        .and_then(|r| r.env.iter().find(|(k, _)| *k == "NCCL_IB_QPS_PER_CONNECTION"))
+        .and_then(|r| {
+            r.env
+                .iter()
+                .find(|(k, _)| *k == "NCCL_IB_QPS_PER_CONNECTION")
+        })
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(4)
 }

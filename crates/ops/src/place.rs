@@ -382,10 +382,9 @@ pub fn network_aware(
             .find(|(max, _)| nodes as u32 <= *max)
             .map_or(0.0, |(_, p)| p.comm_share),
     };
-    let qps = cluster
-        .nodes
-        .first()
-        .map_or(4, |_| crate::launch::default_qps(cluster, topology::NodeId::from_index(0)));
+    let qps = cluster.nodes.first().map_or(4, |_| {
+        crate::launch::default_qps(cluster, topology::NodeId::from_index(0))
+    });
     let cfg = fabric::RoutingConfig {
         nccl: fabric::NcclConfig {
             qps_per_connection: qps,
@@ -486,7 +485,9 @@ pub fn network_aware(
         .map(|&i| round3(best.score - aware.candidates[i].score));
     let chosen_probe = priced[aware.chosen].clone();
     let nccl_advice = match &chosen_probe {
-        Some(_) => nccl_advice(cluster, &pods_of(&best.placement), &cfg, new_id).map_err(fabric_err)?,
+        Some(_) => {
+            nccl_advice(cluster, &pods_of(&best.placement), &cfg, new_id).map_err(fabric_err)?
+        }
         None => Vec::new(),
     };
     let choice = formats::placement::NetworkChoice {
@@ -542,7 +543,10 @@ pub fn nccl_advice(
         if fabric::check_flow_budget(cluster, &names, fabric::Collective::AllReduce, q).is_err() {
             break;
         }
-        tried.push((q, fabric::alone_busbw(&mut fab, &traffic, &with_qps(q), job_id)?));
+        tried.push((
+            q,
+            fabric::alone_busbw(&mut fab, &traffic, &with_qps(q), job_id)?,
+        ));
     }
     let top = tried.iter().map(|t| t.1).fold(base, f64::max);
     let Some(&(q, busbw)) = tried.iter().find(|t| t.1 >= 0.99 * top) else {

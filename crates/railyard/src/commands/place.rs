@@ -100,7 +100,8 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
 
 /// The `network` section of `place --network-aware` as text.
 fn network_text(n: &formats::placement::NetworkChoice) -> String {
-    let gbs = |x: Option<f64>| x.map_or("one node".to_owned(), |b| format!("{} GB/s", trim_float(b)));
+    let gbs =
+        |x: Option<f64>| x.map_or("one node".to_owned(), |b| format!("{} GB/s", trim_float(b)));
     let mut out = format!(
         "network-aware: busbw {} (ideal {}), score {} of {}",
         gbs(n.busbw_gb_s),
@@ -121,7 +122,10 @@ fn network_text(n: &formats::placement::NetworkChoice) -> String {
         ));
     }
     for a in &n.nccl_advice {
-        out.push_str(&format!("  advice: {}={} ({})\n", a.name, a.value, a.reason));
+        out.push_str(&format!(
+            "  advice: {}={} ({})\n",
+            a.name, a.value, a.reason
+        ));
     }
     out
 }

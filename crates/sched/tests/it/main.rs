@@ -5,8 +5,8 @@ mod incremental;
 mod kai;
 mod kai_allocate;
 mod kueue_cases;
-mod preempt;
 mod netaware;
+mod preempt;
 mod props;
 mod queues;
 

@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use sched::{
-    check_gang, commit, in_rank_order, place_network_aware, place_with, Dialect, GpuRequest,
-    Job, Occupancy, PlaceInput, PlaceOptions, Placement, MAX_CANDIDATES,
+    check_gang, commit, in_rank_order, place_network_aware, place_with, Dialect, GpuRequest, Job,
+    Occupancy, PlaceInput, PlaceOptions, Placement, MAX_CANDIDATES,
 };
 use topology::Cluster;
 
