@@ -13,7 +13,8 @@
 //!    room, then label order), as BestFit would rank them. Candidates with the same nodes and
 //!    GPUs as an earlier one, or with a different number of pods (a gang minimum), are dropped.
 //!    At most `max_candidates` are scored ([`MAX_CANDIDATES`] is the documented default), and at
-//!    most `4 × max_candidates` domains are tried.
+//!    most `4 × max_candidates` domains are tried. A label-only placement on one node is the
+//!    only candidate: nothing crosses less of the network.
 //! 2. Each candidate is scored once by the [`PlacementScorer`]; the highest score wins, and a
 //!    candidate must beat the best so far by more than [`SCORE_EPSILON`] (relative) to replace
 //!    it, so ties go to the earlier candidate: a constant scorer returns exactly the label-only
@@ -109,8 +110,19 @@ pub fn place_network_aware(
         placement: label,
     }];
     let n_pods = candidates[0].placement.pods.len();
+    let first = candidates[0].placement.pods.first().map(|p| p.node);
+    let one_node = candidates[0]
+        .placement
+        .pods
+        .iter()
+        .all(|p| Some(p.node) == first);
+    let levels = if one_node {
+        Vec::new()
+    } else {
+        candidate_levels(cluster, job)
+    };
     let mut tried = 0;
-    'levels: for level in candidate_levels(cluster, job) {
+    'levels: for level in levels {
         for domain in fitting_domains(cluster, occupancy, job, level) {
             if candidates.len() >= max_candidates || tried >= 4 * max_candidates {
                 break 'levels;

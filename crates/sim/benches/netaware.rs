@@ -193,7 +193,6 @@ fn probe_one_128_node_candidate(bencher: divan::Bencher) {
     bencher.bench_local(|| probe(&mut st, 1000, &t, &s.running).expect("valid"));
 }
 
-
 /// Routing a 128-host candidate into the state and taking it out again, without solving.
 #[divan::bench(sample_count = 10)]
 fn start_end_one_128_node_candidate(bencher: divan::Bencher) {

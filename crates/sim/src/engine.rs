@@ -1221,7 +1221,7 @@ fn place_network_aware(
             None => fabric::ideal_score(new),
         }
     };
-    let placed = sched::place_network_aware(
+    sched::place_network_aware(
         st.cluster,
         &st.occupancy,
         &st.jobs[i],
@@ -1230,8 +1230,7 @@ fn place_network_aware(
         sched::MAX_CANDIDATES,
     )
     .ok()
-    .map(sched::NetworkAware::into_placement);
-    placed
+    .map(sched::NetworkAware::into_placement)
 }
 
 /// Tell the network which multi-node jobs started and ended since it was last told; returns
