@@ -73,9 +73,9 @@ pub struct LaunchArgs {
     /// Container name the Kubernetes patch targets.
     #[arg(long, default_value = "trainer", value_name = "NAME")]
     pub container: String,
-    /// Write the NCCL settings `place --network-aware` advised for this placement (its
-    /// `network.nccl_advice`, e.g. more QPs per connection where ECMP collisions are predicted);
-    /// explicit flags such as --qps still win.
+    /// Take the NCCL settings `place --network-aware` advised for this placement (its
+    /// `network.nccl_advice`, e.g. more QPs per connection where ECMP collisions are predicted)
+    /// into every pod's environment; explicit flags such as --qps still win.
     #[arg(long)]
     pub network_aware: bool,
     /// Only the pods on this node (e.g. to write one node's env file); not with `hostfile`.
