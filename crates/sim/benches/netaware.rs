@@ -30,6 +30,27 @@ fn main() {
     .candidates
     .len();
     println!("candidates of the 128-host gang: {n}");
+    let nb = s.cluster.level_by_label(NETWORK_BLOCK).expect("level");
+    let small = gang(
+        "new",
+        16,
+        TopologyRequest {
+            required: Some(nb),
+            ..TopologyRequest::default()
+        },
+    );
+    let n = place_network_aware(
+        &s.cluster,
+        &s.occupancy,
+        &small,
+        &PlaceInput::default(),
+        &mut constant,
+        MAX_CANDIDATES,
+    )
+    .expect("fits")
+    .candidates
+    .len();
+    println!("candidates of the 16-host gang: {n}");
     divan::main();
 }
 
@@ -157,6 +178,44 @@ fn network_aware_128_node_gang(bencher: divan::Bencher) {
             MAX_CANDIDATES,
         )
         .expect("fits")
+    });
+}
+
+/// A 16-host gang required in one network block: more candidates (local blocks with room,
+/// then network blocks), up to the cap of 16.
+#[divan::bench(sample_count = 10)]
+fn network_aware_16_node_gang_required_network_block(bencher: divan::Bencher) {
+    let s = setup();
+    let mut st = state(&s);
+    let nb = s.cluster.level_by_label(NETWORK_BLOCK).expect("level");
+    let job = gang(
+        "new",
+        16,
+        TopologyRequest {
+            required: Some(nb),
+            ..TopologyRequest::default()
+        },
+    );
+    let input = PlaceInput::default();
+    bencher.bench_local(|| {
+        let mut scorer = |_: &Job, p: &Placement| {
+            let pr = probe(&mut st, 1000, &traffic(p), &s.running).expect("valid");
+            pr.score(W, &mut |_| JobWeight {
+                gpus: 64.0,
+                comm_share: 0.3,
+            })
+        };
+        place_network_aware(
+            &s.cluster,
+            &s.occupancy,
+            &job,
+            &input,
+            &mut scorer,
+            MAX_CANDIDATES,
+        )
+        .expect("fits")
+        .candidates
+        .len()
     });
 }
 
