@@ -401,12 +401,8 @@ pub fn network_aware(
         let gpus = a.milli_gpus() as f64 / 1000.0;
         let w = weight(gpus, distinct_nodes(&pods).len());
         weights.push(w);
-        if distinct_nodes(&pods).len() < 2 || w.comm_share <= 0.0 {
+        let Some(traffic) = ring_of(&pods).filter(|_| w.comm_share > 0.0) else {
             continue;
-        }
-        let traffic = fabric::JobTraffic {
-            ranks: fabric::ranks_of(&pods),
-            collective: fabric::Collective::AllReduce,
         };
         state.start(id as u64, &traffic).map_err(fabric_err)?;
         running.push(id as u64);
@@ -419,13 +415,9 @@ pub fn network_aware(
         let nodes = distinct_nodes(&pods).len();
         let gpus: f64 = p.pods.iter().map(sched::PlacedPod::gpus).sum();
         let new = weight(gpus, nodes);
-        if nodes < 2 || new.comm_share <= 0.0 {
+        let Some(traffic) = ring_of(&pods).filter(|_| new.comm_share > 0.0) else {
             priced.push(None);
             return fabric::ideal_score(new);
-        }
-        let traffic = fabric::JobTraffic {
-            ranks: fabric::ranks_of(&pods),
-            collective: fabric::Collective::AllReduce,
         };
         match fabric::probe(&mut state, new_id, &traffic, &running) {
             Ok(probe) => {
@@ -563,6 +555,20 @@ pub fn nccl_advice(
             hits.ports_shared, hits.ports_used, hits.worst, busbw, base
         ),
     }])
+}
+
+/// A job's Ring AllReduce over its GPUs in rank order, each GPU once (pods sharing a GPU are
+/// one rank); `None` when it does not cross nodes (one node, or fewer than two GPUs).
+fn ring_of(pods: &[(topology::NodeId, Vec<u32>)]) -> Option<fabric::JobTraffic> {
+    let mut seen = std::collections::BTreeSet::new();
+    let ranks: Vec<fabric::Rank> = fabric::ranks_of(pods)
+        .into_iter()
+        .filter(|r| seen.insert(*r))
+        .collect();
+    (distinct_nodes(pods).len() >= 2 && ranks.len() >= 2).then_some(fabric::JobTraffic {
+        ranks,
+        collective: fabric::Collective::AllReduce,
+    })
 }
 
 /// A placement's pods as (node, GPU ids) in rank order.

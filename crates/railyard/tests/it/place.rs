@@ -457,3 +457,30 @@ fn network_aware_moves_the_gang_off_shared_uplinks_and_reports_why() {
     assert!(advice.value.parse::<u32>().unwrap() > 4, "{advice:?}");
     assert!(advice.reason.contains("ECMP"), "{advice:?}");
 }
+
+/// Regression: a running job whose pods share a GPU (fractional) or use none is priced with each
+/// GPU once, or left out of the fabric's traffic, instead of failing the fabric model.
+#[test]
+fn network_aware_prices_running_jobs_with_shared_or_no_gpus() {
+    let dir = temp_dir("place-network-aware-shared");
+    let state = dir.join("state.yaml");
+    std::fs::write(
+        &state,
+        "jobs:\n  - name: shared\n    pods:\n      - {node: node-000, gpus: 0.5, gpu_ids: [0]}\n      - {node: node-000, gpus: 0.5, gpu_ids: [0]}\n      - {node: node-001, gpus: 0.5, gpu_ids: [0]}\n",
+    )
+    .unwrap();
+    let p: PlacementFile = serde_json::from_str(&ok(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/sched/clos-32-4to1.yaml",
+        "--job",
+        "tests/fixtures/sched/jobs/six-unconstrained.yaml",
+        "--state",
+        state.to_str().unwrap(),
+        "--network-aware",
+        "--output",
+        "json",
+    ]))
+    .unwrap();
+    assert!(p.placed && p.network.is_some());
+}
