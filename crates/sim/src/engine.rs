@@ -6,7 +6,10 @@
 //! - [`simulate`] owns the event queue, the occupancy, the pending list and the running jobs.
 //! - A scheduling pass runs at the next multiple of `cycle` after any arrival or completion
 //!   (same-time events are all applied first). The pass orders pending jobs by the policy and
-//!   asks `sched::place` (or `sched::place_with_preemption` under fair share) for each.
+//!   asks `sched::place` (or `sched::place_with_preemption` under fair share) for each. Under a
+//!   `+network` policy ([`Policy::network_aware`]) it first tells the network model the jobs
+//!   started and ended so far and asks `sched::place_network_aware`, scoring each multi-node
+//!   candidate by [`Network::probe`] against every running multi-node job.
 //! - Runtime: a running job has `remaining` seconds of ideal work and a slowdown factor from
 //!   [`crate::runtime::slowdown`]; whenever the set of running multi-node jobs changes, every
 //!   such job's progress is brought up to date, the network model is asked again, and its
