@@ -571,6 +571,41 @@ fn ring_of(pods: &[(topology::NodeId, Vec<u32>)]) -> Option<fabric::JobTraffic> 
     })
 }
 
+/// The `network` section of `place --network-aware` as text.
+pub fn network_text(n: &formats::placement::NetworkChoice) -> String {
+    let gbs = |x: Option<f64>| {
+        x.map_or("one node".to_owned(), |b| {
+            format!("{} GB/s", report::fmt::trim_float(b))
+        })
+    };
+    let mut out = format!(
+        "network-aware: busbw {} (ideal {}), score {} of {}",
+        gbs(n.busbw_gb_s),
+        gbs(n.ideal_busbw_gb_s),
+        report::fmt::trim_float(n.score),
+        report::fmt::count_of(n.candidates, "candidate")
+    );
+    match n.margin {
+        Some(m) => out.push_str(&format!(", ahead by {}\n", report::fmt::trim_float(m))),
+        None => out.push('\n'),
+    }
+    for r in &n.runners_up {
+        out.push_str(&format!(
+            "  runner-up {}: busbw {}, score {}\n",
+            r.domain,
+            gbs(r.busbw_gb_s),
+            report::fmt::trim_float(r.score)
+        ));
+    }
+    for a in &n.nccl_advice {
+        out.push_str(&format!(
+            "  advice: {}={} ({})\n",
+            a.name, a.value, a.reason
+        ));
+    }
+    out
+}
+
 /// A placement's pods as (node, GPU ids) in rank order.
 fn pods_of(p: &sched::Placement) -> Vec<(topology::NodeId, Vec<u32>)> {
     p.pods.iter().map(|x| (x.node, x.gpu_ids.clone())).collect()

@@ -98,38 +98,6 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
     }))
 }
 
-/// The `network` section of `place --network-aware` as text.
-fn network_text(n: &formats::placement::NetworkChoice) -> String {
-    let gbs =
-        |x: Option<f64>| x.map_or("one node".to_owned(), |b| format!("{} GB/s", trim_float(b)));
-    let mut out = format!(
-        "network-aware: busbw {} (ideal {}), score {} of {}",
-        gbs(n.busbw_gb_s),
-        gbs(n.ideal_busbw_gb_s),
-        trim_float(n.score),
-        count_of(n.candidates, "candidate")
-    );
-    match n.margin {
-        Some(m) => out.push_str(&format!(", ahead by {}\n", trim_float(m))),
-        None => out.push('\n'),
-    }
-    for r in &n.runners_up {
-        out.push_str(&format!(
-            "  runner-up {}: busbw {}, score {}\n",
-            r.domain,
-            gbs(r.busbw_gb_s),
-            trim_float(r.score)
-        ));
-    }
-    for a in &n.nccl_advice {
-        out.push_str(&format!(
-            "  advice: {}={} ({})\n",
-            a.name, a.value, a.reason
-        ));
-    }
-    out
-}
-
 fn text(cluster: &Cluster, f: &PlacementFile, wide: bool) -> String {
     let job = f.job.as_deref().unwrap_or("job");
     if !f.placed {
@@ -164,7 +132,7 @@ fn text(cluster: &Cluster, f: &PlacementFile, wide: bool) -> String {
         out.push_str(&format!("preempted: {}\n", f.preempted.join(", ")));
     }
     if let Some(n) = &f.network {
-        out.push_str(&network_text(n));
+        out.push_str(&ops::place::network_text(n));
     }
     // The lowest non-host level names each pod's leaf domain; `-o wide` adds every level above.
     let mut shown: Vec<usize> = (0..cluster.levels.len())
