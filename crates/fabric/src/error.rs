@@ -54,6 +54,9 @@ pub enum FabricError {
     /// The job would need more flows than the model handles.
     #[error("the job needs {0} flows, more than the limit of {MAX_FLOWS}")]
     TooManyFlows(u64),
+    /// A what-if probe under the ID of a job that is already running.
+    #[error("probe: job {0} is already running; probe under an unused ID")]
+    AlreadyRunning(u64),
 }
 
 /// Most flows one job may create (about 1.5 GB of path data at the limit).

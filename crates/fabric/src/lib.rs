@@ -32,6 +32,7 @@ mod model;
 pub mod nccl;
 mod nccl_tests;
 mod predict;
+mod probe;
 mod routing;
 pub mod sport;
 
@@ -51,6 +52,10 @@ pub use nccl_tests::{Measured, Timing};
 pub use predict::{
     compare, doubling_sizes, input_for, parse_bytes, sweep, tuner_input, tuner_input_with,
     Comparison, SweepRow,
+};
+pub use probe::{
+    alone_busbw, collisions, ideal_score, probe, slowdown, Collisions, JobWeight, Probe,
+    RunningChange,
 };
 pub use routing::{PortIndex, RoutingConfig, RoutingMode};
 pub use sport::udp_source_port;

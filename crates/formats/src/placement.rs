@@ -51,6 +51,58 @@ pub struct PlacementFile {
     /// quotas above the parent's), one line each naming file and queue.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// `place --network-aware`: what the fabric model predicts for the chosen placement, the
+    /// candidates it beat, and NCCL settings for `launch --network-aware`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkChoice>,
+}
+
+/// Why `place --network-aware` chose its placement.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkChoice {
+    /// Predicted bus bandwidth of the chosen placement with the running jobs' traffic, GB/s
+    /// (Ring AllReduce; null on one node, where the fabric is not used).
+    pub busbw_gb_s: Option<f64>,
+    /// Its bus bandwidth alone with perfect load balance, GB/s (null on one node).
+    pub ideal_busbw_gb_s: Option<f64>,
+    /// Its score: GPUs of useful work gained minus those taken from running jobs.
+    pub score: f64,
+    /// Candidates the label rules allowed and the model priced (the chosen one included).
+    pub candidates: usize,
+    /// The best other candidates, highest score first (at most 3).
+    #[serde(default)]
+    pub runners_up: Vec<RunnerUp>,
+    /// Chosen score minus the best runner-up's (null without runners-up).
+    pub margin: Option<f64>,
+    /// NCCL settings the model predicts help this placement.
+    #[serde(default)]
+    pub nccl_advice: Vec<NcclAdvice>,
+}
+
+/// A candidate placement that lost.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerUp {
+    /// The domain it was restricted to (`LABEL=VALUE`), or `label-only` for the placement the
+    /// label rules alone choose.
+    pub domain: String,
+    /// Its predicted bus bandwidth, GB/s (null on one node).
+    pub busbw_gb_s: Option<f64>,
+    /// Its score.
+    pub score: f64,
+}
+
+/// One NCCL environment variable to set, and why.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcclAdvice {
+    /// The variable, e.g. `NCCL_IB_QPS_PER_CONNECTION`.
+    pub name: String,
+    /// Its value.
+    pub value: String,
+    /// Why, with the model's numbers and the documentation it rests on.
+    pub reason: String,
 }
 
 /// A placement whose pods have been checked against a cluster.

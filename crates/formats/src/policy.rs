@@ -1,6 +1,7 @@
-//! The simulator's policy strings (`simulate --policy`, `--compare`): `ORDER[+TOPOLOGY]`, e.g.
-//! `fifo`, `best-effort+required:tier0`, read into a `sim::engine::Policy` against a cluster's
-//! levels and tiers.
+//! The simulator's policy strings (`simulate --policy`, `--compare`):
+//! `ORDER[+TOPOLOGY][+network]`, e.g. `fifo`, `best-effort+required:tier0`,
+//! `fifo+preferred:tier1+network`, read into a `sim::engine::Policy` against a cluster's levels
+//! and tiers.
 
 use sim::engine::{Order, Policy, TopologyMode};
 use topology::Cluster;
@@ -19,6 +20,12 @@ pub fn parse_policy(spec: &str, cluster: &Cluster, flag: &str) -> Result<Policy,
         ));
     }
     let (order_s, topo_s) = spec.split_once('+').unwrap_or((spec, "none"));
+    // `+network` ends the spec: network-aware placement within the topology mode before it.
+    let (topo_s, network_aware) = match topo_s.strip_suffix("+network") {
+        Some(t) => (t, true),
+        None if topo_s == "network" => ("none", true),
+        None => (topo_s, false),
+    };
     let order = match order_s {
         "fifo" => Order::Fifo,
         "best-effort" => Order::BestEffortFifo,
@@ -55,7 +62,7 @@ pub fn parse_policy(spec: &str, cluster: &Cluster, flag: &str) -> Result<Policy,
         Some(("required", l)) => TopologyMode::Required(level(l)?),
         _ => {
             return Err(bad(format!(
-                "`{spec}`: expected none, preferred:LEVEL or required:LEVEL after `+`"
+                "`{spec}`: expected none, preferred:LEVEL or required:LEVEL after `+`, optionally followed by +network"
             )))
         }
     };
@@ -63,5 +70,6 @@ pub fn parse_policy(spec: &str, cluster: &Cluster, flag: &str) -> Result<Policy,
         name: spec.to_owned(),
         order,
         topology,
+        network_aware,
     })
 }

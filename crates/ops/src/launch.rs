@@ -24,6 +24,23 @@ use formats::FormatError;
 
 use crate::nccl_shapes;
 
+/// Queue pairs per connection `launch` writes for a node when `--qps` is not given: the shape's
+/// published value, else 4.
+pub fn default_qps(cluster: &Cluster, node: topology::NodeId) -> u32 {
+    cluster
+        .node(node)
+        .labels
+        .get(INSTANCE_TYPE_LABEL)
+        .and_then(|s| nccl_shapes::for_shape(s))
+        .and_then(|r| {
+            r.env
+                .iter()
+                .find(|(k, _)| *k == "NCCL_IB_QPS_PER_CONNECTION")
+        })
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(4)
+}
+
 /// Options of [`plan`] that do not come from the cluster or the placement.
 #[derive(Clone, Debug)]
 pub struct LaunchOptions {
@@ -42,6 +59,46 @@ pub struct LaunchOptions {
     pub script: String,
     /// Rendezvous ID.
     pub rdzv_id: String,
+    /// NCCL settings advised by `place --network-aware` (the placement's `network.nccl_advice`),
+    /// written when `launch --network-aware` is given; checked by [`check_advice`]. An explicit
+    /// flag (`--qps`) still wins.
+    pub advice: Vec<(String, String)>,
+}
+
+/// NCCL variables `launch --network-aware` takes from a placement's advice, with what their
+/// values must be: whole numbers in a range.
+const ADVISABLE: &[(&str, u32, u32)] = &[
+    ("NCCL_IB_QPS_PER_CONNECTION", 1, 128),
+    ("NCCL_IB_SPLIT_DATA_ON_QPS", 0, 1),
+];
+
+/// Check advice read from a placement file (`file` names it in errors): only the variables
+/// railyard advises, with whole-number values in their range, each at most once.
+pub fn check_advice(file: &str, advice: &[(String, String)]) -> Result<(), FormatError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, (name, value)) in advice.iter().enumerate() {
+        let at = |m: String| FormatError::input(file, format!("network.nccl_advice[{i}]: {m}"));
+        let Some(&(_, lo, hi)) = ADVISABLE.iter().find(|(n, _, _)| n == name) else {
+            return Err(at(format!(
+                "name: expected one of {}, got \"{}\"",
+                ADVISABLE.iter().map(|a| a.0).collect::<Vec<_>>().join(", "),
+                formats::excerpt(name)
+            )));
+        };
+        let ok = value.chars().all(|c| c.is_ascii_digit())
+            && value.parse::<u32>().is_ok_and(|v| (lo..=hi).contains(&v));
+        if !ok {
+            return Err(at(format!(
+                "value: expected a whole number in {lo}..={hi} for {name}, got \"{}\"",
+                formats::excerpt(value)
+            )));
+        }
+        if seen.contains(&name.as_str()) {
+            return Err(at(format!("{name} is advised twice")));
+        }
+        seen.push(name);
+    }
+    Ok(())
 }
 
 /// The launch of one job.
@@ -199,6 +256,14 @@ pub fn plan(
         ));
     }
     check_options(options)?;
+    check_advice(placement_file, &options.advice)?;
+    let advised = |name: &str| {
+        options
+            .advice
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
     let mut agents = Vec::with_capacity(pods.len());
     let nnodes = pods.len();
     let mut missing: Vec<&str> = Vec::new();
@@ -271,6 +336,17 @@ pub fn plan(
         IpAddr::V6(v6) => format!("[{v6}]:{}", options.port),
     };
     let mut nccl_sources: Vec<String> = Vec::new();
+    if !options.advice.is_empty() {
+        let list: Vec<String> = options
+            .advice
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        nccl_sources.push(format!(
+            "advice of place --network-aware: {}",
+            list.join(", ")
+        ));
+    }
     for (pod, ip) in pods.iter().zip(resolved) {
         let node = cluster.node(pod.node);
         let shape = node.labels.get(INSTANCE_TYPE_LABEL).map(String::as_str);
@@ -317,6 +393,7 @@ pub fn plan(
         let qps = options
             .qps
             .map(|q| q.to_string())
+            .or_else(|| advised("NCCL_IB_QPS_PER_CONNECTION"))
             .or_else(|| published("NCCL_IB_QPS_PER_CONNECTION"))
             .unwrap_or_else(|| "4".to_owned());
         let ifname = options
@@ -331,7 +408,13 @@ pub fn plan(
         ];
         for (k, v) in row.map(|r| r.env).unwrap_or_default() {
             if !matches!(*k, "NCCL_IB_QPS_PER_CONNECTION" | "NCCL_SOCKET_IFNAME") {
-                env.push(((*k).to_owned(), (*v).to_owned()));
+                let v = advised(k).unwrap_or_else(|| (*v).to_owned());
+                env.push(((*k).to_owned(), v));
+            }
+        }
+        for (k, v) in &options.advice {
+            if !env.iter().any(|(e, _)| e == k) {
+                env.push((k.clone(), v.clone()));
             }
         }
         if !whole_node {

@@ -33,6 +33,10 @@ pub struct PlaceInputs<'a> {
     /// Whose placement rules decide; `None`: by the job's format (KAI objects → KAI, Kueue
     /// objects and native jobs → Kueue).
     pub scheduler: Option<sched::Dialect>,
+    /// `--network-aware`: among the placements the rules allow without preemption, take the
+    /// one the fabric model predicts best against the running jobs' traffic ([`network_aware`]),
+    /// and report why (`network` in the placement file).
+    pub network_aware: bool,
 }
 
 /// The dialect a job is placed with: the run's choice, else by the format it came in.
@@ -309,7 +313,18 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             .map_err(|e| e.to_string()),
     };
     let mut result = Err(String::new());
+    let mut network = None;
     for (flavor, input) in &inputs_by_flavor {
+        if inputs.network_aware && refused.is_none() {
+            if let Some((placement, choice)) = network_aware(cluster, &occupancy, &job, input)? {
+                result = Ok(sched::Decision {
+                    placement,
+                    victims: Vec::new(),
+                });
+                network = Some(choice);
+                break;
+            }
+        }
         result = try_one(input).map_err(|e| match flavor {
             Some(f) => format!("flavor {f}: {e}"),
             None => e,
@@ -329,10 +344,288 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             worst_latency_us: None,
             preempted: Vec::new(),
             warnings: Vec::new(),
+            network: None,
         },
     };
     file.warnings = warnings;
+    file.network = network;
     Ok(file)
+}
+
+/// Runners-up reported in `network.runners_up`.
+const RUNNERS_UP: usize = 3;
+
+/// QP counts tried when ECMP collisions are predicted (NCCL accepts 1..=128).
+const QPS_TRIED: [u32; 4] = [2, 4, 8, 16];
+
+/// `place --network-aware` without preemption: [`sched::place_network_aware`] scored by the
+/// fabric model. The running jobs of `occupancy` that span nodes become the fabric's traffic
+/// (Ring AllReduce over their pods' GPUs in pod order, job IDs 0.. in name order, the new job
+/// the next ID), each candidate is priced by [`fabric::probe`] and scored by
+/// [`fabric::Probe::score`], every job's communicating share taken from the simulator's
+/// defaults by node count ([`sim::engine::CommDefaults`]). Routing: ECMP with the QPs per
+/// connection `launch` would write ([`crate::launch::default_qps`]). `None`: the rules place the
+/// job nowhere without preemption.
+pub fn network_aware(
+    cluster: &Cluster,
+    occupancy: &sched::Occupancy,
+    job: &sched::Job,
+    input: &sched::PlaceInput,
+) -> Result<Option<(sched::Placement, formats::placement::NetworkChoice)>, FormatError> {
+    let fabric_err = |e: fabric::FabricError| FormatError::input("--network-aware", e.to_string());
+    let comm = sim::engine::CommDefaults::default();
+    let weight = |gpus: f64, nodes: usize| fabric::JobWeight {
+        gpus,
+        comm_share: comm
+            .by_nodes
+            .iter()
+            .find(|(max, _)| nodes as u32 <= *max)
+            .map_or(0.0, |(_, p)| p.comm_share),
+    };
+    let qps = cluster.nodes.first().map_or(4, |_| {
+        crate::launch::default_qps(cluster, topology::NodeId::from_index(0))
+    });
+    let cfg = fabric::RoutingConfig {
+        nccl: fabric::NcclConfig {
+            qps_per_connection: qps,
+            ..fabric::NcclConfig::default()
+        },
+        ..fabric::RoutingConfig::default()
+    };
+    let mut state = fabric::FabricState::new(cluster, cfg);
+    let mut running = Vec::new();
+    let mut weights = Vec::new();
+    for (id, a) in occupancy.jobs().values().enumerate() {
+        let pods: Vec<(topology::NodeId, Vec<u32>)> =
+            a.pods.iter().map(|p| (p.node, p.gpu_ids.clone())).collect();
+        let gpus = a.milli_gpus() as f64 / 1000.0;
+        let w = weight(gpus, distinct_nodes(&pods).len());
+        weights.push(w);
+        let Some(traffic) = ring_of(&pods).filter(|_| w.comm_share > 0.0) else {
+            continue;
+        };
+        state.start(id as u64, &traffic).map_err(fabric_err)?;
+        running.push(id as u64);
+    }
+    let new_id = weights.len() as u64;
+    let mut priced: Vec<Option<fabric::Probe>> = Vec::new();
+    let mut failure: Option<fabric::FabricError> = None;
+    let mut scorer = |_: &sched::Job, p: &sched::Placement| {
+        let pods = pods_of(p);
+        let nodes = distinct_nodes(&pods).len();
+        let gpus: f64 = p.pods.iter().map(sched::PlacedPod::gpus).sum();
+        let new = weight(gpus, nodes);
+        let Some(traffic) = ring_of(&pods).filter(|_| new.comm_share > 0.0) else {
+            priced.push(None);
+            return fabric::ideal_score(new);
+        };
+        match fabric::probe(&mut state, new_id, &traffic, &running) {
+            Ok(probe) => {
+                let score = probe.score(new, &mut |id| weights[id as usize]);
+                priced.push(Some(probe));
+                score
+            }
+            Err(e) => {
+                failure.get_or_insert(e);
+                priced.push(None);
+                f64::NEG_INFINITY
+            }
+        }
+    };
+    let Ok(aware) = sched::place_network_aware(
+        cluster,
+        occupancy,
+        job,
+        input,
+        &mut scorer,
+        sched::MAX_CANDIDATES,
+    ) else {
+        return Ok(None);
+    };
+    if let Some(e) = failure {
+        return Err(fabric_err(e));
+    }
+    let busbw = |i: usize| priced[i].as_ref().map(|p| p.busbw_gb_s);
+    let domain_name = |d: Option<topology::DomainId>| match d {
+        None => "label-only".to_owned(),
+        Some(d) => {
+            let dom = cluster.domain(d);
+            format!("{}={}", cluster.levels[dom.level].label, dom.value)
+        }
+    };
+    let mut others: Vec<usize> = (0..aware.candidates.len())
+        .filter(|&i| i != aware.chosen)
+        .collect();
+    others.sort_by(|&a, &b| {
+        aware.candidates[b]
+            .score
+            .total_cmp(&aware.candidates[a].score)
+            .then(a.cmp(&b))
+    });
+    others.truncate(RUNNERS_UP);
+    let best = aware.best();
+    let runners_up: Vec<formats::placement::RunnerUp> = others
+        .iter()
+        .map(|&i| formats::placement::RunnerUp {
+            domain: domain_name(aware.candidates[i].domain),
+            busbw_gb_s: busbw(i).map(round3),
+            score: round3(aware.candidates[i].score),
+        })
+        .collect();
+    let margin = others
+        .first()
+        .map(|&i| round3(best.score - aware.candidates[i].score));
+    let chosen_probe = priced[aware.chosen].clone();
+    let nccl_advice = match &chosen_probe {
+        Some(_) => {
+            nccl_advice(cluster, &pods_of(&best.placement), &cfg, new_id).map_err(fabric_err)?
+        }
+        None => Vec::new(),
+    };
+    let choice = formats::placement::NetworkChoice {
+        busbw_gb_s: chosen_probe.as_ref().map(|p| round3(p.busbw_gb_s)),
+        ideal_busbw_gb_s: chosen_probe.as_ref().map(|p| round3(p.ideal_gb_s)),
+        score: round3(best.score),
+        candidates: aware.candidates.len(),
+        runners_up,
+        margin,
+        nccl_advice,
+    };
+    Ok(Some((aware.into_placement(), choice)))
+}
+
+/// NCCL settings for a placement, from the fabric model alone. ECMP collisions: when two or
+/// more of the job's flows hash onto one switch-to-switch port ([`fabric::collisions`]), more
+/// QPs per connection (each QP its own RoCEv2 source port, so its own ECMP hash) spread a
+/// connection over more paths. The advice is the fewest QPs of [`QPS_TRIED`] above the current
+/// count whose predicted bus bandwidth alone is within 1% of the best tried, given only when it
+/// beats the current count by more than 2%. NCCL documents the variable as "the number of IB
+/// queue pairs to use for each connection between two ranks … useful on multi-level fabrics
+/// which need multiple queue pairs to have good routing entropy" (NCCL user guide, Environment
+/// Variables, `NCCL_IB_QPS_PER_CONNECTION`,
+/// <https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-qps-per-connection>).
+pub fn nccl_advice(
+    cluster: &Cluster,
+    pods: &[(topology::NodeId, Vec<u32>)],
+    cfg: &fabric::RoutingConfig,
+    job_id: u64,
+) -> Result<Vec<formats::placement::NcclAdvice>, fabric::FabricError> {
+    let traffic = fabric::JobTraffic {
+        ranks: fabric::ranks_of(pods),
+        collective: fabric::Collective::AllReduce,
+    };
+    let mut fab = fabric::Fabric::new(cluster);
+    let hits = fabric::collisions(&mut fab, &traffic, cfg, job_id)?;
+    if cfg.mode != fabric::RoutingMode::Ecmp || hits.ports_shared == 0 {
+        return Ok(Vec::new());
+    }
+    let current = cfg.nccl.qps_per_connection;
+    let with_qps = |q: u32| fabric::RoutingConfig {
+        nccl: fabric::NcclConfig {
+            qps_per_connection: q,
+            ..cfg.nccl
+        },
+        ..*cfg
+    };
+    let base = fabric::alone_busbw(&mut fab, &traffic, cfg, job_id)?;
+    let mut tried = Vec::new();
+    for q in QPS_TRIED.into_iter().filter(|&q| q > current) {
+        let names: Vec<(topology::NodeId, usize)> =
+            pods.iter().map(|(n, g)| (*n, g.len())).collect();
+        if fabric::check_flow_budget(cluster, &names, fabric::Collective::AllReduce, q).is_err() {
+            break;
+        }
+        tried.push((
+            q,
+            fabric::alone_busbw(&mut fab, &traffic, &with_qps(q), job_id)?,
+        ));
+    }
+    let top = tried.iter().map(|t| t.1).fold(base, f64::max);
+    let Some(&(q, busbw)) = tried.iter().find(|t| t.1 >= 0.99 * top) else {
+        return Ok(Vec::new());
+    };
+    if busbw <= 1.02 * base {
+        return Ok(Vec::new());
+    }
+    Ok(vec![formats::placement::NcclAdvice {
+        name: "NCCL_IB_QPS_PER_CONNECTION".to_owned(),
+        value: q.to_string(),
+        reason: format!(
+            "ECMP collisions: {} of the {} switch-to-switch ports the job uses carry 2 or more of its flows (up to {}); with {q} QPs per connection instead of {current} the model predicts {:.1} GB/s bus bandwidth alone instead of {:.1} (more QPs, more source ports, more ECMP entropy: NCCL user guide, NCCL_IB_QPS_PER_CONNECTION)",
+            hits.ports_shared, hits.ports_used, hits.worst, busbw, base
+        ),
+    }])
+}
+
+/// A job's Ring AllReduce over its GPUs in rank order, each GPU once (pods sharing a GPU are
+/// one rank); `None` when it does not cross nodes (one node, or fewer than two GPUs).
+fn ring_of(pods: &[(topology::NodeId, Vec<u32>)]) -> Option<fabric::JobTraffic> {
+    let mut seen = std::collections::BTreeSet::new();
+    let ranks: Vec<fabric::Rank> = fabric::ranks_of(pods)
+        .into_iter()
+        .filter(|r| seen.insert(*r))
+        .collect();
+    (distinct_nodes(pods).len() >= 2 && ranks.len() >= 2).then_some(fabric::JobTraffic {
+        ranks,
+        collective: fabric::Collective::AllReduce,
+    })
+}
+
+/// The `network` section of `place --network-aware` as text.
+pub fn network_text(n: &formats::placement::NetworkChoice) -> String {
+    let gbs = |x: Option<f64>| {
+        x.map_or("one node".to_owned(), |b| {
+            format!("{} GB/s", report::fmt::trim_float(b))
+        })
+    };
+    let mut out = format!(
+        "network-aware: busbw {} (ideal {}), score {} of {}",
+        gbs(n.busbw_gb_s),
+        gbs(n.ideal_busbw_gb_s),
+        report::fmt::trim_float(n.score),
+        report::fmt::count_of(n.candidates, "candidate")
+    );
+    match n.margin {
+        Some(m) => out.push_str(&format!(", ahead by {}\n", report::fmt::trim_float(m))),
+        None => out.push('\n'),
+    }
+    for r in &n.runners_up {
+        out.push_str(&format!(
+            "  runner-up {}: busbw {}, score {}\n",
+            r.domain,
+            gbs(r.busbw_gb_s),
+            report::fmt::trim_float(r.score)
+        ));
+    }
+    for a in &n.nccl_advice {
+        out.push_str(&format!(
+            "  advice: {}={} ({})\n",
+            a.name, a.value, a.reason
+        ));
+    }
+    out
+}
+
+/// A placement's pods as (node, GPU ids) in rank order.
+fn pods_of(p: &sched::Placement) -> Vec<(topology::NodeId, Vec<u32>)> {
+    p.pods.iter().map(|x| (x.node, x.gpu_ids.clone())).collect()
+}
+
+/// The distinct nodes of a pod list.
+fn distinct_nodes(pods: &[(topology::NodeId, Vec<u32>)]) -> Vec<topology::NodeId> {
+    let mut v: Vec<topology::NodeId> = pods.iter().map(|p| p.0).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Round to 3 decimals for output (the figures are model predictions, not measurements).
+fn round3(x: f64) -> f64 {
+    if x.is_finite() {
+        (x * 1000.0).round() / 1000.0
+    } else {
+        x
+    }
 }
 
 /// A Kueue ResourceFlavor: what it adds to a pod set's node constraints.
@@ -473,5 +766,6 @@ pub fn placement_file(cluster: &Cluster, job: &str, d: &sched::Decision) -> Plac
         worst_latency_us: Some(d.placement.worst_latency_ns as f64 / 1000.0),
         preempted: d.victims.clone(),
         warnings: Vec::new(),
+        network: None,
     }
 }

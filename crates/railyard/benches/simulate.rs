@@ -33,6 +33,7 @@ fn philly_full_trace(bencher: divan::Bencher, order: &str) {
                 Order::BestEffortFifo
             },
             topology: TopologyMode::None,
+            network_aware: false,
         },
         cycle: SimTime::from_secs_f64(10.0),
         horizon: None,

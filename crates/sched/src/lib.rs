@@ -13,6 +13,7 @@ mod error;
 mod invariants;
 mod job;
 mod kai_place;
+mod netaware;
 mod occupancy;
 mod order;
 mod place;
@@ -33,6 +34,10 @@ pub use job::{
     MAX_SLICE_LAYERS, MILLI_PER_GPU,
 };
 pub use kai_place::kai_next_step;
+pub use netaware::{
+    in_rank_order, place_network_aware, Candidate, NetworkAware, PlacementScorer, MAX_CANDIDATES,
+    SCORE_EPSILON,
+};
 pub use occupancy::{Allocation, Occupancy, PodAllocation, RunningJob};
 pub use order::{next_pending, GangStanding, PendingJob, QueueStanding};
 pub use place::{

@@ -6,7 +6,10 @@
 //! - [`simulate`] owns the event queue, the occupancy, the pending list and the running jobs.
 //! - A scheduling pass runs at the next multiple of `cycle` after any arrival or completion
 //!   (same-time events are all applied first). The pass orders pending jobs by the policy and
-//!   asks `sched::place` (or `sched::place_with_preemption` under fair share) for each.
+//!   asks `sched::place` (or `sched::place_with_preemption` under fair share) for each. Under a
+//!   `+network` policy ([`Policy::network_aware`]) it first tells the network model the jobs
+//!   started and ended so far and asks `sched::place_network_aware`, scoring each multi-node
+//!   candidate by [`Network::probe`] against every running multi-node job.
 //! - Runtime: a running job has `remaining` seconds of ideal work and a slowdown factor from
 //!   [`crate::runtime::slowdown`]; whenever the set of running multi-node jobs changes, every
 //!   such job's progress is brought up to date, the network model is asked again, and its
@@ -71,6 +74,9 @@ pub struct Policy {
     pub order: Order,
     /// Topology mode for multi-node jobs.
     pub topology: TopologyMode,
+    /// `+network`: among the placements the topology mode allows, take the one the network
+    /// model predicts best (`sched::place_network_aware`, scored by [`Network::probe`]).
+    pub network_aware: bool,
 }
 
 /// Communication profile by job size, for jobs whose trace row gives none.
@@ -149,6 +155,13 @@ pub trait Network {
     fn end(&mut self, id: usize);
     /// The rates of the running jobs `ids` (ascending), in that order.
     fn rates(&mut self, ids: &[usize]) -> Vec<NetRate>;
+    /// What starting `job` beside the running jobs would do, for network-aware placement
+    /// (`fabric::probe`); the running jobs stay as they were. `None`: this network cannot
+    /// tell, and every candidate scores its ideal.
+    fn probe(&mut self, job: &NetJob) -> Option<fabric::Probe> {
+        let _ = job;
+        None
+    }
 }
 
 /// What the network gives one job: ideal and achieved bus bandwidth, GB/s.
@@ -701,7 +714,7 @@ pub fn simulate(
             }
             Event::Pass => {
                 st.pass_scheduled = None;
-                pass(&mut st, &mut events, now);
+                pass(&mut st, &mut events, now, network);
             }
         }
         if st.network_dirty && events.peek_time() != Some(now) {
@@ -1167,7 +1180,12 @@ fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
     st.pending.insert((st.submit[i], i), ());
 }
 
-fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
+fn pass(
+    st: &mut State<'_>,
+    events: &mut EventQueue<Event>,
+    now: SimTime,
+    network: &mut dyn Network,
+) {
     let fair_order_on = matches!(st.config.policy.order, Order::FairShare);
     // Fair shares order the fair-share policy and decide KAI's reclaim under every policy.
     let kai_rules = st.rules.as_ref().is_some_and(|r| r.dialect == Dialect::Kai);
@@ -1194,7 +1212,9 @@ fn pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
                     [ask.gpu, ask.cpu, ask.memory].map(f64::to_bits),
                 ))
                 .or_insert_with(|| admits(st, i, &st.usage));
-        let placed = if admitted && want <= free + 1e-9 {
+        let placed = if admitted && want <= free + 1e-9 && st.config.policy.network_aware {
+            place_network_aware(st, i, network)
+        } else if admitted && want <= free + 1e-9 {
             sched::place_with(
                 st.cluster,
                 &st.occupancy,
@@ -1424,13 +1444,56 @@ fn fair_shares(st: &State<'_>) -> BTreeMap<String, f64> {
         .collect()
 }
 
-fn refresh_network(
+/// `+network`: place job `i` where the network model predicts best among the placements the
+/// topology mode allows. The network is first told of the jobs started and ended since it was
+/// last told, so the candidates are priced against every running multi-node job.
+fn place_network_aware(
     st: &mut State<'_>,
-    events: &mut EventQueue<Event>,
-    now: SimTime,
+    i: usize,
     network: &mut dyn Network,
-) {
-    st.network_dirty = false;
+) -> Option<sched::Placement> {
+    st.net_running = sync_network(st, network);
+    let st: &State<'_> = st;
+    let gpus = f64::from(st.records[i].gpus);
+    let comm_share = st.comm[i].comm_share;
+    let bytes = st.comm[i].bytes_per_step;
+    let new = fabric::JobWeight { gpus, comm_share };
+    let mut scorer = |_: &Job, p: &sched::Placement| {
+        let mut nodes: Vec<NodeId> = p.pods.iter().map(|x| x.node).collect();
+        nodes.dedup();
+        if nodes.len() <= 1 || comm_share <= 0.0 {
+            return fabric::ideal_score(new);
+        }
+        let job = NetJob {
+            id: i,
+            name: String::new(),
+            gpus_per_node: st.records[i].gpus / nodes.len() as u32,
+            nodes,
+            bytes,
+        };
+        match network.probe(&job) {
+            Some(probe) => probe.score(new, &mut |id| fabric::JobWeight {
+                gpus: f64::from(st.records[id as usize].gpus),
+                comm_share: st.comm[id as usize].comm_share,
+            }),
+            None => fabric::ideal_score(new),
+        }
+    };
+    sched::place_network_aware(
+        st.cluster,
+        &st.occupancy,
+        &st.jobs[i],
+        &place_input(st.config),
+        &mut scorer,
+        sched::MAX_CANDIDATES,
+    )
+    .ok()
+    .map(sched::NetworkAware::into_placement)
+}
+
+/// Tell the network which multi-node jobs started and ended since it was last told; returns
+/// the set it now knows (to store in `State::net_running`).
+fn sync_network(st: &State<'_>, network: &mut dyn Network) -> BTreeMap<usize, u64> {
     let current: BTreeMap<usize, u64> = st
         .running
         .iter()
@@ -1453,6 +1516,17 @@ fn refresh_network(
             });
         }
     }
+    current
+}
+
+fn refresh_network(
+    st: &mut State<'_>,
+    events: &mut EventQueue<Event>,
+    now: SimTime,
+    network: &mut dyn Network,
+) {
+    st.network_dirty = false;
+    let current = sync_network(st, network);
     let ids: Vec<usize> = current.keys().copied().collect();
     st.net_running = current;
     if ids.is_empty() {

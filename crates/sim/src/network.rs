@@ -5,7 +5,7 @@
 //! against); and [`FromScratch`], which turns a function of the whole running set into a
 //! [`Network`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fabric::{Collective, Fabric, FabricState, JobTraffic, Rank, RoutedJob, RoutingConfig};
 use topology::Cluster;
@@ -18,12 +18,15 @@ use crate::engine::{NetJob, NetRate, Network};
 #[derive(Debug)]
 pub struct FabricNetwork<'c> {
     state: FabricState<'c>,
+    /// IDs of the running jobs, ascending (what a probe reads before and after).
+    running: BTreeSet<u64>,
 }
 
 /// The network model [`crate::engine::simulate`] uses by default, backed by the fabric model.
 pub fn fabric_network(cluster: &Cluster, routing: RoutingConfig) -> FabricNetwork<'_> {
     FabricNetwork {
         state: FabricState::new(cluster, routing),
+        running: BTreeSet::new(),
     }
 }
 
@@ -32,10 +35,17 @@ impl Network for FabricNetwork<'_> {
         self.state
             .start(job.id as u64, &traffic(job))
             .expect("the scheduler only places jobs on GPUs the cluster has");
+        self.running.insert(job.id as u64);
     }
 
     fn end(&mut self, id: usize) {
         self.state.end(id as u64);
+        self.running.remove(&(id as u64));
+    }
+
+    fn probe(&mut self, job: &NetJob) -> Option<fabric::Probe> {
+        let running: Vec<u64> = self.running.iter().copied().collect();
+        fabric::probe(&mut self.state, job.id as u64, &traffic(job), &running).ok()
     }
 
     fn rates(&mut self, ids: &[usize]) -> Vec<NetRate> {

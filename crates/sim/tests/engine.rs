@@ -59,6 +59,7 @@ fn config(order: Order) -> SimConfig {
             name: format!("{order:?}"),
             order,
             topology: TopologyMode::None,
+            network_aware: false,
         },
         cycle: SimTime(0),
         horizon: None,

@@ -497,6 +497,7 @@ fn ranks_source(
                     flavors: &[],
                     options: sched::PlaceOptions::default(),
                     scheduler: None,
+                    network_aware: false,
                 },
             )?;
             if !decided.placed {

@@ -73,6 +73,11 @@ pub struct LaunchArgs {
     /// Container name the Kubernetes patch targets.
     #[arg(long, default_value = "trainer", value_name = "NAME")]
     pub container: String,
+    /// Take the NCCL settings `place --network-aware` advised for this placement (its
+    /// `network.nccl_advice`, e.g. more QPs per connection where ECMP collisions are predicted)
+    /// into every pod's environment; explicit flags such as --qps still win.
+    #[arg(long)]
+    pub network_aware: bool,
     /// Only the pods on this node (e.g. to write one node's env file); not with `hostfile`.
     #[arg(long, value_name = "NAME")]
     pub node: Option<String>,
@@ -104,6 +109,20 @@ pub fn launch(args: &LaunchArgs) -> Result<String, CliError> {
             .clone()
             .or(placement.job.clone())
             .unwrap_or_else(|| "railyard".to_owned()),
+        advice: match (&placement.network, args.network_aware) {
+            (Some(n), true) => n
+                .nccl_advice
+                .iter()
+                .map(|a| (a.name.clone(), a.value.clone()))
+                .collect(),
+            (None, true) => {
+                return Err(CliError::input(
+                    &placement_file,
+                    "--network-aware: the placement has no `network` section; write it with `railyard place --network-aware`",
+                ))
+            }
+            (_, false) => Vec::new(),
+        },
     };
     let mut plan = plan(
         &cluster,

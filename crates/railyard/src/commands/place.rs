@@ -52,6 +52,12 @@ pub struct PlaceArgs {
     /// `spread` for GPU and CPU-only pods alike, or `gpu=…,cpu=…`. Used with KAI's rules.
     #[arg(long, value_name = "STRATEGY", default_value = "")]
     pub kai_placement: String,
+    /// Among the placements the rules allow without preemption, take the one the fabric model
+    /// predicts best against the running jobs' traffic (--state); the output gains `network`:
+    /// predicted bus bandwidth, the runners-up and the margin, and NCCL advice for `launch
+    /// --network-aware`.
+    #[arg(long)]
+    pub network_aware: bool,
     /// Output format (wide adds a column per topology level above the leaf domain)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
@@ -80,6 +86,7 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
                 .map(ops::place::parse_scheduler)
                 .transpose()
                 .map_err(|e| CliError::Usage(e.to_string()))?,
+            network_aware: args.network_aware,
         },
     )?;
     Ok(args.output.render(&file, |wide| {
@@ -123,6 +130,9 @@ fn text(cluster: &Cluster, f: &PlacementFile, wide: bool) -> String {
     );
     if !f.preempted.is_empty() {
         out.push_str(&format!("preempted: {}\n", f.preempted.join(", ")));
+    }
+    if let Some(n) = &f.network {
+        out.push_str(&ops::place::network_text(n));
     }
     // The lowest non-host level names each pod's leaf domain; `-o wide` adds every level above.
     let mut shown: Vec<usize> = (0..cluster.levels.len())

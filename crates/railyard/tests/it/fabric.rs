@@ -872,6 +872,7 @@ fn experiment_placement(order: &str, n: usize) -> PathBuf {
         worst_latency_us: None,
         preempted: Vec::new(),
         warnings: Vec::new(),
+        network: None,
     };
     let text = serde_json::to_string_pretty(&file).expect("JSON") + "\n";
     let path = example(&format!("fat-tree-k8-{order}-{n}.json"));

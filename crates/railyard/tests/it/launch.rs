@@ -528,3 +528,76 @@ fn flags_override_the_published_row_and_unknown_shapes_say_they_are_generic() {
     );
     assert!(text.contains("NCCL_IB_QPS_PER_CONNECTION=4"), "{text}");
 }
+
+/// `launch --network-aware` writes the QPs `place --network-aware` advised (unless --qps is
+/// given), and refuses a placement without advice or with advice it does not know.
+#[test]
+fn network_aware_launch_takes_the_placements_nccl_advice() {
+    let dir = scratch("launch-network-aware");
+    let cluster = "tests/fixtures/sched/clos-32-4to1.yaml";
+    let run = railyard(&[
+        "place",
+        "--cluster",
+        cluster,
+        "--job",
+        "tests/fixtures/sched/jobs/six-unconstrained.yaml",
+        "--state",
+        "tests/fixtures/sched/state/clos-32-cross-block.yaml",
+        "--network-aware",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let placement: PlacementFile = serde_json::from_str(&run.stdout).unwrap();
+    let advised = placement.network.as_ref().unwrap().nccl_advice[0]
+        .value
+        .clone();
+    let file = dir.join("placement.json");
+    std::fs::write(&file, &run.stdout).unwrap();
+    let addresses = dir.join("addresses.hosts");
+    let hosts: String = (0..32)
+        .map(|i| format!("10.0.0.{} node-{i:03}\n", i + 1))
+        .collect();
+    std::fs::write(&addresses, hosts).unwrap();
+    let (file_s, addr_s) = (file.to_str().unwrap(), addresses.to_str().unwrap());
+    let base = [
+        "--cluster",
+        cluster,
+        "--placement",
+        file_s,
+        "--addresses",
+        addr_s,
+    ];
+    let launch_with = |extra: &[&str]| {
+        let mut args = vec!["launch"];
+        args.extend_from_slice(&base);
+        args.extend_from_slice(extra);
+        let run = railyard(&args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.stdout
+    };
+    let qps = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| !l.starts_with('#'))
+            .flat_map(str::split_whitespace)
+            .filter_map(|w| w.strip_prefix("NCCL_IB_QPS_PER_CONNECTION="))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(qps(&launch_with(&[])), vec!["4"; 6]);
+    assert_eq!(qps(&launch_with(&["--network-aware"])), vec![advised; 6]);
+    assert_eq!(
+        qps(&launch_with(&["--network-aware", "--qps", "2"])),
+        vec!["2"; 6]
+    );
+    // Advice it does not know, or a value out of range: one line naming the file and field.
+    let bad = run
+        .stdout
+        .replace("\"NCCL_IB_QPS_PER_CONNECTION\"", "\"LD_PRELOAD\"");
+    std::fs::write(&file, bad).unwrap();
+    let mut args = vec!["launch"];
+    args.extend_from_slice(&base);
+    args.push("--network-aware");
+    let err = railyard(&args);
+    assert_one_line_error(&err, "network.nccl_advice[0]: name");
+}

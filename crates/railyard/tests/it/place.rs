@@ -388,3 +388,99 @@ fn non_preemptible_jobs_stay_within_quota_under_kai() {
     let p = place(&["--job", f.to_str().expect("utf-8"), "--queues", queues]);
     assert!(p.placed, "{:?}", p.reason);
 }
+
+/// `place --network-aware -o json` on a small 4:1-oversubscribed Clos whose running job already
+/// crosses the thin uplinks of network block nb-0: the label rules alone put the new six-node
+/// gang in nb-0's half-empty local blocks, sharing those uplinks; the fabric model moves it to
+/// the idle block nb-1 and says by how much, with NCCL advice against its ECMP collisions.
+#[test]
+fn network_aware_moves_the_gang_off_shared_uplinks_and_reports_why() {
+    let args = |aware: bool| {
+        let mut a = vec![
+            "place",
+            "--cluster",
+            "tests/fixtures/sched/clos-32-4to1.yaml",
+            "--job",
+            "tests/fixtures/sched/jobs/six-unconstrained.yaml",
+            "--state",
+            "tests/fixtures/sched/state/clos-32-cross-block.yaml",
+            "--output",
+            "json",
+        ];
+        if aware {
+            a.push("--network-aware");
+        }
+        a
+    };
+    let label: PlacementFile = serde_json::from_str(&ok(&args(false))).expect("placement JSON");
+    assert_eq!(label.network, None);
+    let nodes = |p: &PlacementFile| p.pods.iter().map(|x| x.node.clone()).collect::<Vec<_>>();
+    // Least free capacity first: the two free hosts of lb-0, lb-1, then lb-2 (node-008 runs).
+    assert_eq!(
+        nodes(&label),
+        ["node-002", "node-003", "node-006", "node-007", "node-009", "node-010"]
+    );
+    let text = ok(&args(true));
+    // Deterministic: the same inputs give the same bytes.
+    assert_eq!(text, ok(&args(true)));
+    let aware: PlacementFile = serde_json::from_str(&text).expect("placement JSON");
+    // nb-1 (node-016..031) is idle: its first two local blocks, in rank order.
+    assert_eq!(
+        nodes(&aware),
+        ["node-016", "node-017", "node-018", "node-019", "node-020", "node-021"]
+    );
+    assert_eq!(
+        aware.pods.iter().map(|p| p.rank).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4, 5]
+    );
+    let n = aware.network.expect("network section");
+    assert_eq!(n.candidates, 2, "{n:?}");
+    let [runner_up] = n.runners_up.as_slice() else {
+        panic!("one runner-up expected: {n:?}")
+    };
+    assert_eq!(runner_up.domain, "label-only");
+    let (chosen, beaten) = (n.busbw_gb_s.unwrap(), runner_up.busbw_gb_s.unwrap());
+    let ideal = n.ideal_busbw_gb_s.unwrap();
+    // 400G NICs: a ring's bus bandwidth is at most a NIC's 50 GB/s; sharing 4:1 uplinks with
+    // the running job at least halves it.
+    assert!(chosen <= ideal && ideal <= 50.0, "{n:?}");
+    assert!(beaten < 0.6 * chosen, "{n:?}");
+    assert!(
+        n.margin.unwrap() > 0.0 && (n.score - runner_up.score - n.margin.unwrap()).abs() < 1e-2
+    );
+    // The score is at most the job's 48 GPUs (its ideal progress).
+    assert!(n.score <= 48.0 && runner_up.score < n.score);
+    let [advice] = n.nccl_advice.as_slice() else {
+        panic!("one advice expected: {n:?}")
+    };
+    assert_eq!(advice.name, "NCCL_IB_QPS_PER_CONNECTION");
+    assert!(advice.value.parse::<u32>().unwrap() > 4, "{advice:?}");
+    assert!(advice.reason.contains("ECMP"), "{advice:?}");
+}
+
+/// Regression: a running job whose pods share a GPU (fractional) or use none is priced with each
+/// GPU once, or left out of the fabric's traffic, instead of failing the fabric model.
+#[test]
+fn network_aware_prices_running_jobs_with_shared_or_no_gpus() {
+    let dir = temp_dir("place-network-aware-shared");
+    let state = dir.join("state.yaml");
+    std::fs::write(
+        &state,
+        "jobs:\n  - name: shared\n    pods:\n      - {node: node-000, gpus: 0.5, gpu_ids: [0]}\n      - {node: node-000, gpus: 0.5, gpu_ids: [0]}\n      - {node: node-001, gpus: 0.5, gpu_ids: [0]}\n",
+    )
+    .unwrap();
+    let p: PlacementFile = serde_json::from_str(&ok(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/sched/clos-32-4to1.yaml",
+        "--job",
+        "tests/fixtures/sched/jobs/six-unconstrained.yaml",
+        "--state",
+        state.to_str().unwrap(),
+        "--network-aware",
+        "--output",
+        "json",
+    ]))
+    .unwrap();
+    assert!(p.placed && p.network.is_some());
+}

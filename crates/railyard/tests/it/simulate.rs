@@ -120,6 +120,8 @@ fn bad_policies_and_levels_are_rejected() {
     assert!(with(&["--policy", "lifo"]).contains("unknown order `lifo`"));
     assert!(with(&["--policy", "fifo+required:tier7"]).contains("tier 7 has no level"));
     assert!(with(&["--policy", "fifo+required:rack"]).contains("unknown level `rack`"));
+    assert!(with(&["--policy", "fifo+network+network"]).contains("optionally followed by +network"));
+    assert!(with(&["--policy", "fifo+networked"]).contains("expected none, preferred:LEVEL"));
     assert!(with(&["--cycle-s=-1"]).contains("--cycle-s"));
     // Bad NCCL settings are usage errors (exit 2) naming the flag.
     for (extra, needle) in [
@@ -157,6 +159,41 @@ fn text_output_is_a_table_per_policy() {
             .filter(|l| l.starts_with("fifo") || l.starts_with("fair-share"))
             .count(),
         2
+    );
+}
+
+#[test]
+fn plus_network_policies_are_labelled_and_deterministic() {
+    let run = || {
+        ok(&[
+            "simulate",
+            "--cluster",
+            "preset:philly-512",
+            "--trace",
+            SMALL,
+            "--compare",
+            "best-effort+network,fifo+required:tier0+network,best-effort+preferred:tier0+network",
+            "--check-invariants",
+            "--output",
+            "json",
+        ])
+    };
+    let json = run();
+    assert_eq!(json, run());
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let names: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "best-effort+network",
+            "fifo+required:tier0+network",
+            "best-effort+preferred:tier0+network"
+        ]
     );
 }
 

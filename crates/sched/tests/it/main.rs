@@ -8,6 +8,7 @@ mod kai_order;
 mod kai_props;
 mod kueue_cases;
 mod multi_device;
+mod netaware;
 mod preempt;
 mod props;
 mod queues;
