@@ -84,6 +84,7 @@ fn config(queues: QueueConfig) -> SimConfig {
             name: "best-effort".into(),
             order: Order::BestEffortFifo,
             topology: TopologyMode::None,
+            network_aware: false,
         },
         cycle: SimTime(0),
         horizon: None,
