@@ -497,7 +497,7 @@ pub fn network_aware(
 /// NCCL settings for a placement, from the fabric model alone. ECMP collisions: when two or
 /// more of the job's flows hash onto one switch-to-switch port ([`fabric::collisions`]), more
 /// QPs per connection (each QP its own RoCEv2 source port, so its own ECMP hash) spread a
-/// connection over more paths. The advice is the fewest QPs of [`QPS_TRIED`] above the current
+/// connection over more paths. The advice is the fewest QPs of `QPS_TRIED` above the current
 /// count whose predicted bus bandwidth alone is within 1% of the best tried, given only when it
 /// beats the current count by more than 2%. NCCL documents the variable as "the number of IB
 /// queue pairs to use for each connection between two ranks … useful on multi-level fabrics

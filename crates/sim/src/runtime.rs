@@ -12,19 +12,10 @@ pub struct CommProfile {
     pub bytes_per_step: f64,
 }
 
-/// Slowdown factor (≥ 1 when achieved ≤ ideal) of a job whose communicating share `comm_share`
-/// runs at `achieved` instead of `ideal` bus bandwidth:
-/// `(1 − c) + c · ideal / achieved`. A job that gets no bandwidth never finishes (`∞`).
-pub fn slowdown(comm_share: f64, ideal_busbw: f64, achieved_busbw: f64) -> f64 {
-    let c = comm_share.clamp(0.0, 1.0);
-    if c == 0.0 || ideal_busbw <= 0.0 {
-        return 1.0;
-    }
-    if achieved_busbw <= 0.0 {
-        return f64::INFINITY;
-    }
-    (1.0 - c) + c * ideal_busbw / achieved_busbw
-}
+/// Slowdown factor (≥ 1 when achieved ≤ ideal) of a job whose communicating share runs at
+/// `achieved` instead of `ideal` bus bandwidth: `(1 − c) + c · ideal / achieved`; the fabric's
+/// what-if probe prices candidates with the same function.
+pub use fabric::slowdown;
 
 #[cfg(test)]
 mod tests {

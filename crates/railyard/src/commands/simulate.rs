@@ -34,9 +34,10 @@ pub struct SimulateArgs {
     /// Count unreadable trace rows instead of stopping at the first.
     #[arg(long)]
     pub skip_bad_rows: bool,
-    /// The policy: ORDER[+TOPOLOGY][+network], ORDER = fifo | best-effort | fair-share,
-    /// TOPOLOGY = none | preferred:LEVEL | required:LEVEL (LEVEL: a level label, or tierN for the
-    /// level of switch tier N); `+network` picks, among the placements TOPOLOGY allows, the one
+    /// The policy: ORDER, ORDER+TOPOLOGY, ORDER+network or ORDER+TOPOLOGY+network;
+    /// ORDER = fifo | best-effort | fair-share, TOPOLOGY = none | preferred:LEVEL |
+    /// required:LEVEL (LEVEL: a level label, or tierN for the level of switch tier N); `+network`
+    /// picks, among the placements TOPOLOGY allows, the one
     /// the fabric model predicts best (e.g. best-effort+preferred:tier1+network).
     #[arg(long, default_value = "best-effort", value_name = "POLICY")]
     pub policy: String,
