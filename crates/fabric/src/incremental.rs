@@ -51,8 +51,6 @@ pub struct FabricState<'c> {
     class: Vec<u8>,
     /// IDs of jobs whose component must be re-solved.
     dirty: Vec<u64>,
-    /// IDs of jobs re-solved since [`FabricState::take_changed`] was last called.
-    changed: Vec<u64>,
     /// Per resource, the solve in which it was last reached (component search).
     resource_seen: Vec<u64>,
     /// Per slot, the solve in which its job was last reached (component search).
@@ -93,7 +91,6 @@ impl<'c> FabricState<'c> {
             users: vec![Vec::new(); n_res],
             class: vec![PRIVATE; n_res],
             dirty: Vec::new(),
-            changed: Vec::new(),
             resource_seen: vec![0; n_res],
             job_seen: Vec::new(),
             generation: 0,
@@ -230,23 +227,10 @@ impl<'c> FabricState<'c> {
             for (&s, pace) in component.iter().zip(paces) {
                 let job = self.job_mut(s);
                 job.busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
-                let id = job.id;
-                self.changed.push(id);
             }
         }
         dirty.clear();
         self.dirty = dirty;
-    }
-
-    /// The IDs of the running jobs re-solved since the last call (ascending, each once): every
-    /// job whose pace may have changed, including every job started since. Jobs that ended are
-    /// left out.
-    pub fn take_changed(&mut self) -> Vec<u64> {
-        let mut changed = std::mem::take(&mut self.changed);
-        changed.sort_unstable();
-        changed.dedup();
-        changed.retain(|id| self.slots.contains_key(id));
-        changed
     }
 
     /// What running job `id` gets at its current pace ([`Fabric::job_result`]), or `None` if
