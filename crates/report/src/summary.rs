@@ -24,7 +24,7 @@ pub struct TraceFacts<'a> {
 }
 
 /// The summary: a header line (and the trace's own waits), then the policies' table (`wide`:
-/// with p50/p99 JCT, p99 wait, utilisation over the makespan, fragmentation, lost GPU-hours
+/// with p50/p99 JCT, avg/p99 JCT of multi-node jobs, p99 wait, utilisation over the makespan, fragmentation, lost GPU-hours
 /// and multi-node jobs by highest tier crossed).
 pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool) -> String {
     let jobs = results.first().map_or(0, |r| r.summary.jobs);
@@ -66,7 +66,12 @@ pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool
     }
     header.push("avg JCT h");
     if wide {
-        header.extend(["p50 JCT h", "p99 JCT h"]);
+        header.extend([
+            "p50 JCT h",
+            "p99 JCT h",
+            "multi-node avg JCT h",
+            "multi-node p99 JCT h",
+        ]);
     }
     header.push("avg wait h");
     if wide {
@@ -99,7 +104,12 @@ pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool
         }
         row.push(h(s.avg_jct_s));
         if wide {
-            row.extend([h(s.p50_jct_s), h(s.p99_jct_s)]);
+            row.extend([
+                h(s.p50_jct_s),
+                h(s.p99_jct_s),
+                h(s.avg_multi_node_jct_s),
+                h(s.p99_multi_node_jct_s),
+            ]);
         }
         row.push(h(s.avg_wait_s));
         if wide {

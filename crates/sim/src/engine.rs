@@ -245,6 +245,12 @@ pub struct Summary {
     pub arrival_window_s: f64,
     /// First arrival → last completion (or the horizon), s.
     pub makespan_s: f64,
+    /// Completed multi-node jobs (jobs that ran on more than one node).
+    pub multi_node_completed: usize,
+    /// Mean JCT of completed multi-node jobs, s (0 when none).
+    pub avg_multi_node_jct_s: f64,
+    /// 99th percentile JCT of completed multi-node jobs, s (0 when none).
+    pub p99_multi_node_jct_s: f64,
     /// Mean network slowdown of completed multi-node jobs (1 = ideal network).
     pub avg_network_slowdown: f64,
     /// Time-averaged share of GPUs that were free while jobs waited and no waiting job fit.
@@ -1569,6 +1575,7 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
     st.frag_integral += st.frag_level * end.secs_since(st.frag_since);
     let makespan = end.as_secs_f64();
     let mut jct: Vec<f64> = Vec::new();
+    let mut multi_jct: Vec<f64> = Vec::new();
     let mut wait: Vec<f64> = Vec::new();
     let mut slow: Vec<f64> = Vec::new();
     let mut tier_span = vec![0u64; st.cluster.tiers.len()];
@@ -1582,6 +1589,7 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         if let Some(e) = r.end_s {
             jct.push(e - r.submit_s);
             if r.nodes > 1 {
+                multi_jct.push(e - r.submit_s);
                 slow.extend(r.network_slowdown);
                 if let Some(t) = r.highest_tier {
                     tier_span[usize::from(t)] += 1;
@@ -1602,7 +1610,9 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
     let avg_jct = mean(&jct);
     let avg_wait = mean(&wait);
     let avg_slow = if slow.is_empty() { 1.0 } else { mean(&slow) };
+    let avg_multi_jct = mean(&multi_jct);
     jct.sort_by(f64::total_cmp);
+    multi_jct.sort_by(f64::total_cmp);
     wait.sort_by(f64::total_cmp);
     let capacity = st.total_gpus * makespan;
     let window = st.records.iter().map(|r| r.submit_s).fold(0.0, f64::max);
@@ -1630,6 +1640,9 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         },
         arrival_window_s: window,
         makespan_s: makespan,
+        multi_node_completed: multi_jct.len(),
+        avg_multi_node_jct_s: avg_multi_jct,
+        p99_multi_node_jct_s: percentile(&multi_jct, 99.0),
         avg_network_slowdown: avg_slow,
         fragmentation: if makespan > 0.0 {
             st.frag_integral / makespan

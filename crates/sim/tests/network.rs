@@ -180,6 +180,30 @@ fn incremental_network_replays_a_trace_exactly_as_solving_from_scratch() {
         if mode == fabric::RoutingMode::Ecmp {
             assert!(a.summary.avg_network_slowdown > 1.0, "no ECMP collisions");
         }
+        multi_node_jct_matches_the_job_records(&a);
         assert_eq!(format!("{a:?}"), format!("{b:?}"), "{mode:?}");
     }
+}
+
+/// The summary's multi-node JCT figures, recomputed from the per-job records: the mean, and the
+/// 99th percentile as the smallest JCT that at least 99% of them do not exceed.
+fn multi_node_jct_matches_the_job_records(r: &sim::engine::SimResult) {
+    let jct: Vec<f64> = r
+        .jobs
+        .iter()
+        .filter(|j| j.nodes > 1)
+        .filter_map(|j| j.end_s.map(|e| e - j.submit_s))
+        .collect();
+    assert!(jct.len() > 10, "too few multi-node jobs: {}", jct.len());
+    let s = &r.summary;
+    assert_eq!(s.multi_node_completed, jct.len());
+    let avg = jct.iter().sum::<f64>() / jct.len() as f64;
+    assert!((s.avg_multi_node_jct_s - avg).abs() < 1e-6 * avg);
+    let p99 = jct
+        .iter()
+        .copied()
+        .filter(|&x| jct.iter().filter(|&&y| y <= x).count() * 100 >= 99 * jct.len())
+        .fold(f64::INFINITY, f64::min);
+    assert_eq!(s.p99_multi_node_jct_s, p99);
+    assert!(s.avg_multi_node_jct_s != s.avg_jct_s);
 }

@@ -76,8 +76,8 @@ pub struct SimulateArgs {
     /// Seed for QP numbers and switch hash seeds.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Output format (wide adds p50/p99 JCT, p99 wait, utilisation over the makespan,
-    /// fragmentation, lost GPU-hours and multi-node jobs by tier)
+    /// Output format (wide adds p50/p99 JCT, avg/p99 JCT of multi-node jobs, p99 wait,
+    /// utilisation over the makespan, fragmentation, lost GPU-hours and multi-node jobs by tier)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
     /// Check, after every event, that no GPU (share or memory) is oversubscribed, every running

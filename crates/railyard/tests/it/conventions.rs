@@ -434,6 +434,8 @@ fn wide_adds_columns_where_a_command_has_more_to_say() {
                 "unfinished",
                 "p50 JCT h",
                 "p99 JCT h",
+                "multi-node avg JCT h",
+                "multi-node p99 JCT h",
                 "p99 wait h",
                 "util (makespan)",
                 "frag",

@@ -66,6 +66,9 @@ fn same_inputs_give_byte_identical_json_and_html() {
             "gpu_utilization",
             "makespan_s",
             "avg_network_slowdown",
+            "multi_node_completed",
+            "avg_multi_node_jct_s",
+            "p99_multi_node_jct_s",
         ] {
             assert!(r.get(f).is_some(), "missing {f}");
         }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Gain table of network-aware placement (issue 15): avg and p99 JCT of multi-node jobs, GPU
+# utilisation and network slowdown for fifo and best-effort, each with no topology request,
+# `preferred:tier0`, `required:tier1` and `preferred:tier0+network`, on LLM-profile traces
+# (`railyard trace synth --profile llm`) per cluster and seed. Prints markdown.
+#
+# Usage: scripts/gain-table.sh — clusters, seeds, trace size and offered load from the
+# environment: CLUSTERS="oci-h100-16k-4to1 oci-h100-16k" SEEDS="1 2 3" JOBS=10000 LOAD=10
+# Builds in release first; needs jq. Runs under `nice -n 5`. Deterministic: the same settings
+# print the same table (except the wall-time column).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLUSTERS=${CLUSTERS:-"oci-h100-16k-4to1 oci-h100-16k"}
+SEEDS=${SEEDS:-"1 2 3"}
+JOBS=${JOBS:-10000}
+LOAD=${LOAD:-10}
+POLICIES="fifo,fifo+preferred:tier0,fifo+required:tier1,fifo+preferred:tier0+network"
+POLICIES="$POLICIES,best-effort,best-effort+preferred:tier0,best-effort+required:tier1"
+POLICIES="$POLICIES,best-effort+preferred:tier0+network"
+cargo build --release -q -p railyard
+BIN=target/release/railyard
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+echo "| cluster | seed | policy | multi-node jobs | avg JCT multi-node h | p99 JCT multi-node h | GPU util (arrivals) | net slowdown | vs best label-only |"
+echo "|---|---|---|---:|---:|---:|---:|---:|---:|"
+for cluster in $CLUSTERS; do
+  for seed in $SEEDS; do
+    trace="$TMP/llm-$cluster-$seed.csv"
+    "$BIN" -q trace synth --profile llm --jobs "$JOBS" --seed "$seed" \
+      --cluster "preset:$cluster" --load "$LOAD" --out "$trace"
+    start=$(date +%s.%N)
+    nice -n 5 "$BIN" -q simulate --cluster "preset:$cluster" --trace "$trace" \
+      --compare "$POLICIES" -o json > "$TMP/run.json"
+    end=$(date +%s.%N)
+    echo "$cluster seed $seed: $(echo "$end - $start" | bc) s for 8 policies" >&2
+    # Per order: the best label-only avg multi-node JCT, and each row's ratio to it (> 1: slower).
+    jq -r --arg c "$cluster" --arg s "$seed" '
+      def f3: (. * 1000 | round) as $n
+        | "\($n / 1000 | floor).\("00\($n % 1000)" | .[-3:])";
+      def f1: (. * 10 | round) as $n | "\($n / 10 | floor).\($n % 10)";
+      .runs as $runs
+      | ($runs | map(select(.policy | contains("+network") | not))) as $labels
+      | $runs[]
+      | (.policy | split("+")[0]) as $order
+      | ([$labels[] | select((.policy | split("+")[0]) == $order) | .avg_multi_node_jct_s]
+         | min) as $best
+      | "| \($c) | \($s) | `\(.policy)` | \(.multi_node_completed) | \(.avg_multi_node_jct_s / 3600 | f3) | \(.p99_multi_node_jct_s / 3600 | f3) | \(.gpu_utilization_arrivals * 100 | f1)% | \(.avg_network_slowdown | f3) | \(if $best > 0 then (.avg_multi_node_jct_s / $best | f3) else "–" end) |"
+    ' "$TMP/run.json"
+  done
+done
