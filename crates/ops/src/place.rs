@@ -258,11 +258,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             }
         }
         let mut demand = usage.clone();
-        let gpu_mem = cluster
-            .nodes
-            .first()
-            .map_or(80 * 1024, |n| n.gpu_memory_gib * 1024);
-        let request = job.request(gpu_mem);
+        let request = job.request(sched::quota_gpu_memory_mib(cluster));
         match tree.find(&job.queue) {
             Some(q) => demand[q.index()].gpu += request.gpu,
             None => {

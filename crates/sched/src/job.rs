@@ -340,6 +340,15 @@ impl PodSet {
     }
 }
 
+/// GPU memory, MiB, that a `gpu-memory` request is counted against when a job's total request
+/// is taken for quota: the first node's, or 80 GiB on a cluster without nodes.
+pub fn quota_gpu_memory_mib(cluster: &Cluster) -> u32 {
+    cluster
+        .nodes
+        .first()
+        .map_or(81_920, |n| n.gpu_memory_gib * 1024)
+}
+
 impl Job {
     /// Total resources of the job at full size; a `gpu-memory` request counts as its fraction of
     /// a GPU with `gpu_memory_mib`.

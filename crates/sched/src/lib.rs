@@ -30,8 +30,8 @@ pub use dialect::{Dialect, KaiStrategy, PlacementStrategy};
 pub use error::{JobError, StateError};
 pub use invariants::{check_gang, check_invariants, check_occupancy, Violation};
 pub use job::{
-    GpuRequest, Job, PodSet, Resource, Resources, SliceLayer, Toleration, TopologyRequest,
-    MAX_SLICE_LAYERS, MILLI_PER_GPU,
+    quota_gpu_memory_mib, GpuRequest, Job, PodSet, Resource, Resources, SliceLayer, Toleration,
+    TopologyRequest, MAX_SLICE_LAYERS, MILLI_PER_GPU,
 };
 pub use kai_place::kai_next_step;
 pub use netaware::{

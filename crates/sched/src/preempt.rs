@@ -249,11 +249,7 @@ fn eligible<'o>(
 ) -> Vec<&'o str> {
     let usage = occupancy.usage_milli_by_queue();
     let used = |q: &str| usage.get(q).copied().unwrap_or(0) as f64 / 1000.0;
-    let mem = cluster
-        .nodes
-        .first()
-        .map_or(81_920, |n| n.gpu_memory_gib * 1024);
-    let request = job.request(mem).gpu;
+    let request = job.request(crate::quota_gpu_memory_mib(cluster)).gpu;
     let own_share = policy.fair_share_gpus.get(&job.queue).copied();
     let may_reclaim = own_share.is_some_and(|s| used(&job.queue) + request <= s + 1e-9);
     let mut out: Vec<(&Allocation, &'o str)> = occupancy

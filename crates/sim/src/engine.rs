@@ -601,10 +601,7 @@ pub fn simulate(
         }
         None => trace_queues(trace),
     };
-    let gpu_memory_mib = cluster
-        .nodes
-        .first()
-        .map_or(81_920, |n| n.gpu_memory_gib * 1024);
+    let gpu_memory_mib = sched::quota_gpu_memory_mib(cluster);
     let requests: Vec<Resources> = jobs.iter().map(|j| j.request(gpu_memory_mib)).collect();
     let n_queues = queue_tree.queues.len();
     let mut st = State {
@@ -667,6 +664,8 @@ pub fn simulate(
     // Feasibility on an empty cluster, cached by job shape.
     let mut feasible: BTreeMap<ShapeKey, bool> = BTreeMap::new();
     let empty = Occupancy::with_node_tracking(cluster);
+    // Whether the user's queues could ever admit a job: asked with every queue idle.
+    let no_use = vec![Resources::default(); st.queue_tree.queues.len()];
     while let Some(ev) = events.pop() {
         if config.horizon.is_some_and(|h| ev.time > h) {
             break;
@@ -678,10 +677,9 @@ pub fn simulate(
                 let ok = *feasible.entry(key).or_insert_with(|| {
                     sched::place_with(cluster, &empty, &st.jobs[i], &place_input(st.config)).is_ok()
                 }) && st.rules.as_ref().is_none_or(|r| {
-                    let none = vec![Resources::default(); st.queue_tree.queues.len()];
                     r.admits(
-                        &none,
-                        &none,
+                        &no_use,
+                        &no_use,
                         QueueId(st.queue_of[i] as u32),
                         &st.requests[i],
                         st.jobs[i].preemptible,
