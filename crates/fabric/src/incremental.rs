@@ -68,6 +68,12 @@ struct StateJob {
     row: Vec<(u32, f64)>,
     /// The most its pace could ever be: its lowest level alone ([`alone_level`]).
     most: f64,
+    /// Indices into `row` by level alone ascending, then resource: where the lowest private
+    /// entry is looked for ([`reduced_row`]).
+    by_level: Vec<u32>,
+    /// The entries of the row on contended resources, in resource order; kept as resources
+    /// change class.
+    contended: Vec<(u32, f64)>,
     /// What the solver needs of the row ([`reduced_row`]). Rebuilt when `stale`.
     reduced: Vec<(u32, f64)>,
     /// A resource of the row changed between binding and not, or between one user and more,
@@ -120,8 +126,18 @@ impl<'c> FabricState<'c> {
         let most = most_of(&row);
         let pace = ideal_row.as_deref().map_or(most, most_of);
         let ideal_busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
-        self.end(id);
         let resources: Vec<u32> = row.iter().map(|&(e, _)| e).collect();
+        let levels: Vec<f64> = row
+            .iter()
+            .map(|&(e, w)| alone_level(capacity[e as usize], w * 1.0))
+            .collect();
+        let mut by_level: Vec<u32> = (0..row.len() as u32).collect();
+        by_level.sort_unstable_by(|&a, &b| {
+            levels[a as usize]
+                .total_cmp(&levels[b as usize])
+                .then(row[a as usize].0.cmp(&row[b as usize].0))
+        });
+        self.end(id);
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -140,6 +156,8 @@ impl<'c> FabricState<'c> {
             },
             row,
             most,
+            by_level,
+            contended: Vec::new(),
             reduced: Vec::new(),
             stale: true,
             busbw_gbps: 0.0,
@@ -152,7 +170,18 @@ impl<'c> FabricState<'c> {
                 .binary_search_by_key(&id, |&s| job_of(&self.jobs, s).id)
                 .unwrap_err();
             users.insert(at, slot);
+            let before = self.class[e as usize];
             self.update_class(e);
+            if before == CONTENDED && self.class[e as usize] == CONTENDED {
+                // Unchanged class: the other users' lists have it already, the new row not.
+                let job = self.job_mut(slot);
+                let k = job
+                    .row
+                    .binary_search_by_key(&e, |&(r, _)| r)
+                    .expect("the row crosses its own resource");
+                let entry = job.row[k];
+                job.contended.push(entry);
+            }
         }
         self.dirty.push(id);
         Ok(())
@@ -280,11 +309,25 @@ impl<'c> FabricState<'c> {
                 SLACK
             }
         };
-        if class != self.class[ei] {
+        let before = self.class[ei];
+        if class != before {
             self.class[ei] = class;
             for i in 0..self.users[ei].len() {
                 let u = self.users[ei][i];
-                self.job_mut(u).stale = true;
+                let job = self.job_mut(u);
+                job.stale = true;
+                if class == CONTENDED {
+                    let k = job
+                        .row
+                        .binary_search_by_key(&e, |&(r, _)| r)
+                        .expect("a user's row crosses the resource");
+                    let at = job.contended.partition_point(|&(r, _)| r < e);
+                    let entry = job.row[k];
+                    job.contended.insert(at, entry);
+                } else if before == CONTENDED {
+                    let at = job.contended.partition_point(|&(r, _)| r < e);
+                    job.contended.remove(at);
+                }
             }
         }
     }
@@ -295,45 +338,31 @@ impl<'c> FabricState<'c> {
             .as_mut()
             .expect("a slot of a running job");
         if job.stale {
-            reduced_row(
-                &job.row,
-                &self.class,
-                self.fabric.capacity(),
-                &mut job.reduced,
-            );
+            reduced_row(job, &self.class);
             job.stale = false;
         }
     }
 }
 
-/// The part of a job's row the job-level max-min needs, into `out`: every entry on a binding
-/// resource another job also uses, and of the entries on resources only this job uses, the one
-/// with the lowest level alone (lowest resource on ties). A resource only this job uses keeps
-/// its level until the job freezes, so the lowest one freezes the job at exactly the level (and
-/// in the order) the full row would, and the job's other private resources are never reached
-/// while it is unfrozen; resources that are not binding never freeze anyone. So the paces are
-/// the same bits, and a solve costs the contended resources plus one per job.
-fn reduced_row(row: &[(u32, f64)], class: &[u8], capacity: &[f64], out: &mut Vec<(u32, f64)>) {
-    out.clear();
-    let mut private: Option<(f64, u32, f64)> = None;
-    for &(e, w) in row {
-        let ei = e as usize;
-        match class[ei] {
-            CONTENDED => {
-                out.push((e, w));
-                continue;
-            }
-            SLACK => continue,
-            _ => {}
-        }
-        let level = alone_level(capacity[ei], w * 1.0);
-        if private.is_none_or(|(l, r, _)| level.total_cmp(&l).then(e.cmp(&r)).is_lt()) {
-            private = Some((level, e, w));
-        }
-    }
-    if let Some((_, e, w)) = private {
-        let at = out.partition_point(|&(r, _)| r < e);
-        out.insert(at, (e, w));
+/// The part of a job's row the job-level max-min needs, into its `reduced`: every entry on a
+/// binding resource another job also uses (its `contended` list), and of the entries on
+/// resources only this job uses, the one with the lowest level alone (lowest resource on ties;
+/// the first private one in `by_level`). A resource only this job uses keeps its level until
+/// the job freezes, so the lowest one freezes the job at exactly the level (and in the order)
+/// the full row would, and the job's other private resources are never reached while it is
+/// unfrozen; resources that are not binding never freeze anyone. So the paces are the same bits,
+/// and a solve costs the contended resources plus one per job.
+fn reduced_row(job: &mut StateJob, class: &[u8]) {
+    let private = job
+        .by_level
+        .iter()
+        .map(|&k| job.row[k as usize])
+        .find(|&(e, _)| class[e as usize] == PRIVATE);
+    job.reduced.clear();
+    job.reduced.extend_from_slice(&job.contended);
+    if let Some((e, w)) = private {
+        let at = job.reduced.partition_point(|&(r, _)| r < e);
+        job.reduced.insert(at, (e, w));
     }
 }
 
