@@ -107,30 +107,30 @@ impl<'c> FabricState<'c> {
     /// ideal bus bandwidth. Its pace is known after the next [`FabricState::solve`]. An `id`
     /// already running is replaced.
     pub fn start(&mut self, id: u64, job: &JobTraffic) -> Result<(), FabricError> {
-        let routed = self.fabric.route_flows(job, &self.cfg, id)?;
+        let mut routed = self.fabric.route_flows(job, &self.cfg, id)?;
         let row = self.solver.aggregate(&routed.flows, &routed.shares);
-        let ideal_row = match ideal_routing(&self.cfg) {
+        self.fabric.recycle(std::mem::take(&mut routed.flows));
+        let ideal_pace = match ideal_routing(&self.cfg) {
             None => None,
             Some(ideal_cfg) => {
                 let alone = self.fabric.route_flows(job, &ideal_cfg, id)?;
-                Some(self.solver.aggregate(&alone.flows, &alone.shares))
+                let pace =
+                    self.solver
+                        .alone_pace(self.fabric.capacity(), &alone.flows, &alone.shares);
+                self.fabric.recycle(alone.flows);
+                Some(pace)
             }
         };
         let capacity = self.fabric.capacity();
-        // One job alone is paced by its lowest level: what the solver returns for it alone.
-        let most_of = |row: &[(u32, f64)]| {
-            row.iter()
-                .map(|&(e, w)| alone_level(capacity[e as usize], w * 1.0))
-                .fold(f64::INFINITY, f64::min)
-        };
-        let most = most_of(&row);
-        let pace = ideal_row.as_deref().map_or(most, most_of);
-        let ideal_busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
-        let resources: Vec<u32> = row.iter().map(|&(e, _)| e).collect();
         let levels: Vec<f64> = row
             .iter()
             .map(|&(e, w)| alone_level(capacity[e as usize], w * 1.0))
             .collect();
+        // One job alone is paced by its lowest level: what the solver returns for it alone.
+        let most = levels.iter().copied().fold(f64::INFINITY, f64::min);
+        let pace = ideal_pace.unwrap_or(most);
+        let ideal_busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
+        let resources: Vec<u32> = row.iter().map(|&(e, _)| e).collect();
         let mut by_level: Vec<u32> = (0..row.len() as u32).collect();
         by_level.sort_unstable_by(|&a, &b| {
             levels[a as usize]

@@ -164,6 +164,8 @@ pub struct Fabric<'c> {
     gpu_offset: Vec<u32>,
     capacity: Vec<f64>,
     router: Router,
+    /// Memory for the next job's flows ([`Fabric::recycle`]).
+    spare: FlowPaths,
 }
 
 impl<'c> Fabric<'c> {
@@ -200,6 +202,7 @@ impl<'c> Fabric<'c> {
             gpu_offset,
             capacity,
             router: Router::new(cluster),
+            spare: FlowPaths::new(),
         }
     }
 
@@ -292,6 +295,12 @@ impl<'c> Fabric<'c> {
         self.route_flows_algorithm(job, Algorithm::Ring, cfg, job_id)
     }
 
+    /// Give back a routed job's flows once they are no longer needed: the next route reuses
+    /// their memory instead of growing a new buffer.
+    pub fn recycle(&mut self, flows: FlowPaths) {
+        self.spare = flows;
+    }
+
     /// [`Fabric::route_flows`] with the given algorithm.
     pub fn route_flows_algorithm(
         &mut self,
@@ -331,7 +340,8 @@ impl<'c> Fabric<'c> {
         if n_flows > MAX_FLOWS {
             return Err(FabricError::TooManyFlows(n_flows));
         }
-        let mut flows = FlowPaths::new();
+        let mut flows = std::mem::take(&mut self.spare);
+        flows.clear();
         let mut shares = Vec::with_capacity(n_flows as usize);
         let mut network_flows = 0;
         let mut path: Vec<(u32, f64)> = Vec::with_capacity(16);

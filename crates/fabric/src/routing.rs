@@ -156,8 +156,10 @@ impl Router {
     /// The shortest-path plan between two leaf switches, or `None` if no switch is an ancestor
     /// of both.
     pub fn plan(&mut self, cluster: &Cluster, src: u32, dst: u32) -> Option<Plan> {
-        let a = self.ancestors(cluster, src).clone();
-        let b = self.ancestors(cluster, dst);
+        self.ancestors(cluster, src);
+        self.ancestors(cluster, dst);
+        let a = self.ancestors[src as usize].as_ref().expect("filled above");
+        let b = self.ancestors[dst as usize].as_ref().expect("filled above");
         let tiers = a.len().min(b.len());
         let (top, meet) = (0..tiers).find_map(|t| {
             let m: Vec<u32> = a[t]
