@@ -186,7 +186,7 @@ impl Router {
             }
             sets
         };
-        let up = reach(&a);
+        let up = reach(a);
         let down = reach(b);
         Some(Plan { top, up, down })
     }
