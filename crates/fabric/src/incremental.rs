@@ -112,14 +112,7 @@ impl<'c> FabricState<'c> {
         self.fabric.recycle(std::mem::take(&mut routed.flows));
         let ideal_pace = match ideal_routing(&self.cfg) {
             None => None,
-            Some(ideal_cfg) => {
-                let alone = self.fabric.route_flows(job, &ideal_cfg, id)?;
-                let pace =
-                    self.solver
-                        .alone_pace(self.fabric.capacity(), &alone.flows, &alone.shares);
-                self.fabric.recycle(alone.flows);
-                Some(pace)
-            }
+            Some(ideal_cfg) => Some(self.fabric.alone_pace(job, &ideal_cfg, id)?),
         };
         let capacity = self.fabric.capacity();
         let levels: Vec<f64> = row

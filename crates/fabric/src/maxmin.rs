@@ -399,33 +399,6 @@ impl SparseSolver {
         self.entry.clone()
     }
 
-    /// The pace a job would get alone: the lowest level alone ([`alone_level`]) over the
-    /// resources of its aggregated row — the same bits as taking it over
-    /// [`SparseSolver::aggregate`]'s row (each resource summed in the same flow order; a minimum
-    /// does not depend on the order it is taken in), without sorting the row.
-    pub fn alone_pace(&mut self, capacity: &[f64], flows: &FlowPaths, shares: &[f64]) -> f64 {
-        self.touched.clear();
-        for (f, &s) in shares.iter().enumerate() {
-            for (e, w) in flows.path(f) {
-                let a = w * s;
-                if a <= 0.0 {
-                    continue;
-                }
-                if self.sums[e as usize] == 0.0 {
-                    self.touched.push(e);
-                }
-                self.sums[e as usize] += a;
-            }
-        }
-        let mut lowest = f64::INFINITY;
-        for &e in &self.touched {
-            let ei = e as usize;
-            lowest = lowest.min(alone_level(capacity[ei], self.sums[ei] * 1.0));
-            self.sums[ei] = 0.0;
-        }
-        lowest
-    }
-
     /// Job-level max-min paces of `rows` (in the order given) on a fabric of `capacity`.
     pub fn solve(&mut self, capacity: &[f64], rows: &[&[(u32, f64)]]) -> Vec<f64> {
         self.resources.clear();

@@ -28,7 +28,7 @@ use crate::collective::{
 };
 use crate::error::{FabricError, MAX_FLOWS};
 use crate::hash::{FiveTuple, IPPROTO_UDP};
-use crate::maxmin::{aggregate_jobs, max_min_fair, FlowPaths};
+use crate::maxmin::{aggregate_jobs, alone_level, max_min_fair, FlowPaths};
 use crate::nccl::{channel_speed_gb_s, Algorithm, GpuArch};
 use crate::routing::{endpoint_name, plan_for, PortIndex, Router, RoutingConfig, RoutingMode};
 use crate::sport::{mix64, qp_number, udp_source_port};
@@ -166,6 +166,8 @@ pub struct Fabric<'c> {
     router: Router,
     /// Memory for the next job's flows ([`Fabric::recycle`]).
     spare: FlowPaths,
+    /// Per resource, all zeros between calls ([`Fabric::alone_pace`]).
+    sums: Vec<f64>,
 }
 
 impl<'c> Fabric<'c> {
@@ -203,6 +205,7 @@ impl<'c> Fabric<'c> {
             capacity,
             router: Router::new(cluster),
             spare: FlowPaths::new(),
+            sums: Vec::new(),
         }
     }
 
@@ -309,6 +312,54 @@ impl<'c> Fabric<'c> {
         cfg: &RoutingConfig,
         job_id: u64,
     ) -> Result<RoutedJob, FabricError> {
+        let mut flows = std::mem::take(&mut self.spare);
+        flows.clear();
+        let mut sink = (flows, Vec::new());
+        let routed = self.route_into(job, algorithm, cfg, job_id, &mut sink)?;
+        let (flows, shares) = sink;
+        Ok(RoutedJob {
+            flows,
+            shares,
+            ..routed
+        })
+    }
+
+    /// The pace job `job_id` would get alone under `cfg` with the ring algorithm: its lowest
+    /// level alone over the resources it loads — the same bits as aggregating
+    /// [`Fabric::route_flows`]' flows and taking the lowest level of the row, without keeping
+    /// the flows. Infinite when it loads no resource.
+    pub fn alone_pace(
+        &mut self,
+        job: &JobTraffic,
+        cfg: &RoutingConfig,
+        job_id: u64,
+    ) -> Result<f64, FabricError> {
+        let mut sink = LoadSums {
+            sums: std::mem::take(&mut self.sums),
+            touched: Vec::new(),
+        };
+        sink.sums.resize(self.capacity.len(), 0.0);
+        let routed = self.route_into(job, Algorithm::Ring, cfg, job_id, &mut sink);
+        let mut lowest = f64::INFINITY;
+        for &e in &sink.touched {
+            let ei = e as usize;
+            lowest = lowest.min(alone_level(self.capacity[ei], sink.sums[ei] * 1.0));
+            sink.sums[ei] = 0.0;
+        }
+        self.sums = sink.sums;
+        routed.map(|_| lowest)
+    }
+
+    /// Route `job`'s flows into `sink` (in the order [`Fabric::route_flows`] lists them);
+    /// returns the job without flows.
+    fn route_into<S: FlowSink>(
+        &mut self,
+        job: &JobTraffic,
+        algorithm: Algorithm,
+        cfg: &RoutingConfig,
+        job_id: u64,
+        flows: &mut S,
+    ) -> Result<RoutedJob, FabricError> {
         let qps = cfg.qps();
         if qps == 0 {
             return Err(FabricError::ZeroQps);
@@ -340,9 +391,7 @@ impl<'c> Fabric<'c> {
         if n_flows > MAX_FLOWS {
             return Err(FabricError::TooManyFlows(n_flows));
         }
-        let mut flows = std::mem::take(&mut self.spare);
-        flows.clear();
-        let mut shares = Vec::with_capacity(n_flows as usize);
+        flows.reserve(n_flows as usize);
         let mut network_flows = 0;
         let mut path: Vec<(u32, f64)> = Vec::with_capacity(16);
         let mut latency_ns = 0.0f64;
@@ -359,21 +408,11 @@ impl<'c> Fabric<'c> {
                     if self.cluster.node(dst.node).nvlink_gbps > 0.0 {
                         path.push((self.nvlink_resource(dst, false), 1.0));
                     }
-                    flows.push(&path, c.fairness);
-                    shares.push(c.share);
+                    flows.flow(&path, c.fairness, c.share);
                 }
                 Hop::Network { src, dst } => {
                     latency_ns = latency_ns.max(self.cluster.latency_ns(src.node, dst.node) as f64);
-                    self.push_network(
-                        c,
-                        ci as u64,
-                        src,
-                        dst,
-                        cfg,
-                        qp_seed,
-                        &mut flows,
-                        &mut shares,
-                    )?;
+                    self.push_network(c, ci as u64, src, dst, cfg, qp_seed, flows)?;
                     network_flows += qps as usize;
                 }
             }
@@ -384,8 +423,8 @@ impl<'c> Fabric<'c> {
         Ok(RoutedJob {
             n_ranks: job.ranks.len(),
             collective: job.collective,
-            flows,
-            shares,
+            flows: FlowPaths::new(),
+            shares: Vec::new(),
             network_flows,
             algorithm,
             channels: if job.collective == Collective::AllToAll {
@@ -401,7 +440,7 @@ impl<'c> Fabric<'c> {
     }
 
     #[allow(clippy::too_many_arguments)] // private helper of route_flows
-    fn push_network(
+    fn push_network<S: FlowSink>(
         &mut self,
         c: &Connection,
         conn_index: u64,
@@ -409,8 +448,7 @@ impl<'c> Fabric<'c> {
         dst: NicPort,
         cfg: &RoutingConfig,
         qp_seed: u64,
-        flows: &mut FlowPaths,
-        shares: &mut Vec<f64>,
+        flows: &mut S,
     ) -> Result<(), FabricError> {
         let cluster = self.cluster;
         let src_nic = cluster.node(src.node).nic_links[src.rail as usize];
@@ -425,8 +463,7 @@ impl<'c> Fabric<'c> {
                 self.router
                     .spray(cluster, &self.ports, &plan, s, d, &mut path);
                 for _ in 0..qps {
-                    flows.push(&path, c.fairness);
-                    shares.push(share);
+                    flows.flow(&path, c.fairness, share);
                 }
             }
             RoutingMode::Ecmp => {
@@ -443,8 +480,7 @@ impl<'c> Fabric<'c> {
                     path.clear();
                     self.router
                         .ecmp(cluster, &self.ports, &plan, s, d, &tuple, cfg, &mut path);
-                    flows.push(&path, c.fairness);
-                    shares.push(share);
+                    flows.flow(&path, c.fairness, share);
                 }
             }
         }
@@ -613,4 +649,49 @@ pub fn evaluate(
         .zip(&alloc.busbw_gbps)
         .map(|(j, &b)| fabric.job_result(j, b))
         .collect())
+}
+
+/// Where routing puts a job's flows: kept as flows ([`FlowPaths`] and their shares) or summed
+/// per resource ([`LoadSums`]).
+trait FlowSink {
+    /// Room for `n` more flows.
+    fn reserve(&mut self, n: usize);
+    /// One flow crossing `path`, with fairness weight `fairness`, carrying `share` of the job's
+    /// bus bandwidth.
+    fn flow(&mut self, path: &[(u32, f64)], fairness: f64, share: f64);
+}
+
+impl FlowSink for (FlowPaths, Vec<f64>) {
+    fn reserve(&mut self, n: usize) {
+        self.1.reserve(n);
+    }
+
+    fn flow(&mut self, path: &[(u32, f64)], fairness: f64, share: f64) {
+        self.0.push(path, fairness);
+        self.1.push(share);
+    }
+}
+
+/// A job's load per unit pace on each resource, summed flow by flow in routing order as
+/// aggregation sums it (`sums` all zeros outside; `touched` lists the resources reached).
+struct LoadSums {
+    sums: Vec<f64>,
+    touched: Vec<u32>,
+}
+
+impl FlowSink for LoadSums {
+    fn reserve(&mut self, _: usize) {}
+
+    fn flow(&mut self, path: &[(u32, f64)], _: f64, share: f64) {
+        for &(e, w) in path {
+            let a = w * share;
+            if a <= 0.0 {
+                continue;
+            }
+            if self.sums[e as usize] == 0.0 {
+                self.touched.push(e);
+            }
+            self.sums[e as usize] += a;
+        }
+    }
 }

@@ -12,6 +12,7 @@
 //! reach the destination are candidates; on a rail-optimized fabric this keeps a rail's traffic
 //! on its rail plane.
 
+use std::sync::Arc;
 use topology::{Cluster, Endpoint, LinkId, SwitchId};
 
 use crate::error::FabricError;
@@ -115,8 +116,14 @@ pub(crate) struct Plan {
 #[derive(Debug)]
 pub(crate) struct Router {
     ancestors: Vec<Option<Vec<Vec<u32>>>>,
+    /// Recent plans by `(src leaf, dst leaf)`, direct-mapped ([`PLAN_CACHE_SLOTS`] slots): a
+    /// plan is a function of its two leaves, so a hit returns what computing it would.
+    plans: Vec<Option<(u32, u32, Arc<Plan>)>>,
     scratch: Vec<(u32, f64)>,
 }
+
+/// Slots of [`Router`]'s plan cache (bounded memory whatever the fabric's size).
+const PLAN_CACHE_SLOTS: usize = 4096;
 
 fn contains(sorted: &[u32], x: u32) -> bool {
     sorted.binary_search(&x).is_ok()
@@ -126,6 +133,7 @@ impl Router {
     pub fn new(cluster: &Cluster) -> Self {
         Self {
             ancestors: vec![None; cluster.switches.len()],
+            plans: vec![None; PLAN_CACHE_SLOTS],
             scratch: Vec::new(),
         }
     }
@@ -155,7 +163,22 @@ impl Router {
 
     /// The shortest-path plan between two leaf switches, or `None` if no switch is an ancestor
     /// of both.
-    pub fn plan(&mut self, cluster: &Cluster, src: u32, dst: u32) -> Option<Plan> {
+    pub fn plan(&mut self, cluster: &Cluster, src: u32, dst: u32) -> Option<Arc<Plan>> {
+        let slot = (u64::from(src).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(dst))
+            .wrapping_mul(0xBF58_476D_1CE4_E5B9)
+            >> 52;
+        let slot = slot as usize % PLAN_CACHE_SLOTS;
+        if let Some((s, d, plan)) = &self.plans[slot] {
+            if (*s, *d) == (src, dst) {
+                return Some(Arc::clone(plan));
+            }
+        }
+        let plan = Arc::new(self.compute_plan(cluster, src, dst)?);
+        self.plans[slot] = Some((src, dst, Arc::clone(&plan)));
+        Some(plan)
+    }
+
+    fn compute_plan(&mut self, cluster: &Cluster, src: u32, dst: u32) -> Option<Plan> {
         self.ancestors(cluster, src);
         self.ancestors(cluster, dst);
         let a = self.ancestors[src as usize].as_ref().expect("filled above");
@@ -348,7 +371,7 @@ pub(crate) fn plan_for(
     cluster: &Cluster,
     src_nic: LinkId,
     dst_nic: LinkId,
-) -> Result<Plan, FabricError> {
+) -> Result<Arc<Plan>, FabricError> {
     let s = cluster.link(src_nic).upper.0;
     let d = cluster.link(dst_nic).upper.0;
     router
