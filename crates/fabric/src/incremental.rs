@@ -310,16 +310,22 @@ impl<'c> FabricState<'c> {
                 let job = self.job_mut(u);
                 job.stale = true;
                 if class == CONTENDED {
+                    let at = job.contended.partition_point(|&(r, _)| r < e);
+                    if job.contended.get(at).is_some_and(|&(r, _)| r == e) {
+                        continue; // listed already
+                    }
                     let k = job
                         .row
                         .binary_search_by_key(&e, |&(r, _)| r)
                         .expect("a user's row crosses the resource");
-                    let at = job.contended.partition_point(|&(r, _)| r < e);
                     let entry = job.row[k];
                     job.contended.insert(at, entry);
                 } else if before == CONTENDED {
+                    // A user that joined in this very change may not list it yet.
                     let at = job.contended.partition_point(|&(r, _)| r < e);
-                    job.contended.remove(at);
+                    if job.contended.get(at).is_some_and(|&(r, _)| r == e) {
+                        job.contended.remove(at);
+                    }
                 }
             }
         }
@@ -331,6 +337,16 @@ impl<'c> FabricState<'c> {
             .as_mut()
             .expect("a slot of a running job");
         if job.stale {
+            debug_assert!(
+                job.contended
+                    == job
+                        .row
+                        .iter()
+                        .copied()
+                        .filter(|&(e, _)| self.class[e as usize] == CONTENDED)
+                        .collect::<Vec<_>>(),
+                "a job's contended entries are its row's entries on contended resources"
+            );
             reduced_row(job, &self.class);
             job.stale = false;
         }
