@@ -407,7 +407,12 @@ fn no_network_removes_every_slowdown_and_bounds_the_multi_node_jct() {
     assert_eq!(free["avg_network_slowdown"].as_f64().unwrap(), 1.0);
     assert_eq!(free["completed"], priced["completed"]);
     let jct = |v: &Value| v["avg_multi_node_jct_s"].as_f64().unwrap();
-    assert!(jct(&free) < jct(&priced), "{} vs {}", jct(&free), jct(&priced));
+    assert!(
+        jct(&free) < jct(&priced),
+        "{} vs {}",
+        jct(&free),
+        jct(&priced)
+    );
 }
 
 #[test]
