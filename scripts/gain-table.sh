@@ -3,6 +3,10 @@
 # utilisation and network slowdown for fifo and best-effort, each with no topology request,
 # `preferred:tier0`, `required:tier1` and `preferred:tier0+network`, on LLM-profile traces
 # (`railyard trace synth --profile llm`) per cluster and seed. Prints markdown.
+# Per cluster, seed and order it also reruns the best label-only mode with `--no-network` (every
+# communicating share 0: no job is slowed by where it lands). No placement beats that on run
+# time, so it bounds what any network-aware placement can gain; a second table gives the bound
+# (best label-only ÷ no network) and the share of it `+network` captures.
 #
 # Usage: scripts/gain-table.sh — clusters, seeds, trace size and offered load from the
 # environment: CLUSTERS="oci-h100-16k-4to1 oci-h100-16k" SEEDS="1 2 3" JOBS=10000 LOAD=10
@@ -47,5 +51,33 @@ for cluster in $CLUSTERS; do
          | min) as $best
       | "| \($c) | \($s) | `\(.policy)` | \(.multi_node_completed) | \(.avg_multi_node_jct_s / 3600 | f3) | \(.p99_multi_node_jct_s / 3600 | f3) | \(.gpu_utilization_arrivals * 100 | f1)% | \(.avg_network_slowdown | f3) | \(if $best > 0 then (.avg_multi_node_jct_s / $best | f3) else "–" end) |"
     ' "$TMP/run.json"
+    # The bound: the best label-only mode of each order, rerun with the network switched off.
+    best=$(jq -r '
+      [.runs[] | select(.policy | contains("+network") | not)]
+      | . as $labels | ["fifo", "best-effort"]
+      | map(. as $o | $labels | map(select((.policy | split("+")[0]) == $o))
+            | min_by(.avg_multi_node_jct_s) | .policy) | join(",")' "$TMP/run.json")
+    nice -n 5 "$BIN" -q simulate --cluster "preset:$cluster" --trace "$trace" \
+      --compare "$best" --no-network -o json > "$TMP/bound.json"
+    jq -r --arg c "$cluster" --arg s "$seed" --slurpfile on "$TMP/run.json" '
+      def f3: (. * 1000 | round) as $n
+        | "\($n / 1000 | floor).\("00\($n % 1000)" | .[-3:])";
+      def f1: (. * 10 | round) as $n | "\($n / 10 | floor).\($n % 10)";
+      def s1: if . < 0 then "-" + (- . | f1) else f1 end;
+      .runs[]
+      | (.avg_multi_node_jct_s) as $free
+      | (.policy | split("+")[0]) as $order
+      | ($on[0].runs | map(select(.policy | contains("+network") | not))
+         | map(select((.policy | split("+")[0]) == $order)) | min_by(.avg_multi_node_jct_s)
+         | .avg_multi_node_jct_s) as $best
+      | ($on[0].runs | map(select((.policy | split("+")[0]) == $order and (.policy | contains("+network"))))
+         | .[0].avg_multi_node_jct_s) as $net
+      | "| \($c) | \($s) | `\(.policy)`, no network (bound) | \(.multi_node_completed) | \(.avg_multi_node_jct_s / 3600 | f3) | \(.p99_multi_node_jct_s / 3600 | f3) | \(.gpu_utilization_arrivals * 100 | f1)% | \(.avg_network_slowdown | f3) | \(if $best > 0 then ($free / $best | f3) else "–" end) |",
+        "BOUND| \($c) | \($s) | \($order) | \($best / $free | f3) | \($best / $net | f3) | \(if $best > 1.001 * $free then ((($best - $net) / ($best - $free)) * 100 | s1) + "%" else "–" end) |"
+    ' "$TMP/bound.json" | tee -a "$TMP/bounds" | grep -v '^BOUND'
   done
 done
+echo
+echo "| cluster | seed | order | bound: best label-only ÷ no network | \`+network\`: best label-only ÷ it | share of the bound captured |"
+echo "|---|---|---|---:|---:|---:|"
+grep '^BOUND' "$TMP/bounds" | sed 's/^BOUND//'
