@@ -78,6 +78,28 @@ pub struct NetworkChoice {
     /// NCCL settings the model predicts help this placement.
     #[serde(default)]
     pub nccl_advice: Vec<NcclAdvice>,
+    /// The hottest link ports the job crosses under the label rules' own placement
+    /// (`label-only`, when the choice differs) and under the chosen one (`chosen`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hot_links: Vec<HotLink>,
+}
+
+/// A link port the job crosses, as loaded with the running jobs at their achieved pace.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HotLink {
+    /// Which placement: `label-only` or `chosen`.
+    pub placement: String,
+    /// The sending end (`host/railN`, a switch, with `:pN` for port N of a multi-port link).
+    pub from: String,
+    /// The receiving end.
+    pub to: String,
+    /// Tier of the link's upper switch (0: NIC to leaf).
+    pub tier: u8,
+    /// Load over capacity, 0..=1.
+    pub utilization: f64,
+    /// The jobs with traffic on it, the new one as `(this job)`.
+    pub jobs: Vec<String>,
 }
 
 /// A candidate placement that lost.

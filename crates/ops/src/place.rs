@@ -390,8 +390,9 @@ pub fn network_aware(
     };
     let mut state = fabric::FabricState::new(cluster, cfg);
     let mut running = Vec::new();
+    let mut running_traffic = Vec::new();
     let mut weights = Vec::new();
-    for (id, a) in occupancy.jobs().values().enumerate() {
+    for (id, (name, a)) in occupancy.jobs().iter().enumerate() {
         let pods: Vec<(topology::NodeId, Vec<u32>)> =
             a.pods.iter().map(|p| (p.node, p.gpu_ids.clone())).collect();
         let gpus = a.milli_gpus() as f64 / 1000.0;
@@ -402,6 +403,7 @@ pub fn network_aware(
         };
         state.start(id as u64, &traffic).map_err(fabric_err)?;
         running.push(id as u64);
+        running_traffic.push((id as u64, name.to_string(), traffic));
     }
     let new_id = weights.len() as u64;
     let mut priced: Vec<Option<fabric::Probe>> = Vec::new();
@@ -478,6 +480,27 @@ pub fn network_aware(
         }
         None => Vec::new(),
     };
+    // Before (the label rules' own placement) and after (the chosen one): the hottest links the
+    // new job crosses, when the choice moved it.
+    let mut hot_links = Vec::new();
+    if chosen_probe.is_some() {
+        let mut shown = vec![("chosen", aware.chosen)];
+        if aware.chosen != 0 {
+            shown.insert(0, ("label-only", 0));
+        }
+        for (label, i) in shown {
+            let pods = pods_of(&aware.candidates[i].placement);
+            hot_links.extend(
+                hottest_links(cluster, &cfg, &pods, new_id, &running_traffic, HOT_LINKS)
+                    .map_err(fabric_err)?
+                    .into_iter()
+                    .map(|h| formats::placement::HotLink {
+                        placement: label.to_owned(),
+                        ..h
+                    }),
+            );
+        }
+    }
     let choice = formats::placement::NetworkChoice {
         busbw_gb_s: chosen_probe.as_ref().map(|p| round3(p.busbw_gb_s)),
         ideal_busbw_gb_s: chosen_probe.as_ref().map(|p| round3(p.ideal_gb_s)),
@@ -486,8 +509,96 @@ pub fn network_aware(
         runners_up,
         margin,
         nccl_advice,
+        hot_links,
     };
     Ok(Some((aware.into_placement(), choice)))
+}
+
+/// Hot links listed per placement in `network.hot_links`.
+const HOT_LINKS: usize = 3;
+
+/// The `top` most utilised switch-fabric link ports (NIC to leaf included, NVLink not) that a
+/// new job on `pods` crosses, when it runs with `running` (ID, name, traffic): every job routed
+/// under `cfg` with its ID and solved together ([`fabric::Fabric::solve`], job-level max-min),
+/// utilisation at the achieved pace. Ranked by utilisation, then by the number of jobs on the
+/// port, then by resource number; each lists the jobs on it, the new one as `(this job)`.
+fn hottest_links(
+    cluster: &Cluster,
+    cfg: &fabric::RoutingConfig,
+    pods: &[(topology::NodeId, Vec<u32>)],
+    new_id: u64,
+    running: &[(u64, String, fabric::JobTraffic)],
+    top: usize,
+) -> Result<Vec<formats::placement::HotLink>, fabric::FabricError> {
+    let Some(traffic) = ring_of(pods) else {
+        return Ok(Vec::new());
+    };
+    let mut fab = fabric::Fabric::new(cluster);
+    let mut routed = vec![fab.route_flows(&traffic, cfg, new_id)?];
+    for (id, _, t) in running {
+        routed.push(fab.route_flows(t, cfg, *id)?);
+    }
+    let refs: Vec<&fabric::RoutedJob> = routed.iter().collect();
+    let alloc = fab.solve(&refs);
+    let n_link_res = fab.ports().n_ports() as usize * 2;
+    // Jobs (index into `routed`) carrying load on each link port.
+    let mut jobs_on: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for (j, job) in routed.iter().enumerate() {
+        for f in 0..job.flows.len() {
+            if alloc.rates[j][f] <= 0.0 {
+                continue;
+            }
+            for (r, _) in job.flows.path(f) {
+                let r = r as usize;
+                if r >= n_link_res {
+                    continue;
+                }
+                let on = jobs_on.entry(r).or_default();
+                if on.last() != Some(&j) {
+                    on.push(j);
+                }
+            }
+        }
+    }
+    let capacity = fab.capacity();
+    let mut ports: Vec<(f64, usize, usize)> = jobs_on
+        .iter()
+        .filter(|(&r, jobs)| jobs.first() == Some(&0) && capacity[r] > 0.0)
+        .map(|(&r, jobs)| (alloc.load_gbps[r] / capacity[r], jobs.len(), r))
+        .collect();
+    ports.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    ports.truncate(top);
+    let name = |e: topology::Endpoint| match e {
+        topology::Endpoint::Nic { node, rail } => format!("{}/rail{rail}", cluster.node(node).name),
+        topology::Endpoint::Switch(s) => cluster.switch(s).name.clone(),
+    };
+    Ok(ports
+        .into_iter()
+        .map(|(utilization, _, r)| {
+            let (link_id, port, up) = fab.ports().locate(r as u32);
+            let link = cluster.link(link_id);
+            let mut lower = name(link.lower);
+            if link.ports > 1 {
+                lower.push_str(&format!(":p{port}"));
+            }
+            let upper = name(topology::Endpoint::Switch(link.upper));
+            let (from, to) = if up { (lower, upper) } else { (upper, lower) };
+            formats::placement::HotLink {
+                placement: String::new(),
+                from,
+                to,
+                tier: link.tier,
+                utilization: round3(utilization),
+                jobs: jobs_on[&r]
+                    .iter()
+                    .map(|&j| match j {
+                        0 => "(this job)".to_owned(),
+                        j => running[j - 1].1.clone(),
+                    })
+                    .collect(),
+            }
+        })
+        .collect())
 }
 
 /// NCCL settings for a placement, from the fabric model alone. ECMP collisions: when two or
@@ -597,6 +708,17 @@ pub fn network_text(n: &formats::placement::NetworkChoice) -> String {
         out.push_str(&format!(
             "  advice: {}={} ({})\n",
             a.name, a.value, a.reason
+        ));
+    }
+    for h in &n.hot_links {
+        out.push_str(&format!(
+            "  hot link, {}: {} -> {} (tier {}) {:.1}%: {}\n",
+            h.placement,
+            h.from,
+            h.to,
+            h.tier,
+            h.utilization * 100.0,
+            h.jobs.join(", ")
         ));
     }
     out

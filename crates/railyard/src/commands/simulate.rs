@@ -28,6 +28,10 @@ pub struct SimulateArgs {
     /// the incremental model matches bit for bit (slow on large runs).
     #[arg(long, hide = true)]
     pub from_scratch_network: bool,
+    /// Run as if the network cost nothing: every job's communicating share set to 0, so no job
+    /// is slowed by its placement (a bound on what any placement can gain in run time)
+    #[arg(long)]
+    pub no_network: bool,
     /// Trace format.
     #[arg(long, value_enum, default_value = "auto")]
     pub trace_format: TraceFormatArg,
@@ -257,6 +261,13 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     };
     let mut trace = read_trace(&args.trace, args.trace_format.into(), args.skip_bad_rows)?;
     let trace_name = args.trace.display().to_string();
+    if args.no_network {
+        let silent = sim::CommProfile {
+            comm_share: 0.0,
+            bytes_per_step: 0.0,
+        };
+        trace.jobs.iter_mut().for_each(|j| j.comm = Some(silent));
+    }
     // The user's queues: every run's rules checked and the trace mapped before anything runs.
     let mut queue_configs = Vec::new();
     let mut warnings = Vec::new();

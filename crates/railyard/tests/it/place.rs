@@ -456,6 +456,33 @@ fn network_aware_moves_the_gang_off_shared_uplinks_and_reports_why() {
     assert_eq!(advice.name, "NCCL_IB_QPS_PER_CONNECTION");
     assert!(advice.value.parse::<u32>().unwrap() > 4, "{advice:?}");
     assert!(advice.reason.contains("ECMP"), "{advice:?}");
+    // Before and after: the label rules' placement shares its hottest ports (uplinks of nb-0,
+    // tier 1) with the running split-4; the chosen one's hottest carry only the new job.
+    let rows = |which: &str| -> Vec<_> {
+        n.hot_links
+            .iter()
+            .filter(|h| h.placement == which)
+            .collect()
+    };
+    let (before, after) = (rows("label-only"), rows("chosen"));
+    assert_eq!((before.len(), after.len()), (3, 3), "{:?}", n.hot_links);
+    for h in &before {
+        assert_eq!(h.jobs, ["(this job)", "split-4"], "{h:?}");
+        assert_eq!(h.tier, 1, "{h:?}");
+    }
+    // A max-min solve saturates each job's bottleneck: the hottest port is at 100%.
+    assert_eq!(before[0].utilization, 1.0, "{before:?}");
+    for h in &after {
+        assert_eq!(h.jobs, ["(this job)"], "{h:?}");
+        assert!(h.utilization <= 1.0 + 1e-9, "{h:?}");
+    }
+    // The label-only rows name nb-0's leaves (t0-g0, t0-g1, t0-g2), the chosen ones nb-1's.
+    assert!(before.iter().all(|h| ["t0-g0-", "t0-g1-", "t0-g2-"]
+        .iter()
+        .any(|l| h.from.starts_with(l) || h.to.starts_with(l))));
+    assert!(after.iter().all(|h| ["t0-g4-", "t0-g5-"]
+        .iter()
+        .any(|l| h.from.starts_with(l) || h.to.starts_with(l))));
 }
 
 /// Regression: a running job whose pods share a GPU (fractional) or use none is priced with each

@@ -381,3 +381,61 @@ fn problems_kai_tolerates_are_warnings_unless_the_rules_are_kueue() {
     let e = fails(&kueue);
     assert!(e.contains("child queues' quotas add up to 128"), "{e}");
 }
+
+#[test]
+fn no_network_removes_every_slowdown_and_bounds_the_multi_node_jct() {
+    // The bound of the gain table, on the README's main run: with every communicating share 0
+    // no job is slowed, so the multi-node jobs finish sooner than with the network priced.
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            "--cluster",
+            "preset:oci-h100-16k-4to1",
+            "--trace",
+            "../../data/llm-oci-h100-16k-4to1-seed1.csv",
+            "--policy",
+            "best-effort",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_str::<Value>(&ok(&args)).unwrap()
+    };
+    let priced = run(&[]);
+    let free = run(&["--no-network"]);
+    assert!(priced["avg_network_slowdown"].as_f64().unwrap() > 1.0);
+    assert_eq!(free["avg_network_slowdown"].as_f64().unwrap(), 1.0);
+    assert_eq!(free["completed"], priced["completed"]);
+    let jct = |v: &Value| v["avg_multi_node_jct_s"].as_f64().unwrap();
+    assert!(
+        jct(&free) < jct(&priced),
+        "{} vs {}",
+        jct(&free),
+        jct(&priced)
+    );
+}
+
+#[test]
+fn the_bundled_llm_trace_is_what_trace_synth_writes() {
+    // The README's main run replays this file; its command must still write it byte for byte.
+    let out = crate::temp_dir("llm-main").join("trace.csv");
+    ok(&[
+        "trace",
+        "synth",
+        "--profile",
+        "llm",
+        "--jobs",
+        "10000",
+        "--seed",
+        "1",
+        "--cluster",
+        "preset:oci-h100-16k-4to1",
+        "--load",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/llm-oci-h100-16k-4to1-seed1.csv");
+    assert!(std::fs::read(out).unwrap() == std::fs::read(bundled).unwrap());
+}
