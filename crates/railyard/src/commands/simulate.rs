@@ -163,6 +163,9 @@ struct RunMeta {
     seed: u64,
     cycle_s: f64,
     horizon_s: Option<f64>,
+    /// Queue-tree problems KAI tolerates (`--queues`), as the text output's `warning:` lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 impl RunMeta {
@@ -321,6 +324,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         seed: args.seed,
         cycle_s: args.cycle_s,
         horizon_s: args.horizon_s,
+        warnings: warnings.clone(),
     };
     if let Some(path) = &args.report {
         let ctx = ReportContext {
