@@ -522,6 +522,8 @@ struct ParsedRow<'r> {
     queue: (&'static str, &'r str),
     /// Native rows' optional columns.
     extras: Option<Extras>,
+    /// Helios rows with a `start_time`: start − submit, seconds.
+    observed_wait_s: Option<f64>,
 }
 
 /// A native row's optional columns.
@@ -562,6 +564,8 @@ struct Table {
     skipped: Vec<(u64, String)>,
     /// A reused buffer for queue look-ups.
     key: String,
+    /// Per kept row, its observed wait (Helios rows with a `start_time`).
+    waits: Vec<Option<f64>>,
 }
 
 impl Table {
@@ -569,6 +573,7 @@ impl Table {
         Self {
             format,
             rows: Vec::new(),
+            waits: Vec::new(),
             names: String::new(),
             queues: Vec::new(),
             queue_index: std::collections::HashMap::new(),
@@ -607,6 +612,7 @@ impl Table {
         if let Some(extras) = row.extras {
             self.extras.push(extras);
         }
+        self.waits.push(row.observed_wait_s);
         self.rows.push(CompactRow {
             line,
             submit_s: row.submit_s,
@@ -654,10 +660,17 @@ impl Table {
             }
             jobs.push(job);
         }
+        // Observed waits only when some row had one (Helios with `start_time`).
+        let observed_wait_s = if self.waits.iter().any(Option::is_some) {
+            self.waits
+        } else {
+            Vec::new()
+        };
         Ok(Trace {
             jobs,
             skipped: self.skipped,
             format: Some(self.format),
+            observed_wait_s,
             ..Trace::default()
         })
     }
@@ -778,6 +791,7 @@ fn parse_row<'r>(
         gpus,
         queue,
         extras: None,
+        observed_wait_s: None,
     };
     match format {
         TraceFormat::Philly => {
@@ -801,13 +815,32 @@ fn parse_row<'r>(
             let duration = duration("duration", field(cols, r, "duration")?)?;
             let gpus = count("gpu_num", field(cols, r, "gpu_num")?)?;
             let vc = field(cols, r, "vc")?;
-            Ok(base(
+            // The wait in Helios' own scheduler, where the row says when the job started.
+            let start = match optional(cols, r, "start_time").filter(|v| !v.trim().is_empty()) {
+                Some(v) => Some(
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|x| x.is_finite() && *x >= 0.0)
+                        .map_or_else(|| parse_datetime(v), Ok)
+                        .map_err(|e| format!("start_time: {e}"))
+                        .and_then(|x| submit_time("start_time", x))?,
+                ),
+                None => None,
+            };
+            if let Some(start) = start.filter(|&t| t < submit) {
+                return Err(format!(
+                    "start_time: {start} is before submit_time {submit}; expected a start at or after submission"
+                ));
+            }
+            let mut row = base(
                 RowName::Helios(format!("helios-{id}")),
                 submit,
                 duration,
                 gpus,
                 ("vc-", vc),
-            ))
+            );
+            row.observed_wait_s = start.map(|t| t - submit);
+            Ok(row)
         }
         TraceFormat::Native => {
             let mut row = base(
@@ -1060,6 +1093,29 @@ mod tests {
             e,
             format!("t.csv: not text: NUL byte at byte {at}; expected a UTF-8 text file")
         );
+    }
+
+    #[test]
+    fn helios_start_times_give_observed_waits() {
+        // Helios' own columns: waits are start − submit; a row without start_time has none.
+        let csv = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration\n\
+                   a,u,v1,8,8,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:10:00,2020-04-01 01:10:00,3600\n\
+                   b,u,v1,1,8,1,COMPLETED,2020-04-01 00:05:00,2020-04-01 00:05:30,2020-04-01 00:06:30,60\n\
+                   c,u,v2,2,8,1,COMPLETED,2020-04-01 00:06:00,,,60\n";
+        let t = parse_trace("h.csv", csv, TraceFormat::Auto, false).unwrap();
+        assert_eq!(t.observed_wait_s, [Some(600.0), Some(30.0), None]);
+        let none = "job_id,vc,gpu_num,submit_time,duration\na,v,1,0,10\n";
+        let t = parse_trace("h.csv", none, TraceFormat::Auto, false).unwrap();
+        assert!(t.observed_wait_s.is_empty());
+        let before = "job_id,vc,gpu_num,submit_time,start_time,duration\na,v,1,100,50,10\n";
+        let e = parse_trace("h.csv", before, TraceFormat::Auto, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("start_time: 50 is before submit_time 100"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]

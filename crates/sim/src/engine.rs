@@ -37,13 +37,14 @@ use topology::{Cluster, NodeId};
 
 use crate::events::EventQueue;
 use crate::metrics::{percentile, Cdf};
+use crate::policies;
 use crate::queues::{QueueConfig, QueueRules};
 use crate::runtime::{slowdown, CommProfile};
 use crate::time::SimTime;
 use crate::trace::{TopologyAsk, TraceJob};
 
 /// In which order pending jobs are tried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum Order {
     /// Strict submission order: a blocked head blocks everyone behind it.
     Fifo,
@@ -52,6 +53,13 @@ pub enum Order {
     /// Queues furthest below their fair share first; jobs of queues above their fair share may
     /// be reclaimed.
     FairShare,
+    /// Tiresias' discretised two-dimensional least-attained-service (Gu et al., NSDI '19):
+    /// queues by attained GPU-seconds, FIFO within a queue; preemptive ([`crate::policies`]).
+    Tiresias(crate::policies::Tiresias),
+    /// Shortest remaining ideal work first; preemptive ([`crate::policies`]).
+    Srtf,
+    /// Shortest ideal duration first; never preempts ([`crate::policies`]).
+    Sjf,
 }
 
 /// Where multi-node jobs without their own request are asked to go.
@@ -437,7 +445,15 @@ pub enum SimError {
 enum Event {
     Arrival(usize),
     Pass,
-    Completion { job: usize, version: u64 },
+    Completion {
+        job: usize,
+        version: u64,
+    },
+    /// A Tiresias demotion or promotion time: a pass, if job's `wake_stamp` still matches.
+    Wake {
+        job: usize,
+        stamp: u64,
+    },
 }
 
 struct Running {
@@ -507,6 +523,20 @@ struct State<'a> {
     /// Next completion-event version; unique over the whole run so a restarted job never
     /// matches a completion scheduled for an earlier run.
     next_version: u64,
+    /// Per job, GPU-seconds run in earlier (preempted) runs: Tiresias' attained service.
+    attained_gpu_s: Vec<f64>,
+    /// Per job, the length of its last preempted run and when it was preempted (Tiresias'
+    /// starvation guard).
+    last_run_s: Vec<f64>,
+    preempted_at: Vec<SimTime>,
+    /// Per job, promoted by the starvation guard since it was last preempted: it does not
+    /// stop others (with preempted work lost, promoted jobs stopping each other never end).
+    promoted: Vec<bool>,
+    /// Per job, bumped at every start and preemption: a [`Event::Wake`] with an older stamp is
+    /// stale.
+    wake_stamp: Vec<u64>,
+    /// Wake-ups asked for since the last event, `(time, job, stamp)`; the loop queues them.
+    timers: Vec<(SimTime, usize, u64)>,
 }
 
 /// Replay `trace` on `cluster` under `config`. `network` gives the bandwidth of running
@@ -651,6 +681,12 @@ pub fn simulate(
             HashMap::default()
         },
         next_version: 0,
+        attained_gpu_s: vec![0.0; trace.len()],
+        last_run_s: vec![0.0; trace.len()],
+        preempted_at: vec![SimTime::ZERO; trace.len()],
+        promoted: vec![false; trace.len()],
+        wake_stamp: vec![0; trace.len()],
+        timers: Vec::new(),
     };
     let mut events: EventQueue<Event> = EventQueue::new();
     // Arrivals in (submit time, trace order).
@@ -669,6 +705,12 @@ pub fn simulate(
     while let Some(ev) = events.pop() {
         if config.horizon.is_some_and(|h| ev.time > h) {
             break;
+        }
+        // A stale wake-up (its job started, stopped or ended since) is not an event at all.
+        if let Event::Wake { job, stamp } = ev.event {
+            if st.wake_stamp[job] != stamp {
+                continue;
+            }
         }
         now = ev.time;
         match ev.event {
@@ -720,6 +762,10 @@ pub fn simulate(
                 st.pass_scheduled = None;
                 pass(&mut st, &mut events, now, network);
             }
+            Event::Wake { .. } => request_pass(&mut st, &mut events, now),
+        }
+        for (at, job, stamp) in std::mem::take(&mut st.timers) {
+            events.push(at, Event::Wake { job, stamp });
         }
         if st.network_dirty && events.peek_time() != Some(now) {
             refresh_network(&mut st, &mut events, now, network);
@@ -1119,12 +1165,14 @@ fn start(
         now.plus_secs(st.durations[i]),
         Event::Completion { job: i, version },
     );
+    ask_demotion_wake(st, i, now);
 }
 
 fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
     let r = st.running.remove(&i).expect("finishing a running job");
     st.occupancy.release(&st.jobs[i].name);
     st.changes += 1;
+    st.wake_stamp[i] += 1;
     let rec = &mut st.records[i];
     let run = now.secs_since(r.start);
     rec.gpu_seconds += f64::from(rec.gpus) * run;
@@ -1182,6 +1230,7 @@ fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
     set_busy(st, now, -gpus);
     hold(st, i, now, -1.0);
     st.pending.insert((st.submit[i], i), ());
+    note_preempted(st, i, run, now);
 }
 
 fn pass(
@@ -1194,10 +1243,22 @@ fn pass(
     // Fair shares order the fair-share policy and decide KAI's reclaim under every policy.
     let kai_rules = st.rules.as_ref().is_some_and(|r| r.dialect == Dialect::Kai);
     let share = (fair_order_on || kai_rules).then(|| fair_shares(st));
+    let ranked = matches!(
+        st.config.policy.order,
+        Order::Tiresias(_) | Order::Srtf | Order::Sjf
+    );
+    if ranked {
+        promote_starved(st, now);
+    }
     let order: Vec<usize> = match &share {
         Some(fair) if fair_order_on => fair_order(st, fair),
+        _ if ranked => ranked_order(st, now),
         _ => st.pending.keys().map(|&(_, i)| i).collect(),
     };
+    // Tiresias and SRTF: a few blocked jobs per pass may stop running jobs of a higher level.
+    let by_level = matches!(st.config.policy.order, Order::Tiresias(_) | Order::Srtf);
+    let mut level_attempts = 0;
+    let mut victims_known: Option<Vec<(u64, usize, f64)>> = None;
     let may_preempt = fair_order_on || st.rules.is_some();
     let mut reclaim_attempts = 0;
     let mut hopeless_known: BTreeMap<(usize, i32, u64), bool> = BTreeMap::new();
@@ -1234,7 +1295,24 @@ fn pass(
             start(st, events, i, &p, now);
             hopeless_known.clear();
             admit_known.clear();
+            victims_known = None;
             continue;
+        }
+        if by_level && admitted && !st.promoted[i] && level_attempts < 4 {
+            let known = victims_known.get_or_insert_with(|| victims_by_level(st, now));
+            if let Some((victims, placement)) =
+                room_by_level(st, i, now, known, &mut level_attempts)
+            {
+                for v in &victims {
+                    preempt(st, v, now);
+                }
+                st.pending.remove(&(st.submit[i], i));
+                start(st, events, i, &placement, now);
+                hopeless_known.clear();
+                admit_known.clear();
+                victims_known = None;
+                continue;
+            }
         }
         // Reclaim and preemption: a few blocked jobs per pass may displace other work.
         if may_preempt && reclaim_attempts < 4 {
@@ -1276,6 +1354,7 @@ fn pass(
                 start(st, events, i, &placement, now);
                 hopeless_known.clear();
                 admit_known.clear();
+                victims_known = None;
                 continue;
             }
         }
@@ -1306,6 +1385,179 @@ fn pass(
         }
     };
     set_fragmentation(st, now, level);
+}
+
+/// Job `i`'s level under a ranked order ([`crate::policies`]; lower runs first): Tiresias'
+/// queue by attained GPU-seconds (the current run included), SRTF's remaining ideal work
+/// (ms; a pending job's whole duration, its earlier progress lost), SJF's ideal duration (ms).
+fn level(st: &State<'_>, i: usize, now: SimTime) -> u64 {
+    match &st.config.policy.order {
+        Order::Tiresias(t) => {
+            let running = st.running.get(&i).map_or(0.0, |r| {
+                f64::from(st.records[i].gpus) * now.secs_since(r.start)
+            });
+            policies::tiresias_queue(st.attained_gpu_s[i] + running, &t.thresholds_gpu_s)
+        }
+        Order::Srtf => policies::millis_level(st.running.get(&i).map_or(st.durations[i], |r| {
+            if r.slowdown.is_finite() {
+                r.remaining_s - now.secs_since(r.last_update) / r.slowdown
+            } else {
+                r.remaining_s
+            }
+        })),
+        Order::Sjf => policies::millis_level(st.durations[i]),
+        Order::Fifo | Order::BestEffortFifo | Order::FairShare => 0,
+    }
+}
+
+/// Pending jobs by `(level, submission, trace order)`.
+fn ranked_order(st: &State<'_>, now: SimTime) -> Vec<usize> {
+    let mut v: Vec<(u64, SimTime, usize)> = st
+        .pending
+        .keys()
+        .map(|&(t, i)| (level(st, i, now), t, i))
+        .collect();
+    v.sort_unstable();
+    v.into_iter().map(|(_, _, i)| i).collect()
+}
+
+/// Tiresias' starvation guard: a pending job that has waited PROMOTEKNOB × its last run since it
+/// was preempted goes back to queue 0 (its attained service forgotten).
+fn promote_starved(st: &mut State<'_>, now: SimTime) {
+    let Order::Tiresias(t) = &st.config.policy.order else {
+        return;
+    };
+    let knob = t.promote_knob;
+    let starved: Vec<usize> = st
+        .pending
+        .keys()
+        .map(|&(_, i)| i)
+        .filter(|&i| policies::starved(now.secs_since(st.preempted_at[i]), st.last_run_s[i], knob))
+        .collect();
+    for i in starved {
+        st.attained_gpu_s[i] = 0.0;
+        st.last_run_s[i] = 0.0;
+        st.promoted[i] = true;
+    }
+}
+
+/// After job `i` started: under Tiresias, a wake-up when it reaches its next queue threshold, if
+/// that comes before its ideal end.
+fn ask_demotion_wake(st: &mut State<'_>, i: usize, now: SimTime) {
+    st.wake_stamp[i] += 1;
+    let Order::Tiresias(t) = &st.config.policy.order else {
+        return;
+    };
+    let gpus = st.records[i].gpus;
+    if let Some(s) = policies::seconds_to_demotion(st.attained_gpu_s[i], gpus, &t.thresholds_gpu_s)
+    {
+        if s < st.durations[i] {
+            st.timers.push((now.plus_secs(s), i, st.wake_stamp[i]));
+        }
+    }
+}
+
+/// After job `i` was preempted at `now` after a run of `run_s`: its attained service grows, and
+/// under Tiresias with the starvation guard on, a wake-up when it would starve.
+fn note_preempted(st: &mut State<'_>, i: usize, run_s: f64, now: SimTime) {
+    st.wake_stamp[i] += 1;
+    st.attained_gpu_s[i] += f64::from(st.records[i].gpus) * run_s;
+    st.last_run_s[i] = run_s;
+    st.preempted_at[i] = now;
+    st.promoted[i] = false;
+    if let Order::Tiresias(t) = &st.config.policy.order {
+        if t.promote_knob > 0 && run_s > 0.0 {
+            let at = now.plus_secs(f64::from(t.promote_knob) * run_s);
+            st.timers.push((at, i, st.wake_stamp[i]));
+        }
+    }
+}
+
+/// The running jobs that may be stopped (preemptible), as `(level, job, GPUs)` in the order to
+/// stop them ([`policies::victim_order`]).
+fn victims_by_level(st: &State<'_>, now: SimTime) -> Vec<(u64, usize, f64)> {
+    let candidates: Vec<policies::Candidate> = st
+        .running
+        .keys()
+        .map(|&v| policies::Candidate {
+            level: level(st, v, now),
+            submit_ms: st.submit[v].0,
+            job: v,
+            preemptible: st.jobs[v].preemptible,
+        })
+        .collect();
+    // Level 0 is nobody's victim: the order for a job below every level lists them all.
+    let level_of: BTreeMap<usize, u64> = candidates.iter().map(|c| (c.job, c.level)).collect();
+    policies::victim_order(0, &candidates)
+        .into_iter()
+        .map(|v| (level_of[&v], v, f64::from(st.records[v].gpus)))
+        .collect()
+}
+
+/// The running jobs of a higher level job `i` stops to start, and its placement: victims worst
+/// first until it places, then those given back (best first) while it still places. `known` is
+/// [`victims_by_level`]; `attempts` counts the placements tried for real (not when even every
+/// lower-level job's GPUs would not be enough).
+fn room_by_level(
+    st: &State<'_>,
+    i: usize,
+    now: SimTime,
+    known: &[(u64, usize, f64)],
+    attempts: &mut usize,
+) -> Option<(Vec<String>, sched::Placement)> {
+    let mine = level(st, i, now);
+    let eligible: Vec<(usize, f64)> = known
+        .iter()
+        .take_while(|&&(l, _, _)| l > mine)
+        .map(|&(_, v, g)| (v, g))
+        .collect();
+    let want = f64::from(st.records[i].gpus);
+    let mut free = st.total_gpus - st.busy_gpus;
+    if free + eligible.iter().map(|&(_, g)| g).sum::<f64>() + 1e-9 < want {
+        return None;
+    }
+    *attempts += 1;
+    let input = place_input(st.config);
+    let places = |stopped: &[usize]| {
+        let mut occ = st.occupancy.clone();
+        for &v in stopped {
+            occ.release(&st.jobs[v].name);
+        }
+        sched::place_with(st.cluster, &occ, &st.jobs[i], &input).ok()
+    };
+    let mut occ = st.occupancy.clone();
+    let mut chosen = Vec::new();
+    let mut placed = false;
+    for &(v, g) in &eligible {
+        occ.release(&st.jobs[v].name);
+        chosen.push(v);
+        free += g;
+        if free + 1e-9 >= want && sched::place_with(st.cluster, &occ, &st.jobs[i], &input).is_ok() {
+            placed = true;
+            break;
+        }
+    }
+    if !placed {
+        return None;
+    }
+    // Give back what was not needed, the best-level victims first.
+    let mut k = chosen.len();
+    while k > 0 {
+        k -= 1;
+        let without: Vec<usize> = chosen
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != k)
+            .map(|(_, &v)| v)
+            .collect();
+        if places(&without).is_some() {
+            chosen = without;
+        }
+    }
+    let placement = places(&chosen)?;
+    let mut names: Vec<String> = chosen.iter().map(|&v| st.jobs[v].name.clone()).collect();
+    names.sort();
+    Some((names, placement))
 }
 
 /// Whether job `i`'s queue admits it given each queue's `usage` (always without the user's

@@ -6,6 +6,7 @@ pub mod engine;
 pub mod events;
 pub mod metrics;
 pub mod network;
+pub mod policies;
 pub mod queues;
 pub mod runtime;
 pub mod synth;

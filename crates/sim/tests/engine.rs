@@ -241,7 +241,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn conservation_and_determinism(trace in arb_trace(), order in prop_oneof![Just(Order::Fifo), Just(Order::BestEffortFifo), Just(Order::FairShare)], factor in 0.3f64..1.0) {
+    fn conservation_and_determinism(trace in arb_trace(), order in prop_oneof![Just(Order::Fifo), Just(Order::BestEffortFifo), Just(Order::FairShare), Just(Order::Srtf), Just(Order::Sjf), Just(Order::Tiresias(sim::policies::Tiresias { thresholds_gpu_s: vec![400, 4000], promote_knob: 2 }))], factor in 0.3f64..1.0) {
         let c = cluster(4, 2);
         let cfg = config(order);
         let a = simulate(&c, &trace, &cfg, &mut scaled(factor), &mut |_| {}).unwrap();

@@ -39,7 +39,9 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub skip_bad_rows: bool,
     /// The policy: ORDER, ORDER+TOPOLOGY, ORDER+network or ORDER+TOPOLOGY+network;
-    /// ORDER = fifo | best-effort | fair-share, TOPOLOGY = none | preferred:LEVEL |
+    /// ORDER = fifo | best-effort | fair-share | srtf | sjf | tiresias[:T1:T2…][:promote=N]
+    /// (queue thresholds in GPU-seconds, default 3600; PROMOTEKNOB, default 8; see README),
+    /// TOPOLOGY = none | preferred:LEVEL |
     /// required:LEVEL (LEVEL: a level label, or tierN for the level of switch tier N); `+network`
     /// picks, among the placements TOPOLOGY allows, the one
     /// the fabric model predicts best (e.g. best-effort+preferred:tier1+network).
@@ -165,6 +167,9 @@ struct RunMeta {
     seed: u64,
     cycle_s: f64,
     horizon_s: Option<f64>,
+    /// Queue-tree problems KAI tolerates (`--queues`), as the text output's `warning:` lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 impl RunMeta {
@@ -330,6 +335,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         seed: args.seed,
         cycle_s: args.cycle_s,
         horizon_s: args.horizon_s,
+        warnings: warnings.clone(),
     };
     if let Some(path) = &args.report {
         let ctx = ReportContext {

@@ -376,6 +376,19 @@ fn problems_kai_tolerates_are_warnings_unless_the_rules_are_kueue() {
         text.ends_with("warning: tests/fixtures/queues/sim-kai-over.yaml: queue `lab`: gpu: child queues' quotas add up to 128, above this queue's quota 96\n"),
         "{text}"
     );
+    // The same warnings in JSON and YAML, under the run's description.
+    let expected = "tests/fixtures/queues/sim-kai-over.yaml: queue `lab`: gpu: child queues' quotas add up to 128, above this queue's quota 96";
+    let mut json = args.to_vec();
+    json.extend(["-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&json)).unwrap();
+    assert_eq!(v["run"]["warnings"], serde_json::json!([expected]), "{v}");
+    let mut yaml = args.to_vec();
+    yaml.extend(["-o", "yaml"]);
+    let yaml = ok(&yaml);
+    assert!(
+        yaml.contains("  warnings:\n  - 'tests/fixtures/queues/sim-kai-over.yaml: queue `lab`: gpu: child queues'' quotas add up to 128"),
+        "{yaml}"
+    );
     let mut kueue = args.to_vec();
     kueue.extend(["--scheduler", "kueue"]);
     let e = fails(&kueue);
