@@ -890,6 +890,12 @@ pub fn simulate(
             });
         }
     }
+    if config.check_invariants {
+        check_lost_work(&st).map_err(|violation| SimError::Invariant {
+            at_ms: now.0,
+            violation,
+        })?;
+    }
     if config.check_invariants && config.horizon.is_none() {
         // The whole trace ran: every job ended, exactly once.
         if let Some(r) = st.records.iter().find(|r| r.outcome == Outcome::Unfinished) {
@@ -1000,6 +1006,7 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
             ));
         }
         busy += f64::from(st.records[i].gpus);
+        check_failures_of(st, i, r)?;
     }
     if (busy - st.busy_gpus).abs() > 1e-6 {
         return Err(violation(
@@ -1042,6 +1049,94 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
         Some(rules) => rules.check(&usage, &non_preemptible),
         None => Ok(()),
     }
+}
+
+/// Failures and checkpoints of running job `i`: no pod on a failed node; its progress within
+/// `[last checkpoint, duration]`; its lost GPU-seconds within what it used.
+fn check_failures_of(st: &State<'_>, i: usize, r: &Running) -> Result<(), sched::Violation> {
+    let violation = |invariant: &'static str, detail: String| sched::Violation {
+        job: st.jobs[i].name.clone(),
+        invariant,
+        detail,
+    };
+    if let Some(n) = r.nodes.iter().find(|n| st.down.get(n.index()) > Some(&0)) {
+        return Err(violation(
+            "pod on a failed node",
+            format!(
+                "runs on {} while it is down",
+                st.cluster.nodes[n.index()].name
+            ),
+        ));
+    }
+    let progress = r.progress_s();
+    let saved = st.saved_s[i];
+    if progress > st.durations[i] + 1e-6 || progress < saved - 1e-6 || r.base_s != saved {
+        return Err(violation(
+            "progress",
+            format!(
+                "progress {progress} s outside [last checkpoint {saved} s, duration {} s]",
+                st.durations[i]
+            ),
+        ));
+    }
+    let rec = &st.records[i];
+    let lost = rec.lost_gpu_seconds_preemption + rec.lost_gpu_seconds_failure;
+    if lost > rec.gpu_seconds + 1e-6 {
+        return Err(violation(
+            "lost work",
+            format!("{lost} GPU-s lost of {} used", rec.gpu_seconds),
+        ));
+    }
+    Ok(())
+}
+
+/// Lost-work accounting at the end of a run: per cause, the jobs' lost GPU-seconds add up to
+/// the run's, and a completed job's useful GPU-seconds (used − lost) cover its ideal work
+/// (exactly, within the clock's milliseconds, for a job no network slowed).
+fn check_lost_work(st: &State<'_>) -> Result<(), sched::Violation> {
+    let violation = |job: &str, detail: String| sched::Violation {
+        job: job.to_owned(),
+        invariant: "lost work",
+        detail,
+    };
+    let by_cause = st.records.iter().fold([0.0; 2], |a, r| {
+        [
+            a[0] + r.lost_gpu_seconds_preemption,
+            a[1] + r.lost_gpu_seconds_failure,
+        ]
+    });
+    for c in 0..2 {
+        if (by_cause[c] - st.lost_by_cause[c]).abs() > 1e-6 * (1.0 + by_cause[c]) {
+            return Err(violation(
+                "",
+                format!(
+                    "jobs lost {} GPU-s, the run counts {}",
+                    by_cause[c], st.lost_by_cause[c]
+                ),
+            ));
+        }
+    }
+    for (i, r) in st.records.iter().enumerate() {
+        if r.outcome != Outcome::Completed {
+            continue;
+        }
+        let gpus = f64::from(r.gpus);
+        let useful = r.gpu_seconds - r.lost_gpu_seconds_preemption - r.lost_gpu_seconds_failure;
+        let ideal = gpus * st.durations[i];
+        let stops = f64::from(r.preemptions + r.failures);
+        let tolerance = gpus * 0.002 * (1.0 + 2.0 * stops);
+        let exact = r.nodes == 1;
+        if useful < ideal - tolerance || (exact && useful > ideal + tolerance) {
+            return Err(violation(
+                &r.name,
+                format!(
+                    "used {} GPU-s = useful {useful} + lost; its work is {ideal}",
+                    r.gpu_seconds
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A job about to end (complete or fail) has not ended before and is neither pending nor (for a
