@@ -1,5 +1,5 @@
 //! The node failure file of `simulate --failures`: CSV `time_s,node,duration_s`, one failure per
-//! row (seconds since the trace's first arrival, the node's name as `topo show` prints it, seconds
+//! row (seconds since the trace's first arrival, the node's name as in the cluster, e.g. `philly-000`, seconds
 //! down). The header is required; blank lines and lines starting with `#` are skipped.
 
 use std::collections::BTreeMap;
@@ -83,8 +83,9 @@ pub fn parse_failures(
             return Err(FormatError::input(
                 &at,
                 format!(
-                    "node: no node \"{}\" in the cluster (names as `topo show` prints them)",
-                    excerpt(node)
+                    "node: no node \"{}\" in the cluster (its nodes are named like \"{}\")",
+                    excerpt(node),
+                    cluster.nodes.first().map_or("", |n| n.name.as_str())
                 ),
             ));
         };
