@@ -1105,14 +1105,11 @@ fn check_lost_work(st: &State<'_>) -> Result<(), sched::Violation> {
             a[1] + r.lost_gpu_seconds_failure,
         ]
     });
-    for c in 0..2 {
-        if (by_cause[c] - st.lost_by_cause[c]).abs() > 1e-6 * (1.0 + by_cause[c]) {
+    for (jobs, run) in by_cause.iter().zip(st.lost_by_cause) {
+        if (jobs - run).abs() > 1e-6 * (1.0 + jobs) {
             return Err(violation(
                 "",
-                format!(
-                    "jobs lost {} GPU-s, the run counts {}",
-                    by_cause[c], st.lost_by_cause[c]
-                ),
+                format!("jobs lost {jobs} GPU-s, the run counts {run}"),
             ));
         }
     }
