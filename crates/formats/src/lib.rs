@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod error;
+pub mod failures;
 pub mod hostlist;
 pub mod input;
 pub mod jobs;

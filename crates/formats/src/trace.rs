@@ -44,6 +44,8 @@ const NATIVE_COLUMNS: &[&str] = &[
     "topology",
     "comm_share",
     "bytes_per_step",
+    "checkpoint_s",
+    "restart_s",
 ];
 
 /// Read a trace file as a stream: rows are parsed as the bounded reader
@@ -532,6 +534,7 @@ struct Extras {
     preemptible: bool,
     topology: TopologyAsk,
     comm: Option<CommProfile>,
+    checkpoint: sim::CheckpointAsk,
 }
 
 /// No name or extras (`u32::MAX` in [`CompactRow`]).
@@ -649,6 +652,7 @@ impl Table {
                 preemptible: true,
                 topology: TopologyAsk::None,
                 comm: None,
+                checkpoint: Default::default(),
             };
             if self.format == TraceFormat::Native {
                 if let Some(x) = extras.next() {
@@ -656,6 +660,7 @@ impl Table {
                     job.preemptible = x.preemptible;
                     job.topology = x.topology;
                     job.comm = x.comm;
+                    job.checkpoint = x.checkpoint;
                 }
             }
             jobs.push(job);
@@ -855,7 +860,16 @@ fn parse_row<'r>(
                 preemptible: true,
                 topology: TopologyAsk::None,
                 comm: None,
+                checkpoint: sim::CheckpointAsk::default(),
             };
+            for (name, slot) in [
+                ("checkpoint_s", &mut extras.checkpoint.interval_s),
+                ("restart_s", &mut extras.checkpoint.restart_s),
+            ] {
+                if let Some(v) = optional(cols, r, name) {
+                    *slot = Some(number(name, v)?);
+                }
+            }
             if let Some(p) = optional(cols, r, "priority") {
                 extras.priority = p.parse().map_err(|_| {
                     format!("priority: expected an integer, got \"{}\"", excerpt(p))

@@ -13,6 +13,7 @@ pub mod lint;
 pub mod nccl_shapes;
 pub mod place;
 pub mod queues;
+pub mod sim_failures;
 pub mod sim_queues;
 pub mod synth;
 

@@ -42,6 +42,8 @@ fn philly_full_trace(bencher: divan::Bencher, order: &str) {
         check_invariants: false,
         placement: Default::default(),
         queues: None,
+        failures: Default::default(),
+        checkpoints: Default::default(),
     };
     bencher.bench(|| {
         let mut net = fabric_network(&cluster, RoutingConfig::default());

@@ -81,7 +81,7 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
         fmt_count(ctx.gpus),
         esc(&ctx.network)
     );
-    h.push_str("<div class=\"scroll\"><table><tr><th>policy</th><th>com&shy;pleted</th><th>failed</th><th>unfin&shy;ished</th><th>avg JCT</th><th>p50 JCT</th><th>p99 JCT</th><th>avg wait</th><th>p99 wait</th><th title=\"busy GPU share from the first to the last arrival\">GPU util, arrivals</th><th title=\"busy GPU share from the first arrival to the last completion\">GPU util, makespan</th><th>make&shy;span</th><th>net slow&shy;down</th><th>frag&shy;men&shy;tation</th><th>pre&shy;emp&shy;tions</th><th>GPU-h lost to pre&shy;emption</th></tr>\n");
+    h.push_str("<div class=\"scroll\"><table><tr><th>policy</th><th>com&shy;pleted</th><th>failed</th><th>unfin&shy;ished</th><th>avg JCT</th><th>p50 JCT</th><th>p99 JCT</th><th>avg wait</th><th>p99 wait</th><th title=\"busy GPU share from the first to the last arrival\">GPU util, arrivals</th><th title=\"busy GPU share from the first arrival to the last completion\">GPU util, makespan</th><th>make&shy;span</th><th>net slow&shy;down</th><th>frag&shy;men&shy;tation</th><th>pre&shy;emp&shy;tions</th><th title=\"work since the last checkpoint, and restarts, lost to preemption and node failures\">GPU-h lost</th></tr>\n");
     for r in runs {
         let s = &r.summary;
         let _ = writeln!(
@@ -115,7 +115,25 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
             hours(w.p99_s)
         );
     }
-    h.push_str("</table></div>\n<div class=\"plots\">\n");
+    h.push_str("</table></div>\n");
+    if runs.iter().any(|r| r.summary.failures.is_some()) {
+        h.push_str("<h2>Failures and checkpoints</h2>\n<div class=\"scroll\"><table><tr><th>policy</th><th>node failures</th><th>jobs stopped by failures</th><th>GPU-h lost to preemption</th><th>GPU-h lost to failures</th></tr>\n");
+        for r in runs {
+            if let Some(f) = &r.summary.failures {
+                let _ = writeln!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&r.summary.policy),
+                    fmt_count(f.node_failures),
+                    fmt_count(f.jobs_stopped_by_failures),
+                    sig3(f.lost_gpu_seconds_preemption / 3600.0),
+                    sig3(f.lost_gpu_seconds_failure / 3600.0)
+                );
+            }
+        }
+        h.push_str("</table></div>\n");
+    }
+    h.push_str("<div class=\"plots\">\n");
     let util: Vec<Series> = runs
         .iter()
         .map(|r| Series {

@@ -137,11 +137,39 @@ pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool
         t.row(row);
     }
     out.push_str(&t.render());
+    if results.iter().any(|r| r.summary.failures.is_some()) {
+        out.push('\n');
+        out.push_str(&failure_text(results));
+    }
     if results.iter().any(|r| r.queues.is_some()) {
         out.push('\n');
         out.push_str(&queue_text(results));
     }
     out
+}
+
+/// The failure table of runs with failures or checkpoints: node failures, jobs they stopped and
+/// GPU-hours lost by cause.
+pub fn failure_text(results: &[SimResult]) -> String {
+    let mut t = Table::new(&[
+        "policy",
+        "node failures",
+        "jobs stopped by failures",
+        "lost GPU-h (preemption)",
+        "lost GPU-h (failure)",
+    ]);
+    for r in results {
+        if let Some(f) = &r.summary.failures {
+            t.row(vec![
+                r.summary.policy.clone(),
+                fmt_count(f.node_failures),
+                fmt_count(f.jobs_stopped_by_failures),
+                sig3(f.lost_gpu_seconds_preemption / 3600.0),
+                sig3(f.lost_gpu_seconds_failure / 3600.0),
+            ]);
+        }
+    }
+    t.render()
 }
 
 /// The per-queue table of runs with the user's queues: one row per queue that had jobs, per

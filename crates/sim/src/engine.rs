@@ -16,8 +16,11 @@
 //!   completion is rescheduled (older completion events carry an older version and are
 //!   ignored). The network model ([`Network`]) is told which jobs started and ended since it
 //!   was last asked, so it can keep its own state (routes, rates) between changes.
-//! - A preempted job loses its progress (no checkpoints) and goes back to the pending list with
-//!   its original submission time; the GPU-seconds it used count as lost work.
+//! - A preempted job loses its progress since its last checkpoint (all of it without
+//!   checkpoints, the default) and goes back to the pending list with its original submission
+//!   time; the GPU-seconds since that checkpoint count as lost work. Node failures
+//!   ([`SimConfig::failures`], design note in [`crate::failures`]) are events too: the node is
+//!   not Ready until its repair, and every job with a pod on it stops the same way.
 //! - With the user's queues ([`SimConfig::queues`], design note in [`crate::queues`]) every
 //!   policy admits a job only when its queue's rules allow it now (a job they can never admit
 //!   fails at arrival), and a blocked job may stop others under those rules under every policy
@@ -26,6 +29,7 @@
 //!   then whatever placement needs (`sched::place_with_preemption_input`). Per-queue and
 //!   per-resource use is kept as jobs start and stop.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use sched::{
@@ -36,6 +40,7 @@ use serde::Serialize;
 use topology::{Cluster, NodeId};
 
 use crate::events::EventQueue;
+use crate::failures::{Checkpointing, FailureConfig, FailureSummary, StopCause};
 use crate::metrics::{percentile, Cdf};
 use crate::policies;
 use crate::queues::{QueueConfig, QueueRules};
@@ -135,6 +140,13 @@ pub struct SimConfig {
     /// used only by the fair-share order. Not serialized.
     #[serde(skip)]
     pub queues: Option<QueueConfig>,
+    /// Node failures (`simulate --failures`, `--mtbf-hours`); the default: none. Not serialized.
+    #[serde(skip)]
+    pub failures: FailureConfig,
+    /// Checkpoint interval and restart cost of jobs whose trace row gives none; the default: no
+    /// checkpoints, free restarts. Not serialized.
+    #[serde(skip)]
+    pub checkpoints: Checkpointing,
 }
 
 /// A multi-node job as the network model sees it.
@@ -219,6 +231,23 @@ pub struct JobRecord {
     pub preemptions: u32,
     /// GPU-seconds used, including lost work.
     pub gpu_seconds: f64,
+    /// Times stopped by a node failure.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub failures: u32,
+    /// GPU-seconds lost to preemption (included in `gpu_seconds`).
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub lost_gpu_seconds_preemption: f64,
+    /// GPU-seconds lost to node failures (included in `gpu_seconds`).
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub lost_gpu_seconds_failure: f64,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Headline figures of one run.
@@ -265,10 +294,14 @@ pub struct Summary {
     pub fragmentation: f64,
     /// Preemptions.
     pub preemptions: u64,
-    /// GPU-seconds lost to preemption.
+    /// GPU-seconds lost to preemption and node failures (work since the last checkpoint, and
+    /// restarts).
     pub lost_gpu_seconds: f64,
     /// Multi-node jobs by highest tier crossed (index = tier).
     pub tier_span: Vec<u64>,
+    /// Node failures and lost work by cause, when the run had failures or checkpoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failures: Option<FailureSummary>,
 }
 
 /// Everything one run produces.
@@ -429,6 +462,16 @@ pub enum SimError {
         /// The queue.
         queue: String,
     },
+    /// A failure names a node the cluster does not have.
+    #[error("failure {index}: node {node} is out of range (the cluster has {nodes} nodes)")]
+    UnknownNode {
+        /// Index of the failure in the list.
+        index: usize,
+        /// The node index.
+        node: u32,
+        /// Nodes in the cluster.
+        nodes: usize,
+    },
     /// Two trace jobs share a name (the scheduler tracks running jobs by name).
     #[error("job \"{job}\" (line {line}): the name is already used on line {first}")]
     DuplicateName {
@@ -454,6 +497,13 @@ enum Event {
         job: usize,
         stamp: u64,
     },
+    /// A node fails for `down` (ms).
+    NodeDown {
+        node: NodeId,
+        down: u64,
+    },
+    /// A failed node is repaired.
+    NodeUp(NodeId),
 }
 
 struct Running {
@@ -465,6 +515,27 @@ struct Running {
     version: u64,
     /// Unique per start over the whole run: tells a restarted job from its earlier run.
     run: u64,
+    /// Ideal seconds of this run: its restart, then the work left after its checkpoint.
+    work_s: f64,
+    /// The job's progress (ideal seconds) when this run started: its last checkpoint.
+    base_s: f64,
+    /// Ideal seconds of restart at the start of this run (0 on a first start).
+    restart_s: f64,
+    /// Seconds of ideal work between checkpoints (0: none).
+    interval_s: f64,
+    /// When the restart ended (`None`: still restarting).
+    restart_end: Option<SimTime>,
+    /// The last checkpoint reached (progress, ideal s) and when (`base_s` and the restart's end
+    /// until one is reached in this run).
+    checkpoint_s: f64,
+    checkpoint_at: Option<SimTime>,
+}
+
+impl Running {
+    /// The job's progress in ideal seconds as of `last_update`.
+    fn progress_s(&self) -> f64 {
+        self.base_s + (self.work_s - self.remaining_s - self.restart_s).max(0.0)
+    }
 }
 
 /// What every placement of a run takes besides the job: the run's placement options.
@@ -476,7 +547,8 @@ fn place_input(config: &SimConfig) -> sched::PlaceInput {
 }
 
 struct State<'a> {
-    cluster: &'a Cluster,
+    /// The cluster; copied on the first node failure, whose nodes then go down and up.
+    cluster: Cow<'a, Cluster>,
     config: &'a SimConfig,
     jobs: Vec<Job>,
     comm: Vec<CommProfile>,
@@ -537,6 +609,17 @@ struct State<'a> {
     wake_stamp: Vec<u64>,
     /// Wake-ups asked for since the last event, `(time, job, stamp)`; the loop queues them.
     timers: Vec<(SimTime, usize, u64)>,
+    /// Per job: checkpoint interval and restart cost (ideal s), progress at its last
+    /// checkpoint, and why it last stopped.
+    checkpointing: Vec<Checkpointing>,
+    saved_s: Vec<f64>,
+    last_stop: Vec<Option<StopCause>>,
+    /// Per node: failures it is down for (0 = up); empty without failures.
+    down: Vec<u32>,
+    node_failures: u64,
+    failure_stops: u64,
+    /// GPU-seconds lost by cause: preemption, failure.
+    lost_by_cause: [f64; 2],
 }
 
 /// Replay `trace` on `cluster` under `config`. `network` gives the bandwidth of running
@@ -606,6 +689,9 @@ pub fn simulate(
             highest_tier: None,
             preemptions: 0,
             gpu_seconds: 0.0,
+            failures: 0,
+            lost_gpu_seconds_preemption: 0.0,
+            lost_gpu_seconds_failure: 0.0,
         });
     }
     let rules = match &config.queues {
@@ -634,8 +720,22 @@ pub fn simulate(
     let gpu_memory_mib = sched::quota_gpu_memory_mib(cluster);
     let requests: Vec<Resources> = jobs.iter().map(|j| j.request(gpu_memory_mib)).collect();
     let n_queues = queue_tree.queues.len();
+    let checkpointing: Vec<Checkpointing> = trace
+        .iter()
+        .map(|t| Checkpointing {
+            interval_s: t
+                .checkpoint
+                .interval_s
+                .unwrap_or(config.checkpoints.interval_s),
+            restart_s: t
+                .checkpoint
+                .restart_s
+                .unwrap_or(config.checkpoints.restart_s),
+        })
+        .collect();
+    let failure_list = failure_list(cluster, trace, &config.failures)?;
     let mut st = State {
-        cluster,
+        cluster: Cow::Borrowed(cluster),
         config,
         durations: trace.iter().map(|t| t.duration_s).collect(),
         jobs,
@@ -687,6 +787,17 @@ pub fn simulate(
         promoted: vec![false; trace.len()],
         wake_stamp: vec![0; trace.len()],
         timers: Vec::new(),
+        saved_s: vec![0.0; trace.len()],
+        last_stop: vec![None; trace.len()],
+        down: if failure_list.is_empty() {
+            Vec::new()
+        } else {
+            vec![0; cluster.nodes.len()]
+        },
+        node_failures: 0,
+        failure_stops: 0,
+        lost_by_cause: [0.0; 2],
+        checkpointing,
     };
     let mut events: EventQueue<Event> = EventQueue::new();
     // Arrivals in (submit time, trace order).
@@ -694,6 +805,15 @@ pub fn simulate(
     order.sort_by_key(|&i| (st.submit[i], i));
     for i in order {
         events.push(st.submit[i], Event::Arrival(i));
+    }
+    for f in &failure_list {
+        events.push(
+            SimTime::from_secs_f64(f.at_s),
+            Event::NodeDown {
+                node: f.node,
+                down: SimTime::from_secs_f64(f.duration_s).0,
+            },
+        );
     }
     let mut now = SimTime::ZERO;
     let mut checked_changes = None;
@@ -711,6 +831,12 @@ pub fn simulate(
             if st.wake_stamp[job] != stamp {
                 continue;
             }
+        }
+        // Failures after every job has ended change nothing and must not stretch the makespan.
+        if matches!(ev.event, Event::NodeDown { .. } | Event::NodeUp(_))
+            && st.ended == st.records.len()
+        {
+            continue;
         }
         now = ev.time;
         match ev.event {
@@ -763,6 +889,15 @@ pub fn simulate(
                 pass(&mut st, &mut events, now, network);
             }
             Event::Wake { .. } => request_pass(&mut st, &mut events, now),
+            Event::NodeDown { node, down } => {
+                node_down(&mut st, node, now);
+                events.push(SimTime(now.0.saturating_add(down)), Event::NodeUp(node));
+                request_pass(&mut st, &mut events, now);
+            }
+            Event::NodeUp(node) => {
+                node_up(&mut st, node);
+                request_pass(&mut st, &mut events, now);
+            }
         }
         for (at, job, stamp) in std::mem::take(&mut st.timers) {
             events.push(at, Event::Wake { job, stamp });
@@ -797,6 +932,12 @@ pub fn simulate(
                 },
             });
         }
+    }
+    if config.check_invariants {
+        check_lost_work(&st).map_err(|violation| SimError::Invariant {
+            at_ms: now.0,
+            violation,
+        })?;
     }
     if config.check_invariants && config.horizon.is_none() {
         // The whole trace ran: every job ended, exactly once.
@@ -854,7 +995,7 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
         invariant,
         detail,
     };
-    sched::check_occupancy(st.cluster, &st.occupancy)?;
+    sched::check_occupancy(&st.cluster, &st.occupancy)?;
     if st.occupancy.jobs().len() != st.running.len() {
         return Err(violation(
             "",
@@ -880,7 +1021,7 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
                 "holds GPUs but is not a running job".to_owned(),
             ));
         };
-        sched::check_gang(st.cluster, &st.jobs[i], alloc)?;
+        sched::check_gang(&st.cluster, &st.jobs[i], alloc)?;
         if alloc
             .pods
             .iter()
@@ -908,6 +1049,7 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
             ));
         }
         busy += f64::from(st.records[i].gpus);
+        check_failures_of(st, i, r)?;
     }
     if (busy - st.busy_gpus).abs() > 1e-6 {
         return Err(violation(
@@ -950,6 +1092,91 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
         Some(rules) => rules.check(&usage, &non_preemptible),
         None => Ok(()),
     }
+}
+
+/// Failures and checkpoints of running job `i`: no pod on a failed node; its progress within
+/// `[last checkpoint, duration]`; its lost GPU-seconds within what it used.
+fn check_failures_of(st: &State<'_>, i: usize, r: &Running) -> Result<(), sched::Violation> {
+    let violation = |invariant: &'static str, detail: String| sched::Violation {
+        job: st.jobs[i].name.clone(),
+        invariant,
+        detail,
+    };
+    if let Some(n) = r.nodes.iter().find(|n| st.down.get(n.index()) > Some(&0)) {
+        return Err(violation(
+            "pod on a failed node",
+            format!(
+                "runs on {} while it is down",
+                st.cluster.nodes[n.index()].name
+            ),
+        ));
+    }
+    let progress = r.progress_s();
+    let saved = st.saved_s[i];
+    if progress > st.durations[i] + 1e-6 || progress < saved - 1e-6 || r.base_s != saved {
+        return Err(violation(
+            "progress",
+            format!(
+                "progress {progress} s outside [last checkpoint {saved} s, duration {} s]",
+                st.durations[i]
+            ),
+        ));
+    }
+    let rec = &st.records[i];
+    let lost = rec.lost_gpu_seconds_preemption + rec.lost_gpu_seconds_failure;
+    if lost > rec.gpu_seconds + 1e-6 {
+        return Err(violation(
+            "lost work",
+            format!("{lost} GPU-s lost of {} used", rec.gpu_seconds),
+        ));
+    }
+    Ok(())
+}
+
+/// Lost-work accounting at the end of a run: per cause, the jobs' lost GPU-seconds add up to
+/// the run's, and a completed job's useful GPU-seconds (used − lost) cover its ideal work
+/// (exactly, within the clock's milliseconds, for a job no network slowed).
+fn check_lost_work(st: &State<'_>) -> Result<(), sched::Violation> {
+    let violation = |job: &str, detail: String| sched::Violation {
+        job: job.to_owned(),
+        invariant: "lost work",
+        detail,
+    };
+    let by_cause = st.records.iter().fold([0.0; 2], |a, r| {
+        [
+            a[0] + r.lost_gpu_seconds_preemption,
+            a[1] + r.lost_gpu_seconds_failure,
+        ]
+    });
+    for (jobs, run) in by_cause.iter().zip(st.lost_by_cause) {
+        if (jobs - run).abs() > 1e-6 * (1.0 + jobs) {
+            return Err(violation(
+                "",
+                format!("jobs lost {jobs} GPU-s, the run counts {run}"),
+            ));
+        }
+    }
+    for (i, r) in st.records.iter().enumerate() {
+        if r.outcome != Outcome::Completed {
+            continue;
+        }
+        let gpus = f64::from(r.gpus);
+        let useful = r.gpu_seconds - r.lost_gpu_seconds_preemption - r.lost_gpu_seconds_failure;
+        let ideal = gpus * st.durations[i];
+        let stops = f64::from(r.preemptions + r.failures);
+        let tolerance = gpus * 0.002 * (1.0 + 2.0 * stops);
+        let exact = r.nodes == 1;
+        if useful < ideal - tolerance || (exact && useful > ideal + tolerance) {
+            return Err(violation(
+                &r.name,
+                format!(
+                    "used {} GPU-s = useful {useful} + lost; its work is {ideal}",
+                    r.gpu_seconds
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A job about to end (complete or fail) has not ended before and is neither pending nor (for a
@@ -1119,10 +1346,101 @@ fn set_fragmentation(st: &mut State<'_>, now: SimTime, level: f64) {
 /// Bring a running job's progress up to `now` at its current slowdown.
 fn advance(r: &mut Running, now: SimTime) {
     let elapsed = now.secs_since(r.last_update);
+    let (since, done_before) = (r.last_update, r.work_s - r.remaining_s);
     if r.slowdown.is_finite() {
         r.remaining_s = (r.remaining_s - elapsed / r.slowdown).max(0.0);
     }
     r.last_update = now;
+    note_milestones(r, since, done_before);
+}
+
+/// After `advance` from `since` (when the run had done `done_before` ideal seconds): when the
+/// restart ended and the last checkpoint reached, if in this stretch (constant slowdown).
+fn note_milestones(r: &mut Running, since: SimTime, done_before: f64) {
+    let done = r.work_s - r.remaining_s;
+    let (slowdown, until) = (r.slowdown, r.last_update);
+    let at = |target: f64| {
+        since
+            .plus_secs((target - done_before).max(0.0) * slowdown)
+            .min(until)
+    };
+    if r.restart_end.is_none() && done >= r.restart_s {
+        r.restart_end = Some(at(r.restart_s));
+    }
+    if r.interval_s > 0.0 && r.restart_end.is_some() {
+        let reached = (r.progress_s() / r.interval_s).floor() * r.interval_s;
+        if reached > r.checkpoint_s {
+            r.checkpoint_s = reached;
+            r.checkpoint_at = Some(at(r.restart_s + reached - r.base_s));
+        }
+    }
+}
+
+/// The failures of a run in time order: the listed ones, then, with an MTBF, failures drawn
+/// until every job could have run one after another (last arrival + every duration and
+/// restart), so a run always ends.
+fn failure_list(
+    cluster: &Cluster,
+    trace: &[TraceJob],
+    failures: &FailureConfig,
+) -> Result<Vec<crate::failures::NodeFailure>, SimError> {
+    let mut out = failures.listed.clone();
+    for (index, f) in out.iter().enumerate() {
+        if f.node.index() >= cluster.nodes.len() {
+            return Err(SimError::UnknownNode {
+                index,
+                node: f.node.0,
+                nodes: cluster.nodes.len(),
+            });
+        }
+    }
+    if let Some(m) = &failures.mtbf {
+        let first = trace
+            .iter()
+            .map(|t| t.submit_s)
+            .fold(f64::INFINITY, f64::min);
+        let last = trace.iter().map(|t| t.submit_s).fold(0.0, f64::max);
+        let span = if first.is_finite() { last - first } else { 0.0 };
+        let work: f64 = trace.iter().map(|t| t.duration_s).sum::<f64>()
+            + trace.len() as f64 * m.repair_s.max(0.0);
+        out.extend(crate::failures::draw_failures(
+            cluster.nodes.len(),
+            m,
+            span + work,
+        ));
+    }
+    out.sort_by(|a, b| a.at_s.total_cmp(&b.at_s).then(a.node.cmp(&b.node)));
+    Ok(out)
+}
+
+/// Node `node` fails: it is no longer Ready, and every job with a pod on it stops.
+fn node_down(st: &mut State<'_>, node: NodeId, now: SimTime) {
+    st.down[node.index()] += 1;
+    if st.down[node.index()] == 1 {
+        st.node_failures += 1;
+        st.cluster.to_mut().nodes[node.index()].ready = false;
+        st.occupancy.refresh_node(&st.cluster, node);
+        st.changes += 1;
+    }
+    let hit: Vec<usize> = st
+        .running
+        .iter()
+        .filter(|(_, r)| r.nodes.contains(&node))
+        .map(|(&i, _)| i)
+        .collect();
+    for i in hit {
+        stop(st, i, now, StopCause::Failure);
+    }
+}
+
+/// Node `node` is repaired from one failure; Ready again when no other failure holds it.
+fn node_up(st: &mut State<'_>, node: NodeId) {
+    st.down[node.index()] -= 1;
+    if st.down[node.index()] == 0 {
+        st.cluster.to_mut().nodes[node.index()].ready = true;
+        st.occupancy.refresh_node(&st.cluster, node);
+        st.changes += 1;
+    }
 }
 
 fn start(
@@ -1144,16 +1462,31 @@ fn start(
     let multi = nodes.len() > 1;
     let version = st.next_version;
     st.next_version += 1;
+    let ckpt = st.checkpointing[i];
+    let restart_s = if st.last_stop[i].is_some() {
+        ckpt.restart_s
+    } else {
+        0.0
+    };
+    let base_s = st.saved_s[i];
+    let work_s = restart_s + (st.durations[i] - base_s).max(0.0);
     st.running.insert(
         i,
         Running {
             nodes,
             start: now,
             last_update: now,
-            remaining_s: st.durations[i],
+            remaining_s: work_s,
             slowdown: 1.0,
             version,
             run: st.changes,
+            work_s,
+            base_s,
+            restart_s,
+            interval_s: ckpt.interval_s,
+            restart_end: (restart_s <= 0.0).then_some(now),
+            checkpoint_s: base_s,
+            checkpoint_at: None,
         },
     );
     set_busy(st, now, gpus);
@@ -1161,28 +1494,23 @@ fn start(
     if multi && st.comm[i].comm_share > 0.0 {
         st.network_dirty = true;
     }
-    events.push(
-        now.plus_secs(st.durations[i]),
-        Event::Completion { job: i, version },
-    );
+    events.push(now.plus_secs(work_s), Event::Completion { job: i, version });
     ask_demotion_wake(st, i, now);
 }
 
 fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
-    let r = st.running.remove(&i).expect("finishing a running job");
+    let mut r = st.running.remove(&i).expect("finishing a running job");
     st.occupancy.release(&st.jobs[i].name);
     st.changes += 1;
     st.wake_stamp[i] += 1;
+    advance(&mut r, now);
+    lose_restart(st, i, &r, now);
     let rec = &mut st.records[i];
     let run = now.secs_since(r.start);
     rec.gpu_seconds += f64::from(rec.gpus) * run;
     rec.end_s = Some(now.as_secs_f64());
     rec.outcome = Outcome::Completed;
-    rec.network_slowdown = Some(if st.durations[i] > 0.0 {
-        run / st.durations[i]
-    } else {
-        1.0
-    });
+    rec.network_slowdown = Some(if r.work_s > 0.0 { run / r.work_s } else { 1.0 });
     let gpus = f64::from(rec.gpus);
     if r.nodes.len() > 1 && st.comm[i].comm_share > 0.0 {
         st.network_dirty = true;
@@ -1213,24 +1541,64 @@ fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
     let Some((&i, _)) = st.running.iter().find(|(&i, _)| st.jobs[i].name == name) else {
         return;
     };
-    let r = st.running.remove(&i).expect("victim is running");
-    st.occupancy.release(name);
-    st.changes += 1;
+    stop(st, i, now, StopCause::Preemption);
+}
+
+/// Add `gpu_seconds` lost to `cause` to job `i` and the run.
+fn lose(st: &mut State<'_>, i: usize, cause: StopCause, gpu_seconds: f64) {
+    if gpu_seconds <= 0.0 {
+        return;
+    }
     let rec = &mut st.records[i];
-    let run = now.secs_since(r.start);
-    let lost = f64::from(rec.gpus) * run;
-    rec.gpu_seconds += lost;
-    rec.preemptions += 1;
-    st.lost_gpu_seconds += lost;
-    st.preemptions += 1;
-    let gpus = f64::from(rec.gpus);
+    match cause {
+        StopCause::Preemption => rec.lost_gpu_seconds_preemption += gpu_seconds,
+        StopCause::Failure => rec.lost_gpu_seconds_failure += gpu_seconds,
+    }
+    st.lost_by_cause[cause as usize] += gpu_seconds;
+    st.lost_gpu_seconds += gpu_seconds;
+}
+
+/// A run of job `i` ends at `now` (after `advance`): its restart so far is lost to the cause
+/// of the stop that made it necessary.
+fn lose_restart(st: &mut State<'_>, i: usize, r: &Running, now: SimTime) {
+    if let Some(cause) = st.last_stop[i] {
+        let restart = r.restart_end.unwrap_or(now).min(now).secs_since(r.start);
+        lose(st, i, cause, f64::from(st.records[i].gpus) * restart);
+    }
+}
+
+/// Stop running job `i` for `cause`: its work since the last checkpoint (or since its restart
+/// ended) is lost, and it goes back to the pending list with its progress at that checkpoint.
+fn stop(st: &mut State<'_>, i: usize, now: SimTime, cause: StopCause) {
+    let mut r = st.running.remove(&i).expect("a stopped job is running");
+    st.occupancy.release(&st.jobs[i].name);
+    st.changes += 1;
+    advance(&mut r, now);
+    lose_restart(st, i, &r, now);
+    let gpus = f64::from(st.records[i].gpus);
+    let kept_until = r.checkpoint_at.or(r.restart_end).unwrap_or(now).min(now);
+    lose(st, i, cause, gpus * now.secs_since(kept_until));
+    st.saved_s[i] = r.checkpoint_s;
+    st.last_stop[i] = Some(cause);
+    let rec = &mut st.records[i];
+    rec.gpu_seconds += gpus * now.secs_since(r.start);
+    match cause {
+        StopCause::Preemption => {
+            rec.preemptions += 1;
+            st.preemptions += 1;
+        }
+        StopCause::Failure => {
+            rec.failures += 1;
+            st.failure_stops += 1;
+        }
+    }
     if r.nodes.len() > 1 {
         st.network_dirty = true;
     }
     set_busy(st, now, -gpus);
     hold(st, i, now, -1.0);
     st.pending.insert((st.submit[i], i), ());
-    note_preempted(st, i, run, now);
+    note_preempted(st, i, now.secs_since(r.start), now);
 }
 
 fn pass(
@@ -1281,7 +1649,7 @@ fn pass(
             place_network_aware(st, i, network)
         } else if admitted && want <= free + 1e-9 {
             sched::place_with(
-                st.cluster,
+                &st.cluster,
                 &st.occupancy,
                 &st.jobs[i],
                 &place_input(st.config),
@@ -1337,7 +1705,7 @@ fn pass(
                         (st.requests[i].gpu * 1000.0) as u64,
                     ))
                     .or_insert_with(|| {
-                        sched::eligible_victims(st.cluster, &st.occupancy, &st.jobs[i], policy)
+                        sched::eligible_victims(&st.cluster, &st.occupancy, &st.jobs[i], policy)
                             .is_empty()
                     });
             reclaim_attempts += usize::from(!hopeless);
@@ -1377,7 +1745,7 @@ fn pass(
         let any_fits = shapes
             .values()
             .take(8)
-            .any(|&i| sched::place_with(st.cluster, &st.occupancy, &st.jobs[i], &input).is_ok());
+            .any(|&i| sched::place_with(&st.cluster, &st.occupancy, &st.jobs[i], &input).is_ok());
         if any_fits {
             0.0
         } else {
@@ -1523,7 +1891,7 @@ fn room_by_level(
         for &v in stopped {
             occ.release(&st.jobs[v].name);
         }
-        sched::place_with(st.cluster, &occ, &st.jobs[i], &input).ok()
+        sched::place_with(&st.cluster, &occ, &st.jobs[i], &input).ok()
     };
     let mut occ = st.occupancy.clone();
     let mut chosen = Vec::new();
@@ -1532,7 +1900,7 @@ fn room_by_level(
         occ.release(&st.jobs[v].name);
         chosen.push(v);
         free += g;
-        if free + 1e-9 >= want && sched::place_with(st.cluster, &occ, &st.jobs[i], &input).is_ok() {
+        if free + 1e-9 >= want && sched::place_with(&st.cluster, &occ, &st.jobs[i], &input).is_ok() {
             placed = true;
             break;
         }
@@ -1590,7 +1958,7 @@ fn make_room(
     let occupancy = if admitted {
         &st.occupancy
     } else {
-        let candidates = sched::eligible_victims(st.cluster, &st.occupancy, job, policy);
+        let candidates = sched::eligible_victims(&st.cluster, &st.occupancy, job, policy);
         let mut usage = st.usage.clone();
         let mut chosen: Vec<(usize, &str)> = Vec::new();
         let mut ok = false;
@@ -1623,7 +1991,7 @@ fn make_room(
         &scratch
     };
     let d = sched::place_with_preemption_input(
-        st.cluster,
+        &st.cluster,
         occupancy,
         job,
         policy,
@@ -1736,7 +2104,7 @@ fn place_network_aware(
         }
     };
     sched::place_network_aware(
-        st.cluster,
+        &st.cluster,
         &st.occupancy,
         &st.jobs[i],
         &place_input(st.config),
@@ -1820,6 +2188,11 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         let r = &st.running[&i];
         let used = f64::from(st.records[i].gpus) * end.secs_since(r.start);
         st.records[i].gpu_seconds += used;
+        if st.last_stop[i].is_some() {
+            let mut r = st.running.remove(&i).expect("running");
+            advance(&mut r, end);
+            lose_restart(&mut st, i, &r, end);
+        }
     }
     st.busy_integral += st.busy_gpus * end.secs_since(st.last_busy_change);
     st.frag_integral += st.frag_level * end.secs_since(st.frag_since);
@@ -1902,6 +2275,17 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         preemptions: st.preemptions,
         lost_gpu_seconds: st.lost_gpu_seconds,
         tier_span,
+        failures: (!st.config.failures.is_empty()
+            || st
+                .checkpointing
+                .iter()
+                .any(|c| c.interval_s > 0.0 || c.restart_s > 0.0))
+        .then(|| FailureSummary {
+            node_failures: st.node_failures,
+            jobs_stopped_by_failures: st.failure_stops,
+            lost_gpu_seconds_preemption: st.lost_by_cause[StopCause::Preemption as usize],
+            lost_gpu_seconds_failure: st.lost_by_cause[StopCause::Failure as usize],
+        }),
     };
     let utilization = timeline(&st.timeline, end, st.total_gpus, st.config.timeline_points);
     let queues = st.rules.as_ref().map(|r| QueueRun {

@@ -4,6 +4,7 @@
 
 pub mod engine;
 pub mod events;
+pub mod failures;
 pub mod metrics;
 pub mod network;
 pub mod policies;
@@ -18,4 +19,4 @@ pub use events::{EventQueue, Scheduled};
 pub use metrics::{percentile, Cdf, WaitStats};
 pub use runtime::{slowdown, CommProfile};
 pub use time::SimTime;
-pub use trace::{TopologyAsk, TraceJob};
+pub use trace::{CheckpointAsk, TopologyAsk, TraceJob};

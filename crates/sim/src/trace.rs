@@ -39,4 +39,17 @@ pub struct TraceJob {
     pub topology: TopologyAsk,
     /// Communication profile, when the trace gives one.
     pub comm: Option<CommProfile>,
+    /// Checkpoint interval and restart cost, when the trace gives them (else the run's defaults,
+    /// [`crate::failures::Checkpointing`]).
+    pub checkpoint: CheckpointAsk,
+}
+
+/// A trace job's own checkpointing (native columns `checkpoint_s`, `restart_s`); `None` takes the
+/// run's default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CheckpointAsk {
+    /// Seconds of ideal-network work between checkpoints (0: none).
+    pub interval_s: Option<f64>,
+    /// Seconds a restart costs before work resumes.
+    pub restart_s: Option<f64>,
 }

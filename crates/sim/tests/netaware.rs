@@ -192,6 +192,7 @@ fn trace_job(name: &str, submit: f64, duration: f64, gpus: u32) -> TraceJob {
             comm_share: COMM,
             bytes_per_step: 1e9,
         }),
+        checkpoint: Default::default(),
     }
 }
 
@@ -224,6 +225,8 @@ fn plus_network_keeps_a_new_gang_off_a_running_jobs_uplinks() {
             check_invariants: true,
             placement: sched::PlaceOptions::default(),
             queues: None,
+            failures: Default::default(),
+            checkpoints: Default::default(),
         };
         let mut net = fabric_network(&c, RoutingConfig::default());
         simulate(&c, &trace, &config, &mut net, &mut |_| {}).unwrap()

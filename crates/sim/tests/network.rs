@@ -22,6 +22,7 @@ fn job(name: &str, submit: f64, duration: f64, gpus: u32, comm_share: f64) -> Tr
             comm_share,
             bytes_per_step: 1e9,
         }),
+        checkpoint: Default::default(),
     }
 }
 
@@ -78,6 +79,8 @@ fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
         check_invariants: true,
         placement: Default::default(),
         queues: None,
+        failures: Default::default(),
+        checkpoints: Default::default(),
     };
     let mut net = fabric_network(&cluster, RoutingConfig::default());
     let r = simulate(&cluster, &trace, &cfg, &mut net, &mut |_| {}).unwrap();
@@ -168,6 +171,8 @@ fn incremental_network_replays_a_trace_exactly_as_solving_from_scratch() {
             check_invariants: true,
             placement: Default::default(),
             queues: None,
+            failures: Default::default(),
+            checkpoints: Default::default(),
         };
         let routing = RoutingConfig {
             mode,

@@ -51,6 +51,7 @@ fn job(name: &str, submit: f64, duration: f64, gpus: u32) -> TraceJob {
         preemptible: true,
         topology: TopologyAsk::None,
         comm: None,
+        checkpoint: Default::default(),
     }
 }
 
@@ -69,6 +70,8 @@ fn config(order: Order) -> SimConfig {
         check_invariants: true,
         placement: Default::default(),
         queues: None,
+        failures: Default::default(),
+        checkpoints: Default::default(),
     }
 }
 

@@ -55,6 +55,7 @@ fn job(name: &str, submit: f64, duration: f64, gpus: u32, queue: &str) -> TraceJ
         preemptible: true,
         topology: TopologyAsk::None,
         comm: None,
+        checkpoint: Default::default(),
     }
 }
 
@@ -93,6 +94,8 @@ fn config(queues: QueueConfig) -> SimConfig {
         check_invariants: true,
         placement: Default::default(),
         queues: Some(queues),
+        failures: Default::default(),
+        checkpoints: Default::default(),
     }
 }
 

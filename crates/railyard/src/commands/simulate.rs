@@ -79,9 +79,24 @@ pub struct SimulateArgs {
     pub routing: RoutingArg,
     #[command(flatten)]
     pub nccl: NcclArgs,
-    /// Seed for QP numbers and switch hash seeds.
+    /// Seed for QP numbers, switch hash seeds and `--mtbf-hours` failures.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Node failures: CSV `time_s,node,duration_s` (s after the first arrival, node names).
+    #[arg(long, value_name = "FILE")]
+    pub failures: Option<PathBuf>,
+    /// Mean time between failures of each node, hours (exponential, seeded by `--seed`).
+    #[arg(long, value_name = "HOURS")]
+    pub mtbf_hours: Option<f64>,
+    /// Hours a node failed by `--mtbf-hours` stays down.
+    #[arg(long, default_value_t = 1.0, value_name = "HOURS")]
+    pub repair_hours: f64,
+    /// Seconds of work between checkpoints, for jobs without a `checkpoint_s` (0: none).
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    pub checkpoint_interval: f64,
+    /// Seconds a restart costs, for jobs without a `restart_s`.
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    pub restart_cost: f64,
     /// Output format (wide adds p50/p99 JCT, avg/p99 JCT of multi-node jobs, p99 wait,
     /// utilisation over the makespan, fragmentation, lost GPU-hours and multi-node jobs by tier)
     #[arg(short, long, value_enum, default_value_t)]
@@ -109,7 +124,7 @@ pub enum TraceFormatArg {
     Philly,
     /// `job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue` (SenseTime Helios/Acme).
     Helios,
-    /// `name,submit_s,duration_s,gpus` plus optional `queue,priority,preemptible,topology,comm_share,bytes_per_step`.
+    /// `name,submit_s,duration_s,gpus` plus optional `queue,priority,preemptible,topology,comm_share,bytes_per_step,checkpoint_s,restart_s`.
     Native,
     /// Slurm accounting, `sacct --parsable2` (fields in the README).
     Sacct,
@@ -295,6 +310,17 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     warnings.retain(|w| seen.insert(w.clone()));
     queue_configs.resize(runs.len(), None);
     let observed: Vec<f64> = trace.observed_wait_s.iter().flatten().copied().collect();
+    let (failures, checkpoints) = ops::sim_failures::setup(
+        &cluster,
+        &ops::sim_failures::FailureOptions {
+            file: args.failures.as_deref(),
+            mtbf_hours: args.mtbf_hours,
+            repair_hours: args.repair_hours,
+            seed: args.seed,
+            checkpoint_interval_s: args.checkpoint_interval,
+            restart_cost_s: args.restart_cost,
+        },
+    )?;
     let mut results = Vec::with_capacity(runs.len());
     for ((policy, placement), queues) in runs.into_iter().zip(queue_configs) {
         let config = SimConfig {
@@ -306,6 +332,8 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             check_invariants: args.check_invariants,
             placement,
             queues,
+            failures: failures.clone(),
+            checkpoints,
         };
         let mut incremental;
         let mut from_scratch;

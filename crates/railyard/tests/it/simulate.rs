@@ -452,3 +452,53 @@ fn the_bundled_llm_trace_is_what_trace_synth_writes() {
         .join("../../data/llm-oci-h100-16k-4to1-seed1.csv");
     assert!(std::fs::read(out).unwrap() == std::fs::read(bundled).unwrap());
 }
+
+#[test]
+fn failures_on_the_philly_week_pass_the_invariant_checks_and_repeat_byte_for_byte() {
+    // The bundled week with an MTBF of 1,000 h per node and 30-minute checkpoints, and with a
+    // small failure file; every event checked (no pod on a failed node, progress within its
+    // last checkpoint and its duration, used = useful + lost GPU-seconds).
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            "--cluster",
+            "preset:philly-512",
+            "--trace",
+            "../../data/philly-week-2017-10-01.csv",
+            "--compare",
+            "best-effort,fair-share",
+            "--check-invariants",
+            "--checkpoint-interval",
+            "1800",
+            "--restart-cost",
+            "120",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        ok(&args)
+    };
+    let a = run(&["--mtbf-hours", "1000", "--seed", "1"]);
+    assert_eq!(a, run(&["--mtbf-hours", "1000", "--seed", "1"]));
+    let v: Value = serde_json::from_str(&a).unwrap();
+    for r in v["runs"].as_array().unwrap() {
+        let f = &r["failures"];
+        assert!(f["node_failures"].as_u64().unwrap() > 0, "{f}");
+        assert!(f["lost_gpu_seconds_failure"].as_f64().unwrap() > 0.0, "{f}");
+        assert_eq!(r["completed"], 10_650);
+    }
+    let listed = run(&["--failures", "tests/fixtures/failures/philly-512.csv"]);
+    let v: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(v["runs"][0]["failures"]["node_failures"], 3);
+    // Without failures or checkpoints the JSON has no `failures` section (outputs as before).
+    let plain = ok(&[
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        SMALL,
+        "--output",
+        "json",
+    ]);
+    assert!(!plain.contains("failures"), "{plain}");
+}
