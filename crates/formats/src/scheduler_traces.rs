@@ -104,6 +104,7 @@ fn finished_job(
         preemptible: true,
         topology,
         comm: None,
+        pod: Default::default(),
     }
 }
 

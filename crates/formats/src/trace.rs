@@ -643,6 +643,7 @@ impl Table {
                 preemptible: true,
                 topology: TopologyAsk::None,
                 comm: None,
+                pod: Default::default(),
             };
             if self.format == TraceFormat::Native {
                 if let Some(x) = extras.next() {

@@ -86,6 +86,7 @@ fn job(name: &str, queue: &str) -> TraceJob {
         preemptible: true,
         topology: TopologyAsk::None,
         comm: None,
+        pod: Default::default(),
     }
 }
 

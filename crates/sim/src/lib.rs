@@ -4,10 +4,12 @@
 
 pub mod engine;
 pub mod events;
+pub mod fragmentation;
 pub mod metrics;
 pub mod network;
 pub mod queues;
 pub mod runtime;
+pub mod shares;
 pub mod synth;
 pub mod synthetic;
 pub mod time;
@@ -17,4 +19,4 @@ pub use events::{EventQueue, Scheduled};
 pub use metrics::{percentile, Cdf, WaitStats};
 pub use runtime::{slowdown, CommProfile};
 pub use time::SimTime;
-pub use trace::{TopologyAsk, TraceJob};
+pub use trace::{PodShape, TopologyAsk, TraceJob};

@@ -261,6 +261,7 @@ pub fn synth_trace(spec: &SynthSpec) -> Vec<TraceJob> {
                 preemptible: false,
                 topology: TopologyAsk::None,
                 comm: Some(class.comm),
+                pod: Default::default(),
             }
         })
         .collect()

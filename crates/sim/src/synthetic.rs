@@ -62,6 +62,7 @@ pub fn synthetic_trace(spec: &SyntheticSpec) -> Vec<TraceJob> {
                 preemptible: false,
                 topology: TopologyAsk::None,
                 comm: spec.comm,
+                pod: Default::default(),
             }
         })
         .collect()

@@ -39,4 +39,22 @@ pub struct TraceJob {
     pub topology: TopologyAsk,
     /// Communication profile, when the trace gives one.
     pub comm: Option<CommProfile>,
+    /// What each pod asks besides whole GPUs: a share of one GPU, CPU, memory, GPU models
+    /// (Alibaba's GPU-sharing traces); the default asks nothing more.
+    pub pod: PodShape,
+}
+
+/// What one pod of a job asks besides whole GPUs ([`crate::shares`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PodShape {
+    /// Share of one GPU, thousandths (1..=999), for a job that takes part of a GPU (its
+    /// `gpus` is then 1); `None`: whole GPUs.
+    pub gpu_milli: Option<u32>,
+    /// CPU per pod, millicores (0: none asked).
+    pub cpu_milli: u64,
+    /// Memory per pod, MiB (0: none asked).
+    pub memory_mib: u64,
+    /// GPU models the pod accepts (a node's `nvidia.com/gpu.product` label), sorted; empty:
+    /// any.
+    pub gpu_models: Vec<String>,
 }

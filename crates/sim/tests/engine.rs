@@ -50,6 +50,7 @@ fn job(name: &str, submit: f64, duration: f64, gpus: u32, queue: &str) -> TraceJ
         preemptible: true,
         topology: TopologyAsk::None,
         comm: None,
+        pod: Default::default(),
     }
 }
 

@@ -192,6 +192,7 @@ fn trace_job(name: &str, submit: f64, duration: f64, gpus: u32) -> TraceJob {
             comm_share: COMM,
             bytes_per_step: 1e9,
         }),
+        pod: Default::default(),
     }
 }
 

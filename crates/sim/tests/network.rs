@@ -22,6 +22,7 @@ fn job(name: &str, submit: f64, duration: f64, gpus: u32, comm_share: f64) -> Tr
             comm_share,
             bytes_per_step: 1e9,
         }),
+        pod: Default::default(),
     }
 }
 
