@@ -13,6 +13,7 @@ pub mod k8s;
 pub mod live;
 pub mod names;
 pub mod nccl_tests;
+pub mod openb;
 pub mod placement;
 pub mod policy;
 pub mod queues;
