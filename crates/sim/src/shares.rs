@@ -95,7 +95,7 @@ pub fn hold(room: &mut NodeFree, node: usize, requests: &ResourceList, take: boo
     }
 }
 
-/// What broke, for [`crate::engine`]'s invariant report: `(invariant, detail)`.
+/// What broke: `(invariant, detail)`, for the simulator's invariant report.
 pub type Broken = (&'static str, String);
 
 /// One running job's pods against its shape: each on a node of an accepted GPU model. Adds

@@ -44,7 +44,7 @@ pub struct TraceJob {
     pub pod: PodShape,
 }
 
-/// What one pod of a job asks besides whole GPUs ([`crate::shares`]).
+/// What one pod of a job asks besides whole GPUs (placed as the `shares` module says).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PodShape {
     /// Share of one GPU, thousandths (1..=999), for a job that takes part of a GPU (its
