@@ -58,6 +58,8 @@ pub enum ClusterFile {
     Spec,
     /// A Slurm topology.conf (topology/tree or topology/block).
     SlurmTopology,
+    /// Alibaba's GPU-sharing node list (`openb_node_list_*.csv`, read by the `openb` module).
+    OpenbNodes,
 }
 
 /// Tell a NodeList from a railyard spec (parsing the Node objects, not yet the spec). `file`
@@ -65,6 +67,9 @@ pub enum ClusterFile {
 pub fn parse_cluster_file(file: &str, text: &str) -> Result<ClusterFile, FormatError> {
     if crate::slurm::is_topology_conf(text) {
         return Ok(ClusterFile::SlurmTopology);
+    }
+    if crate::openb::is_openb_nodes(text) {
+        return Ok(ClusterFile::OpenbNodes);
     }
     let docs = parse_documents(file, text)?;
     let kind = docs
@@ -91,6 +96,7 @@ pub fn build_cluster_file(
     match parsed {
         ClusterFile::Nodes(docs) => k8s::import_nodes(file, &docs, options),
         ClusterFile::SlurmTopology => slurm_cluster(file, text, options),
+        ClusterFile::OpenbNodes => openb_cluster(file, text, options),
         ClusterFile::Spec => {
             let spec: ClusterSpec = parse_typed(file, text)?;
             let cluster = build_from_spec(&spec).map_err(|e| FormatError::input(file, e))?;
@@ -100,6 +106,29 @@ pub fn build_cluster_file(
             })
         }
     }
+}
+
+/// An openb node list as a cluster: one flat level, the nodes' hardware from the list (shape
+/// options do not apply; an overlay may still set what the list does not say).
+fn openb_cluster(
+    file: &str,
+    text: &str,
+    options: &ImportOptions,
+) -> Result<LoadedCluster, FormatError> {
+    let docs = crate::openb::node_docs(file, text)?;
+    let options = ImportOptions {
+        levels: vec![crate::openb::LEVEL_LABEL.to_owned()],
+        ..options.clone()
+    };
+    let mut loaded = k8s::import_nodes(file, &docs, &options)?;
+    loaded.notes.insert(
+        0,
+        format!(
+            "{file}: read as an Alibaba openb node list: {} nodes in one flat network",
+            docs.len()
+        ),
+    );
+    Ok(loaded)
 }
 
 /// A Slurm topology.conf as a cluster: its nodes and switch (or block) levels, every node of

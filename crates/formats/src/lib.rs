@@ -14,6 +14,7 @@ pub mod k8s;
 pub mod live;
 pub mod names;
 pub mod nccl_tests;
+pub mod openb;
 pub mod placement;
 pub mod policy;
 pub mod queues;

@@ -105,6 +105,7 @@ fn finished_job(
         topology,
         comm: None,
         checkpoint: Default::default(),
+        pod: Default::default(),
     }
 }
 

@@ -97,9 +97,11 @@ pub fn read_trace(
 /// (`sacct` output, a Kueue Workload list), given or detected.
 fn is_scheduler_trace(format: TraceFormat, head: &str) -> bool {
     match format {
-        TraceFormat::Sacct | TraceFormat::KueueWorkloads => true,
+        TraceFormat::Sacct | TraceFormat::KueueWorkloads | TraceFormat::Openb => true,
         TraceFormat::Auto => {
-            crate::scheduler_traces::is_sacct(head) || head.trim_start().starts_with('{')
+            crate::scheduler_traces::is_sacct(head)
+                || head.trim_start().starts_with('{')
+                || crate::openb::is_openb_pods(head)
         }
         _ => false,
     }
@@ -115,6 +117,10 @@ pub fn parse_trace(
     use crate::scheduler_traces as st;
     match format {
         TraceFormat::Sacct => return st::parse_sacct(file, text, skip_bad_rows),
+        TraceFormat::Openb => return crate::openb::parse_pods(file, text, skip_bad_rows),
+        TraceFormat::Auto if crate::openb::is_openb_pods(text) => {
+            return crate::openb::parse_pods(file, text, skip_bad_rows)
+        }
         TraceFormat::Auto if st::is_sacct(text) => {
             return st::parse_sacct(file, text, skip_bad_rows)
         }
@@ -268,7 +274,10 @@ fn parse_records<R: Read>(
         TraceFormat::Philly => &["timestamp", "duration", "num_gpus", "cluster"],
         TraceFormat::Helios => &["job_id", "vc", "gpu_num", "submit_time", "duration"],
         TraceFormat::Native => &["name", "submit_s", "duration_s", "gpus"],
-        TraceFormat::Auto | TraceFormat::Sacct | TraceFormat::KueueWorkloads => unreachable_auto(),
+        TraceFormat::Auto
+        | TraceFormat::Sacct
+        | TraceFormat::KueueWorkloads
+        | TraceFormat::Openb => unreachable_auto(),
     };
     for c in required {
         if columns.get(c).is_none() {
@@ -346,7 +355,10 @@ fn check_columns(file: &str, format: TraceFormat, header: &[String]) -> Result<(
         TraceFormat::Philly => PHILLY_COLUMNS,
         TraceFormat::Helios => HELIOS_COLUMNS,
         TraceFormat::Native => NATIVE_COLUMNS,
-        TraceFormat::Auto | TraceFormat::Sacct | TraceFormat::KueueWorkloads => return Ok(()),
+        TraceFormat::Auto
+        | TraceFormat::Sacct
+        | TraceFormat::KueueWorkloads
+        | TraceFormat::Openb => return Ok(()),
     };
     let mut seen = std::collections::BTreeSet::new();
     for h in header {
@@ -653,6 +665,7 @@ impl Table {
                 topology: TopologyAsk::None,
                 comm: None,
                 checkpoint: Default::default(),
+                pod: Default::default(),
             };
             if self.format == TraceFormat::Native {
                 if let Some(x) = extras.next() {
@@ -920,9 +933,10 @@ fn parse_row<'r>(
             row.extras = Some(extras);
             Ok(row)
         }
-        TraceFormat::Auto | TraceFormat::Sacct | TraceFormat::KueueWorkloads => {
-            Err("format not resolved".to_owned())
-        }
+        TraceFormat::Auto
+        | TraceFormat::Sacct
+        | TraceFormat::KueueWorkloads
+        | TraceFormat::Openb => Err("format not resolved".to_owned()),
     }
 }
 

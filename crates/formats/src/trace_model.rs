@@ -33,6 +33,8 @@ pub enum TraceFormat {
     /// Kueue's Workload list, `kubectl get workloads -A -o json` (read by the `scheduler_traces`
     /// module).
     KueueWorkloads,
+    /// Alibaba's GPU-sharing pod list, `openb_pod_list_*.csv` (read by the `openb` module).
+    Openb,
 }
 
 /// A read trace.

@@ -87,6 +87,7 @@ fn job(name: &str, queue: &str) -> TraceJob {
         topology: TopologyAsk::None,
         comm: None,
         checkpoint: Default::default(),
+        pod: Default::default(),
     }
 }
 

@@ -81,12 +81,12 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
         fmt_count(ctx.gpus),
         esc(&ctx.network)
     );
-    h.push_str("<div class=\"scroll\"><table><tr><th>policy</th><th>com&shy;pleted</th><th>failed</th><th>unfin&shy;ished</th><th>avg JCT</th><th>p50 JCT</th><th>p99 JCT</th><th>avg wait</th><th>p99 wait</th><th title=\"busy GPU share from the first to the last arrival\">GPU util, arrivals</th><th title=\"busy GPU share from the first arrival to the last completion\">GPU util, makespan</th><th>make&shy;span</th><th>net slow&shy;down</th><th>frag&shy;men&shy;tation</th><th>pre&shy;emp&shy;tions</th><th title=\"work since the last checkpoint, and restarts, lost to preemption and node failures\">GPU-h lost</th></tr>\n");
+    h.push_str("<div class=\"scroll\"><table><tr><th>policy</th><th>com&shy;pleted</th><th>failed</th><th>unfin&shy;ished</th><th>avg JCT</th><th>p50 JCT</th><th>p99 JCT</th><th>avg wait</th><th>p99 wait</th><th title=\"busy GPU share from the first to the last arrival\">GPU util, arrivals</th><th title=\"busy GPU share from the first arrival to the last completion\">GPU util, makespan</th><th>make&shy;span</th><th>net slow&shy;down</th><th>frag&shy;men&shy;tation</th><th title=\"Weng et al., ATC 2023: expected unallocated GPU capacity the job mix of the trace cannot use, share of all GPUs, time-averaged\">GPU frag&shy;men&shy;tation (Weng)</th><th>pre&shy;emp&shy;tions</th><th title=\"work since the last checkpoint, and restarts, lost to preemption and node failures\">GPU-h lost</th></tr>\n");
     for r in runs {
         let s = &r.summary;
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.1}%</td><td>{}</td><td>{:.3}×</td><td>{:.1}%</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.1}%</td><td>{}</td><td>{:.3}×</td><td>{:.1}%</td><td>{:.1}%</td><td>{}</td><td>{}</td></tr>",
             esc(&s.policy),
             fmt_count(s.completed as u64),
             fmt_count(s.failed as u64),
@@ -101,6 +101,7 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
             hours(s.makespan_s),
             s.avg_network_slowdown,
             s.fragmentation * 100.0,
+            s.weng_fragmentation * 100.0,
             fmt_count(s.preemptions),
             sig3(s.lost_gpu_seconds / 3600.0)
         );
@@ -109,7 +110,7 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
         let w = sim::WaitStats::of(ctx.observed_waits);
         let _ = writeln!(
             h,
-            "<tr class=\"observed\"><td>observed (the trace's own scheduler)</td><td>{}</td><td></td><td></td><td></td><td></td><td></td><td>{}</td><td>{}</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td></tr>",
+            "<tr class=\"observed\"><td>observed (the trace's own scheduler)</td><td>{}</td><td></td><td></td><td></td><td></td><td></td><td>{}</td><td>{}</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td></tr>",
             fmt_count(w.jobs as u64),
             hours(w.avg_s),
             hours(w.p99_s)

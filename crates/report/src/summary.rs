@@ -24,7 +24,7 @@ pub struct TraceFacts<'a> {
 }
 
 /// The summary: a header line (and the trace's own waits), then the policies' table (`wide`:
-/// with p50/p99 JCT, avg/p99 JCT of multi-node jobs, p99 wait, utilisation over the makespan, fragmentation, lost GPU-hours
+/// with p50/p99 JCT, avg/p99 JCT of multi-node jobs, p99 wait, utilisation over the makespan, fragmentation (railyard's and Weng et al.'s), lost GPU-hours
 /// and multi-node jobs by highest tier crossed).
 pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool) -> String {
     let jobs = results.first().map_or(0, |r| r.summary.jobs);
@@ -83,7 +83,7 @@ pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool
     }
     header.extend(["makespan h", "net slowdown"]);
     if wide {
-        header.push("frag");
+        header.extend(["frag", "GPU frag (Weng)"]);
     }
     header.push("preempted");
     if wide {
@@ -122,6 +122,7 @@ pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool
         row.extend([h(s.makespan_s), format!("{:.3}", s.avg_network_slowdown)]);
         if wide {
             row.push(pct(s.fragmentation));
+            row.push(pct(s.weng_fragmentation));
         }
         row.push(fmt_count(s.preemptions));
         if wide {

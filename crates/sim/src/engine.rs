@@ -41,12 +41,14 @@ use topology::{Cluster, NodeId};
 
 use crate::events::EventQueue;
 use crate::failures::{Checkpointing, FailureConfig, FailureSummary, StopCause};
+use crate::fragmentation::{node_fragmentation, NodeView, Workload};
 use crate::metrics::{percentile, Cdf};
 use crate::policies;
 use crate::queues::{QueueConfig, QueueRules};
 use crate::runtime::{slowdown, CommProfile};
+use crate::shares;
 use crate::time::SimTime;
-use crate::trace::{TopologyAsk, TraceJob};
+use crate::trace::{PodShape, TopologyAsk, TraceJob};
 
 /// In which order pending jobs are tried.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -292,6 +294,10 @@ pub struct Summary {
     pub avg_network_slowdown: f64,
     /// Time-averaged share of GPUs that were free while jobs waited and no waiting job fit.
     pub fragmentation: f64,
+    /// Time-averaged GPU fragmentation as Weng et al. (ATC '23) define it: the expected
+    /// unallocated GPU capacity the trace's job mix cannot use, as a share of all GPUs
+    /// ([`crate::fragmentation`]).
+    pub weng_fragmentation: f64,
     /// Preemptions.
     pub preemptions: u64,
     /// GPU-seconds lost to preemption and node failures (work since the last checkpoint, and
@@ -538,10 +544,17 @@ impl Running {
     }
 }
 
-/// What every placement of a run takes besides the job: the run's placement options.
-fn place_input(config: &SimConfig) -> sched::PlaceInput {
+/// What a placement of one job takes: the run's options, with the nodes' free room and the
+/// job's extras when it has any (without them the scheduler keeps its fast paths).
+fn job_input(
+    config: &SimConfig,
+    room: &sched::NodeFree,
+    extras: &Option<sched::PodSetExtras>,
+) -> sched::PlaceInput {
     sched::PlaceInput {
         options: config.placement,
+        node_free: room.clone(),
+        pod_sets: extras.iter().cloned().collect(),
         ..sched::PlaceInput::default()
     }
 }
@@ -620,6 +633,26 @@ struct State<'a> {
     failure_stops: u64,
     /// GPU-seconds lost by cause: preemption, failure.
     lost_by_cause: [f64; 2],
+    /// Each job's pod shape and the scheduler extras it makes (`None`: GPUs only).
+    pods: Vec<PodShape>,
+    extras: Vec<Option<sched::PodSetExtras>>,
+    /// GPUs each job holds while running (a share for a fractional job).
+    held: Vec<f64>,
+    /// Free CPU, memory and pods per node, kept in step with the running pods; empty when no
+    /// job asks CPU or memory (nodes are then limited by GPUs alone).
+    room: sched::NodeFree,
+    /// Weng et al.'s fragmentation: the workload, each node's `F_n(M)` (GPUs), their sum and
+    /// its time integral.
+    weng: Weng,
+}
+
+/// Weng et al.'s fragmentation kept per node ([`crate::fragmentation`]).
+struct Weng {
+    workload: Workload,
+    per_node: Vec<f64>,
+    level: f64,
+    integral: f64,
+    since: SimTime,
 }
 
 /// Replay `trace` on `cluster` under `config`. `network` gives the bandwidth of running
@@ -719,6 +752,31 @@ pub fn simulate(
     };
     let gpu_memory_mib = sched::quota_gpu_memory_mib(cluster);
     let requests: Vec<Resources> = jobs.iter().map(|j| j.request(gpu_memory_mib)).collect();
+    let extras: Vec<Option<sched::PodSetExtras>> =
+        trace.iter().map(|t| shares::pod_extras(&t.pod)).collect();
+    let asks_room = trace
+        .iter()
+        .any(|t| t.pod.cpu_milli > 0 || t.pod.memory_mib > 0);
+    let empty_room = if asks_room {
+        shares::empty_room(cluster)
+    } else {
+        sched::NodeFree::default()
+    };
+    let held: Vec<f64> = jobs.iter().map(|j| j.request(gpu_memory_mib).gpu).collect();
+    // Jobs with the same extras share a feasibility verdict.
+    let mut extras_ids: BTreeMap<(u64, u64, &[String]), usize> = BTreeMap::new();
+    let extras_class: Vec<usize> = trace
+        .iter()
+        .map(|t| {
+            let next = extras_ids.len();
+            let key = (
+                t.pod.cpu_milli,
+                t.pod.memory_mib,
+                t.pod.gpu_models.as_slice(),
+            );
+            *extras_ids.entry(key).or_insert(next)
+        })
+        .collect();
     let n_queues = queue_tree.queues.len();
     let checkpointing: Vec<Checkpointing> = trace
         .iter()
@@ -798,7 +856,20 @@ pub fn simulate(
         failure_stops: 0,
         lost_by_cause: [0.0; 2],
         checkpointing,
+        pods: trace.iter().map(|t| t.pod.clone()).collect(),
+        extras,
+        held,
+        room: empty_room.clone(),
+        weng: Weng {
+            workload: Workload::of(trace, node_gpus),
+            per_node: vec![0.0; cluster.nodes.len()],
+            level: 0.0,
+            integral: 0.0,
+            since: SimTime::ZERO,
+        },
     };
+    let all_nodes: Vec<NodeId> = (0..cluster.nodes.len()).map(|n| NodeId(n as u32)).collect();
+    refresh_weng(&mut st, &all_nodes, SimTime::ZERO);
     let mut events: EventQueue<Event> = EventQueue::new();
     // Arrivals in (submit time, trace order).
     let mut order: Vec<usize> = (0..trace.len()).collect();
@@ -818,7 +889,7 @@ pub fn simulate(
     let mut now = SimTime::ZERO;
     let mut checked_changes = None;
     // Feasibility on an empty cluster, cached by job shape.
-    let mut feasible: BTreeMap<ShapeKey, bool> = BTreeMap::new();
+    let mut feasible: BTreeMap<(ShapeKey, usize), bool> = BTreeMap::new();
     let empty = Occupancy::with_node_tracking(cluster);
     // Whether the user's queues could ever admit a job: asked with every queue idle.
     let no_use = vec![Resources::default(); st.queue_tree.queues.len()];
@@ -841,9 +912,10 @@ pub fn simulate(
         now = ev.time;
         match ev.event {
             Event::Arrival(i) => {
-                let key = shape_key(&st.jobs[i]);
+                let key = (shape_key(&st.jobs[i]), extras_class[i]);
                 let ok = *feasible.entry(key).or_insert_with(|| {
-                    sched::place_with(cluster, &empty, &st.jobs[i], &place_input(st.config)).is_ok()
+                    let input = job_input(st.config, &empty_room, &st.extras[i]);
+                    sched::place_with(cluster, &empty, &st.jobs[i], &input).is_ok()
                 }) && st.rules.as_ref().is_none_or(|r| {
                     r.admits(
                         &no_use,
@@ -1009,6 +1081,7 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
     }
     // Same count, and (below) every job holding GPUs is running: the two sets are equal.
     let mut busy = 0.0;
+    let mut used = vec![sched::ResourceList::new(); st.cluster.nodes.len()];
     for (name, alloc) in st.occupancy.jobs() {
         let Some((i, r)) = st
             .name_index
@@ -1048,9 +1121,13 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
                 "in both the pending list and the running set".to_owned(),
             ));
         }
-        busy += f64::from(st.records[i].gpus);
+        busy += st.held[i];
         check_failures_of(st, i, r)?;
+        shares::check_pods(&st.cluster, alloc, &st.pods[i], &mut used)
+            .map_err(|(invariant, detail)| violation(name, invariant, detail))?;
     }
+    shares::check_room(&st.cluster, &used, &st.room)
+        .map_err(|(invariant, detail)| violation("", invariant, detail))?;
     if (busy - st.busy_gpus).abs() > 1e-6 {
         return Err(violation(
             "",
@@ -1307,9 +1384,12 @@ fn to_sched_job(
             name: "workers".to_owned(),
             count: pods,
             min_count: pods,
-            gpu: GpuRequest::Whole(per_pod),
-            cpu_millis: 0,
-            memory_mib: 0,
+            gpu: match t.pod.gpu_milli {
+                Some(milli) if per_pod == 1 => GpuRequest::Fraction { milli, devices: 1 },
+                _ => GpuRequest::Whole(per_pod),
+            },
+            cpu_millis: t.pod.cpu_milli,
+            memory_mib: t.pod.memory_mib,
             topology,
         }],
         tolerations: Vec::new(),
@@ -1341,6 +1421,48 @@ fn set_fragmentation(st: &mut State<'_>, now: SimTime, level: f64) {
     st.frag_integral += st.frag_level * now.secs_since(st.frag_since);
     st.frag_since = now;
     st.frag_level = level;
+}
+
+/// Take (`take`) or give back job `i`'s CPU and memory on its pods' nodes.
+fn hold_room(st: &mut State<'_>, i: usize, nodes: &[NodeId], take: bool) {
+    if st.room.0.is_empty() {
+        return;
+    }
+    let requests = shares::requests(&st.pods[i]);
+    for n in nodes {
+        shares::hold(&mut st.room, n.index(), &requests, take);
+    }
+}
+
+/// Recompute Weng et al.'s fragmentation of `nodes` after a change at `now`.
+fn refresh_weng(st: &mut State<'_>, nodes: &[NodeId], now: SimTime) {
+    st.weng.integral += st.weng.level * now.secs_since(st.weng.since);
+    st.weng.since = now;
+    let mut free = Vec::new();
+    for &n in nodes {
+        free.clear();
+        free.extend(
+            (0..st.occupancy.gpus(n)).map(|g| sched::MILLI_PER_GPU - st.occupancy.used_milli(n, g)),
+        );
+        let room = st.room.0.get(n.index());
+        let amount =
+            |k: &str, unit: u64| room.and_then(|r| r.get(k)).map_or(u64::MAX, |&v| v / unit);
+        let view = NodeView {
+            free_milli: &free,
+            free_cpu_milli: amount("cpu", 1),
+            free_memory_mib: amount("memory", 1024 * 1024),
+            model: st
+                .cluster
+                .node(n)
+                .labels
+                .get(shares::GPU_MODEL_LABEL)
+                .map(String::as_str),
+            schedulable: st.occupancy.is_schedulable(n),
+        };
+        let value = node_fragmentation(&st.weng.workload, &view);
+        let old = std::mem::replace(&mut st.weng.per_node[n.index()], value);
+        st.weng.level += value - old;
+    }
 }
 
 /// Bring a running job's progress up to `now` at its current slowdown.
@@ -1458,8 +1580,10 @@ fn start(
         rec.start_s = Some(now.as_secs_f64());
     }
     rec.highest_tier = placement.highest_tier;
-    let gpus = f64::from(rec.gpus);
+    let gpus = st.held[i];
     let multi = nodes.len() > 1;
+    hold_room(st, i, &nodes, true);
+    refresh_weng(st, &nodes, now);
     let version = st.next_version;
     st.next_version += 1;
     let ckpt = st.checkpointing[i];
@@ -1505,13 +1629,16 @@ fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
     st.wake_stamp[i] += 1;
     advance(&mut r, now);
     lose_restart(st, i, &r, now);
+    hold_room(st, i, &r.nodes, false);
+    refresh_weng(st, &r.nodes, now);
+    let held = st.held[i];
     let rec = &mut st.records[i];
     let run = now.secs_since(r.start);
-    rec.gpu_seconds += f64::from(rec.gpus) * run;
+    rec.gpu_seconds += held * run;
     rec.end_s = Some(now.as_secs_f64());
     rec.outcome = Outcome::Completed;
     rec.network_slowdown = Some(if r.work_s > 0.0 { run / r.work_s } else { 1.0 });
-    let gpus = f64::from(rec.gpus);
+    let gpus = held;
     if r.nodes.len() > 1 && st.comm[i].comm_share > 0.0 {
         st.network_dirty = true;
     }
@@ -1563,7 +1690,7 @@ fn lose(st: &mut State<'_>, i: usize, cause: StopCause, gpu_seconds: f64) {
 fn lose_restart(st: &mut State<'_>, i: usize, r: &Running, now: SimTime) {
     if let Some(cause) = st.last_stop[i] {
         let restart = r.restart_end.unwrap_or(now).min(now).secs_since(r.start);
-        lose(st, i, cause, f64::from(st.records[i].gpus) * restart);
+        lose(st, i, cause, st.held[i] * restart);
     }
 }
 
@@ -1573,9 +1700,11 @@ fn stop(st: &mut State<'_>, i: usize, now: SimTime, cause: StopCause) {
     let mut r = st.running.remove(&i).expect("a stopped job is running");
     st.occupancy.release(&st.jobs[i].name);
     st.changes += 1;
+    hold_room(st, i, &r.nodes, false);
+    refresh_weng(st, &r.nodes, now);
     advance(&mut r, now);
     lose_restart(st, i, &r, now);
-    let gpus = f64::from(st.records[i].gpus);
+    let gpus = st.held[i];
     let kept_until = r.checkpoint_at.or(r.restart_end).unwrap_or(now).min(now);
     lose(st, i, cause, gpus * now.secs_since(kept_until));
     st.saved_s[i] = r.checkpoint_s;
@@ -1634,7 +1763,7 @@ fn pass(
     let mut policies: BTreeMap<usize, PreemptionPolicy> = BTreeMap::new();
     for i in order {
         let free = st.total_gpus - st.busy_gpus;
-        let want = f64::from(st.records[i].gpus);
+        let want = st.held[i];
         // Admission depends on the queues' use, which changes only when a job starts.
         let ask = &st.requests[i];
         let admitted = st.rules.is_none()
@@ -1652,7 +1781,7 @@ fn pass(
                 &st.cluster,
                 &st.occupancy,
                 &st.jobs[i],
-                &place_input(st.config),
+                &job_input(st.config, &st.room, &st.extras[i]),
             )
             .ok()
         } else {
@@ -1736,16 +1865,17 @@ fn pass(
         0.0
     } else {
         // Per GPU count, the lowest-numbered waiting job (no sort of the whole pending list).
-        let mut shapes: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut shapes: BTreeMap<(u32, u64), usize> = BTreeMap::new();
         for &(_, i) in st.pending.keys() {
-            let first = shapes.entry(st.records[i].gpus).or_insert(i);
+            let first = shapes
+                .entry((st.records[i].gpus, st.held[i].to_bits()))
+                .or_insert(i);
             *first = (*first).min(i);
         }
-        let input = place_input(st.config);
-        let any_fits = shapes
-            .values()
-            .take(8)
-            .any(|&i| sched::place_with(&st.cluster, &st.occupancy, &st.jobs[i], &input).is_ok());
+        let any_fits = shapes.values().take(8).any(|&i| {
+            let input = job_input(st.config, &st.room, &st.extras[i]);
+            sched::place_with(&st.cluster, &st.occupancy, &st.jobs[i], &input).is_ok()
+        });
         if any_fits {
             0.0
         } else {
@@ -1879,13 +2009,13 @@ fn room_by_level(
         .take_while(|&&(l, _, _)| l > mine)
         .map(|&(_, v, g)| (v, g))
         .collect();
-    let want = f64::from(st.records[i].gpus);
+    let want = st.held[i];
     let mut free = st.total_gpus - st.busy_gpus;
     if free + eligible.iter().map(|&(_, g)| g).sum::<f64>() + 1e-9 < want {
         return None;
     }
     *attempts += 1;
-    let input = place_input(st.config);
+    let input = job_input(st.config, &st.room, &st.extras[i]);
     let places = |stopped: &[usize]| {
         let mut occ = st.occupancy.clone();
         for &v in stopped {
@@ -1900,7 +2030,8 @@ fn room_by_level(
         occ.release(&st.jobs[v].name);
         chosen.push(v);
         free += g;
-        if free + 1e-9 >= want && sched::place_with(&st.cluster, &occ, &st.jobs[i], &input).is_ok() {
+        if free + 1e-9 >= want && sched::place_with(&st.cluster, &occ, &st.jobs[i], &input).is_ok()
+        {
             placed = true;
             break;
         }
@@ -1995,7 +2126,7 @@ fn make_room(
         occupancy,
         job,
         policy,
-        &place_input(st.config),
+        &job_input(st.config, &st.room, &st.extras[i]),
     )
     .ok()?;
     if admitted && d.victims.is_empty() {
@@ -2107,7 +2238,7 @@ fn place_network_aware(
         &st.cluster,
         &st.occupancy,
         &st.jobs[i],
-        &place_input(st.config),
+        &job_input(st.config, &st.room, &st.extras[i]),
         &mut scorer,
         sched::MAX_CANDIDATES,
     )
@@ -2186,7 +2317,7 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
     let running: Vec<usize> = st.running.keys().copied().collect();
     for i in running {
         let r = &st.running[&i];
-        let used = f64::from(st.records[i].gpus) * end.secs_since(r.start);
+        let used = st.held[i] * end.secs_since(r.start);
         st.records[i].gpu_seconds += used;
         if st.last_stop[i].is_some() {
             let mut r = st.running.remove(&i).expect("running");
@@ -2196,6 +2327,7 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
     }
     st.busy_integral += st.busy_gpus * end.secs_since(st.last_busy_change);
     st.frag_integral += st.frag_level * end.secs_since(st.frag_since);
+    st.weng.integral += st.weng.level * end.secs_since(st.weng.since);
     let makespan = end.as_secs_f64();
     let mut jct: Vec<f64> = Vec::new();
     let mut multi_jct: Vec<f64> = Vec::new();
@@ -2269,6 +2401,11 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         avg_network_slowdown: avg_slow,
         fragmentation: if makespan > 0.0 {
             st.frag_integral / makespan
+        } else {
+            0.0
+        },
+        weng_fragmentation: if makespan > 0.0 && st.total_gpus > 0.0 {
+            st.weng.integral / makespan / st.total_gpus
         } else {
             0.0
         },

@@ -262,6 +262,7 @@ pub fn synth_trace(spec: &SynthSpec) -> Vec<TraceJob> {
                 topology: TopologyAsk::None,
                 comm: Some(class.comm),
                 checkpoint: Default::default(),
+                pod: Default::default(),
             }
         })
         .collect()

@@ -63,6 +63,7 @@ pub fn synthetic_trace(spec: &SyntheticSpec) -> Vec<TraceJob> {
                 topology: TopologyAsk::None,
                 comm: spec.comm,
                 checkpoint: Default::default(),
+                pod: Default::default(),
             }
         })
         .collect()

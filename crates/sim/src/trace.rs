@@ -42,6 +42,9 @@ pub struct TraceJob {
     /// Checkpoint interval and restart cost, when the trace gives them (else the run's defaults,
     /// [`crate::failures::Checkpointing`]).
     pub checkpoint: CheckpointAsk,
+    /// What each pod asks besides whole GPUs: a share of one GPU, CPU, memory, GPU models
+    /// (Alibaba's GPU-sharing traces); the default asks nothing more.
+    pub pod: PodShape,
 }
 
 /// A trace job's own checkpointing (native columns `checkpoint_s`, `restart_s`); `None` takes the
@@ -52,4 +55,19 @@ pub struct CheckpointAsk {
     pub interval_s: Option<f64>,
     /// Seconds a restart costs before work resumes.
     pub restart_s: Option<f64>,
+}
+
+/// What one pod of a job asks besides whole GPUs (placed as the `shares` module says).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PodShape {
+    /// Share of one GPU, thousandths (1..=999), for a job that takes part of a GPU (its
+    /// `gpus` is then 1); `None`: whole GPUs.
+    pub gpu_milli: Option<u32>,
+    /// CPU per pod, millicores (0: none asked).
+    pub cpu_milli: u64,
+    /// Memory per pod, MiB (0: none asked).
+    pub memory_mib: u64,
+    /// GPU models the pod accepts (a node's `nvidia.com/gpu.product` label), sorted; empty:
+    /// any.
+    pub gpu_models: Vec<String>,
 }

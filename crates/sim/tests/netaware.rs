@@ -193,6 +193,7 @@ fn trace_job(name: &str, submit: f64, duration: f64, gpus: u32) -> TraceJob {
             bytes_per_step: 1e9,
         }),
         checkpoint: Default::default(),
+        pod: Default::default(),
     }
 }
 

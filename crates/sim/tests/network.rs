@@ -23,6 +23,7 @@ fn job(name: &str, submit: f64, duration: f64, gpus: u32, comm_share: f64) -> Tr
             bytes_per_step: 1e9,
         }),
         checkpoint: Default::default(),
+        pod: Default::default(),
     }
 }
 

@@ -52,6 +52,7 @@ fn job(name: &str, submit: f64, duration: f64, gpus: u32) -> TraceJob {
         topology: TopologyAsk::None,
         comm: None,
         checkpoint: Default::default(),
+        pod: Default::default(),
     }
 }
 

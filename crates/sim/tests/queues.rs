@@ -56,6 +56,7 @@ fn job(name: &str, submit: f64, duration: f64, gpus: u32, queue: &str) -> TraceJ
         topology: TopologyAsk::None,
         comm: None,
         checkpoint: Default::default(),
+        pod: Default::default(),
     }
 }
 

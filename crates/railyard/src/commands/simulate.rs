@@ -130,6 +130,8 @@ pub enum TraceFormatArg {
     Sacct,
     /// Kueue's Workload list, `kubectl get workloads -A -o json`.
     KueueWorkloads,
+    /// Alibaba's GPU-sharing pod list, `openb_pod_list_*.csv`.
+    Openb,
 }
 
 impl From<TraceFormatArg> for TraceFormat {
@@ -141,6 +143,7 @@ impl From<TraceFormatArg> for TraceFormat {
             TraceFormatArg::Native => TraceFormat::Native,
             TraceFormatArg::Sacct => TraceFormat::Sacct,
             TraceFormatArg::KueueWorkloads => TraceFormat::KueueWorkloads,
+            TraceFormatArg::Openb => TraceFormat::Openb,
         }
     }
 }
