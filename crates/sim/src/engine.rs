@@ -1237,7 +1237,7 @@ fn check_lost_work(st: &State<'_>) -> Result<(), sched::Violation> {
         if r.outcome != Outcome::Completed {
             continue;
         }
-        let gpus = f64::from(r.gpus);
+        let gpus = st.held[i];
         let useful = r.gpu_seconds - r.lost_gpu_seconds_preemption - r.lost_gpu_seconds_failure;
         let ideal = gpus * st.durations[i];
         let stops = f64::from(r.preemptions + r.failures);
