@@ -39,8 +39,8 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub skip_bad_rows: bool,
     /// The policy: ORDER, ORDER+TOPOLOGY, ORDER+network or ORDER+TOPOLOGY+network;
-    /// ORDER = fifo | best-effort | fair-share | srtf | sjf | tiresias[:T1:T2…][:promote=N]
-    /// (queue thresholds in GPU-seconds, default 3600; PROMOTEKNOB, default 8; see README),
+    /// ORDER = fifo | best-effort | fair-share | srtf | sjf | tiresias, tiresias:T1:T2…:promote=N
+    /// (thresholds and promote optional; queue thresholds in GPU-seconds, default 3600; PROMOTEKNOB, default 8; see README),
     /// TOPOLOGY = none | preferred:LEVEL |
     /// required:LEVEL (LEVEL: a level label, or tierN for the level of switch tier N); `+network`
     /// picks, among the placements TOPOLOGY allows, the one
