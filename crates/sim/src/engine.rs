@@ -549,12 +549,12 @@ impl Running {
 fn job_input(
     config: &SimConfig,
     room: &sched::NodeFree,
-    extras: &Option<sched::PodSetExtras>,
+    extras: &Option<Box<sched::PodSetExtras>>,
 ) -> sched::PlaceInput {
     sched::PlaceInput {
         options: config.placement,
         node_free: room.clone(),
-        pod_sets: extras.iter().cloned().collect(),
+        pod_sets: extras.iter().map(|e| (**e).clone()).collect(),
         ..sched::PlaceInput::default()
     }
 }
@@ -635,7 +635,7 @@ struct State<'a> {
     lost_by_cause: [f64; 2],
     /// Each job's pod shape and the scheduler extras it makes (`None`: GPUs only).
     pods: Vec<PodShape>,
-    extras: Vec<Option<sched::PodSetExtras>>,
+    extras: Vec<Option<Box<sched::PodSetExtras>>>,
     /// GPUs each job holds while running (a share for a fractional job).
     held: Vec<f64>,
     /// Free CPU, memory and pods per node, kept in step with the running pods; empty when no
@@ -752,8 +752,10 @@ pub fn simulate(
     };
     let gpu_memory_mib = sched::quota_gpu_memory_mib(cluster);
     let requests: Vec<Resources> = jobs.iter().map(|j| j.request(gpu_memory_mib)).collect();
-    let extras: Vec<Option<sched::PodSetExtras>> =
-        trace.iter().map(|t| shares::pod_extras(&t.pod)).collect();
+    let extras: Vec<Option<Box<sched::PodSetExtras>>> = trace
+        .iter()
+        .map(|t| shares::pod_extras(&t.pod).map(Box::new))
+        .collect();
     let asks_room = trace
         .iter()
         .any(|t| t.pod.cpu_milli > 0 || t.pod.memory_mib > 0);
