@@ -323,6 +323,27 @@ pub fn aggregate_jobs(n_resources: usize, jobs: &[(&FlowPaths, &[f64])]) -> Flow
     out
 }
 
+/// Add one flow's load per unit pace (`share` × its fraction on each resource of `path`) to
+/// `sums`, listing in `touched` each resource reached for the first time. The one place a
+/// job's load is summed, so every sum of it is the same bits.
+pub(crate) fn add_load(
+    sums: &mut [f64],
+    touched: &mut Vec<u32>,
+    path: impl Iterator<Item = (u32, f64)>,
+    share: f64,
+) {
+    for (e, w) in path {
+        let a = w * share;
+        if a <= 0.0 {
+            continue;
+        }
+        if sums[e as usize] == 0.0 {
+            touched.push(e);
+        }
+        sums[e as usize] += a;
+    }
+}
+
 /// One job's load per unit pace on each resource it uses, in resource order, into `entry`.
 /// `scratch` is all zeros on entry and on return; `touched` is scratch space.
 fn aggregate_into(
@@ -334,16 +355,7 @@ fn aggregate_into(
 ) {
     touched.clear();
     for (f, &s) in shares.iter().enumerate() {
-        for (e, w) in flows.path(f) {
-            let a = w * s;
-            if a <= 0.0 {
-                continue;
-            }
-            if scratch[e as usize] == 0.0 {
-                touched.push(e);
-            }
-            scratch[e as usize] += a;
-        }
+        add_load(scratch, touched, flows.path(f), s);
     }
     touched.sort_unstable();
     entry.clear();

@@ -28,7 +28,7 @@ use crate::collective::{
 };
 use crate::error::{FabricError, MAX_FLOWS};
 use crate::hash::{FiveTuple, IPPROTO_UDP};
-use crate::maxmin::{aggregate_jobs, alone_level, max_min_fair, FlowPaths};
+use crate::maxmin::{add_load, aggregate_jobs, alone_level, max_min_fair, FlowPaths};
 use crate::nccl::{channel_speed_gb_s, Algorithm, GpuArch};
 use crate::routing::{endpoint_name, plan_for, PortIndex, Router, RoutingConfig, RoutingMode};
 use crate::sport::{mix64, qp_number, udp_source_port};
@@ -673,7 +673,8 @@ impl FlowSink for (FlowPaths, Vec<f64>) {
 }
 
 /// A job's load per unit pace on each resource, summed flow by flow in routing order as
-/// aggregation sums it (`sums` all zeros outside; `touched` lists the resources reached).
+/// aggregation sums it ([`add_load`]; `sums` all zeros outside, `touched` the resources
+/// reached).
 struct LoadSums {
     sums: Vec<f64>,
     touched: Vec<u32>,
@@ -683,15 +684,11 @@ impl FlowSink for LoadSums {
     fn reserve(&mut self, _: usize) {}
 
     fn flow(&mut self, path: &[(u32, f64)], _: f64, share: f64) {
-        for &(e, w) in path {
-            let a = w * share;
-            if a <= 0.0 {
-                continue;
-            }
-            if self.sums[e as usize] == 0.0 {
-                self.touched.push(e);
-            }
-            self.sums[e as usize] += a;
-        }
+        add_load(
+            &mut self.sums,
+            &mut self.touched,
+            path.iter().copied(),
+            share,
+        );
     }
 }
