@@ -47,6 +47,9 @@ pub struct FabricState<'c> {
     free: Vec<u32>,
     /// Per resource, the slots of the running jobs whose rows cross it, in ascending job ID.
     users: Vec<Vec<u32>>,
+    /// Per resource, the bound its users put on it (each at its most), summed as they come and
+    /// go: decides its class unless too close to call ([`FabricState::update_class`]).
+    bound: Vec<f64>,
     /// Per resource, its class as a byte ([`PRIVATE`], [`SLACK`] or [`CONTENDED`]) (kept small for the reduced-row rebuilds).
     class: Vec<u8>,
     /// IDs of jobs whose component must be re-solved.
@@ -95,6 +98,7 @@ impl<'c> FabricState<'c> {
             jobs: Vec::new(),
             free: Vec::new(),
             users: vec![Vec::new(); n_res],
+            bound: vec![0.0; n_res],
             class: vec![PRIVATE; n_res],
             dirty: Vec::new(),
             resource_seen: vec![0; n_res],
@@ -123,7 +127,7 @@ impl<'c> FabricState<'c> {
         let most = levels.iter().copied().fold(f64::INFINITY, f64::min);
         let pace = ideal_pace.unwrap_or(most);
         let ideal_busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
-        let resources: Vec<u32> = row.iter().map(|&(e, _)| e).collect();
+        let resources: Vec<(u32, f64)> = row.iter().map(|&(e, w)| (e, w * 1.0 * most)).collect();
         let mut by_level: Vec<u32> = (0..row.len() as u32).collect();
         by_level.sort_unstable_by(|&a, &b| {
             levels[a as usize]
@@ -157,7 +161,8 @@ impl<'c> FabricState<'c> {
         });
         self.job_seen[slot as usize] = 0;
         self.slots.insert(id, slot);
-        for e in resources {
+        for (e, load) in resources {
+            self.bound[e as usize] += load;
             let users = &mut self.users[e as usize];
             let at = users
                 .binary_search_by_key(&id, |&s| job_of(&self.jobs, s).id)
@@ -190,8 +195,9 @@ impl<'c> FabricState<'c> {
             .take()
             .expect("a slot of a running job");
         self.free.push(slot);
-        for &(e, _) in &job.row {
+        for &(e, w) in &job.row {
             let ei = e as usize;
+            self.bound[ei] -= w * 1.0 * job.most;
             self.users[ei].retain(|&u| u != slot);
             if self.class[ei] == CONTENDED {
                 for &u in &self.users[ei] {
@@ -279,24 +285,38 @@ impl<'c> FabricState<'c> {
     }
 
     /// Recompute resource `e`'s class after its users changed; if it changed, its users'
-    /// reduced rows are stale. Whether a shared resource can fill is decided on the bound
-    /// summed over its users in ascending ID, as [`crate::max_min_fair`] sums it over jobs in
-    /// that order, so both decide alike to the bit.
+    /// reduced rows are stale. Whether a shared resource can fill is decided as
+    /// [`crate::max_min_fair`] decides it, on the bound summed over its users in ascending ID,
+    /// so both decide alike to the bit; the running sum kept as users come and go stands in
+    /// for it when it is too far from the threshold for rounding to matter (debug builds check
+    /// both agree).
     fn update_class(&mut self, e: u32) {
         let ei = e as usize;
+        let capacity = self.fabric.capacity()[ei];
         let class = if self.users[ei].len() < 2 {
+            if self.users[ei].is_empty() {
+                self.bound[ei] = 0.0; // no drift carried over
+            }
             PRIVATE
         } else {
-            let mut bound = 0.0f64;
-            for &u in &self.users[ei] {
-                let job = job_of(&self.jobs, u);
-                let k = job
-                    .row
-                    .binary_search_by_key(&e, |&(r, _)| r)
-                    .expect("a user's row crosses the resource");
-                bound += job.row[k].1 * 1.0 * job.most;
-            }
-            if is_binding(bound, self.fabric.capacity()[ei]) {
+            // The running sum differs from the ordered one by rounding only (far below
+            // CLOSE_CALL); near the threshold, the ordered sum decides.
+            let threshold = capacity.max(0.0);
+            let close = !self.bound[ei].is_finite()
+                || (self.bound[ei] - threshold).abs()
+                    <= CLOSE_CALL * self.bound[ei].abs().max(threshold);
+            let binding = if close || cfg!(debug_assertions) {
+                let exact = self.ordered_bound(e);
+                debug_assert!(
+                    close || is_binding(exact, capacity) == is_binding(self.bound[ei], capacity),
+                    "the running bound decides as the ordered one"
+                );
+                self.bound[ei] = exact;
+                is_binding(exact, capacity)
+            } else {
+                is_binding(self.bound[ei], capacity)
+            };
+            if binding {
                 CONTENDED
             } else {
                 SLACK
@@ -329,6 +349,20 @@ impl<'c> FabricState<'c> {
                 }
             }
         }
+    }
+
+    /// Resource `e`'s bound summed over its users in ascending ID.
+    fn ordered_bound(&self, e: u32) -> f64 {
+        let mut bound = 0.0f64;
+        for &u in &self.users[e as usize] {
+            let job = job_of(&self.jobs, u);
+            let k = job
+                .row
+                .binary_search_by_key(&e, |&(r, _)| r)
+                .expect("a user's row crosses the resource");
+            bound += job.row[k].1 * 1.0 * job.most;
+        }
+        bound
     }
 
     /// Rebuild a job's reduced row if a resource of it changed between binding and not.
@@ -374,6 +408,10 @@ fn reduced_row(job: &mut StateJob, class: &[u8]) {
         job.reduced.insert(at, (e, w));
     }
 }
+
+/// Relative distance from the binding threshold under which a resource's running bound is
+/// recomputed in order: rounding in the running sum is many orders of magnitude smaller.
+const CLOSE_CALL: f64 = 1e-6;
 
 /// A resource with at most one user (its class byte).
 const PRIVATE: u8 = 0;

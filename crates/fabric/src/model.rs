@@ -168,6 +168,8 @@ pub struct Fabric<'c> {
     spare: FlowPaths,
     /// Per resource, all zeros between calls ([`Fabric::alone_pace`]).
     sums: Vec<f64>,
+    /// Scratch for one flow's path (kept to save its growth on every connection).
+    path: Vec<(u32, f64)>,
 }
 
 impl<'c> Fabric<'c> {
@@ -206,6 +208,7 @@ impl<'c> Fabric<'c> {
             router: Router::new(cluster),
             spare: FlowPaths::new(),
             sums: Vec::new(),
+            path: Vec::new(),
         }
     }
 
@@ -456,7 +459,8 @@ impl<'c> Fabric<'c> {
         let plan = plan_for(&mut self.router, cluster, src_nic, dst_nic)?;
         let qps = cfg.qps();
         let share = c.share / f64::from(qps);
-        let mut path: Vec<(u32, f64)> = Vec::with_capacity(16);
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
         let (s, d) = ((src_nic, src.port), (dst_nic, dst.port));
         match cfg.mode {
             RoutingMode::Adaptive => {
@@ -484,6 +488,7 @@ impl<'c> Fabric<'c> {
                 }
             }
         }
+        self.path = path;
         Ok(())
     }
 

@@ -73,6 +73,7 @@ fn the_alibaba_sample_runs_with_every_invariant_checked() {
                 queues: None,
                 failures: Default::default(),
                 checkpoints: Default::default(),
+                network_round: None,
             };
             let mut net = FromScratch::new(|jobs: &[NetJob]| {
                 jobs.iter()

@@ -44,6 +44,7 @@ fn philly_full_trace(bencher: divan::Bencher, order: &str) {
         queues: None,
         failures: Default::default(),
         checkpoints: Default::default(),
+        network_round: None,
     };
     bencher.bench(|| {
         let mut net = fabric_network(&cluster, RoutingConfig::default());

@@ -149,6 +149,13 @@ pub struct SimConfig {
     /// checkpoints, free restarts. Not serialized.
     #[serde(skip)]
     pub checkpoints: Checkpointing,
+    /// Network rounds (`simulate --network-round`): link sharing is re-solved at most once per
+    /// this much simulated time, at its multiples, instead of on every change of the running
+    /// multi-node set. Between rounds a running job keeps the pace of the last round, a job
+    /// started since runs at its ideal pace, and capacity a job frees is handed out at the next
+    /// round. `None` (or 0): every change, exact. Serialized only when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_round: Option<SimTime>,
 }
 
 /// A multi-node job as the network model sees it.
@@ -510,6 +517,9 @@ enum Event {
     },
     /// A failed node is repaired.
     NodeUp(NodeId),
+    /// A network round (`SimConfig::network_round`): link sharing is re-solved after this time's
+    /// events.
+    NetworkRound,
 }
 
 struct Running {
@@ -594,6 +604,9 @@ struct State<'a> {
     frag_since: SimTime,
     pass_scheduled: Option<SimTime>,
     network_dirty: bool,
+    /// With network rounds: the next round scheduled, and whether one falls at the current time.
+    network_round_at: Option<SimTime>,
+    network_round_now: bool,
     /// The jobs the network model was last told are running, with their run number.
     net_running: BTreeMap<usize, u64>,
     lost_gpu_seconds: f64,
@@ -826,6 +839,8 @@ pub fn simulate(
         frag_since: SimTime::ZERO,
         pass_scheduled: None,
         network_dirty: false,
+        network_round_at: None,
+        network_round_now: false,
         net_running: BTreeMap::new(),
         lost_gpu_seconds: 0.0,
         preemptions: 0,
@@ -905,9 +920,19 @@ pub fn simulate(
                 continue;
             }
         }
-        // Failures after every job has ended change nothing and must not stretch the makespan.
-        if matches!(ev.event, Event::NodeDown { .. } | Event::NodeUp(_))
-            && st.ended == st.records.len()
+        // Nor is a stale completion (its job was re-paced, stopped or ended since): it must not
+        // move the clock, or it would stretch the makespan past the last real event.
+        if let Event::Completion { job, version } = ev.event {
+            if st.running.get(&job).is_none_or(|r| r.version != version) {
+                continue;
+            }
+        }
+        // Failures and network rounds after every job has ended change nothing and must not
+        // stretch the makespan.
+        if matches!(
+            ev.event,
+            Event::NodeDown { .. } | Event::NodeUp(_) | Event::NetworkRound
+        ) && st.ended == st.records.len()
         {
             continue;
         }
@@ -942,11 +967,7 @@ pub fn simulate(
                     progress(st.ended);
                 }
             }
-            Event::Completion { job, version } => {
-                let current = st.running.get(&job).is_some_and(|r| r.version == version);
-                if !current {
-                    continue;
-                }
+            Event::Completion { job, .. } => {
                 if config.check_invariants {
                     check_first_end(&st, job).map_err(|violation| SimError::Invariant {
                         at_ms: now.0,
@@ -972,12 +993,31 @@ pub fn simulate(
                 node_up(&mut st, node);
                 request_pass(&mut st, &mut events, now);
             }
+            Event::NetworkRound => {
+                st.network_round_at = None;
+                st.network_round_now = true;
+            }
         }
         for (at, job, stamp) in std::mem::take(&mut st.timers) {
             events.push(at, Event::Wake { job, stamp });
         }
-        if st.network_dirty && events.peek_time() != Some(now) {
-            refresh_network(&mut st, &mut events, now, network);
+        if events.peek_time() != Some(now) {
+            // The last event at this time: re-solve now, or at the next round.
+            match st.config.network_round.filter(|r| r.0 > 0) {
+                _ if !st.network_dirty => {}
+                Some(_) if st.network_round_now => {
+                    refresh_network(&mut st, &mut events, now, network)
+                }
+                Some(round) => {
+                    if st.network_round_at.is_none() {
+                        let at = SimTime((now.0 / round.0 + 1) * round.0);
+                        st.network_round_at = Some(at);
+                        events.push(at, Event::NetworkRound);
+                    }
+                }
+                None => refresh_network(&mut st, &mut events, now, network),
+            }
+            st.network_round_now = false;
         }
         // After every event; an event that started, ended and preempted nothing (an arrival, a
         // pass that placed nobody) leaves the checked state as it was.

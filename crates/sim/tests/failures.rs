@@ -67,6 +67,7 @@ fn config(order: Order, failures: FailureConfig, checkpoints: Checkpointing) -> 
         queues: None,
         failures,
         checkpoints,
+        network_round: None,
     }
 }
 

@@ -228,6 +228,7 @@ fn plus_network_keeps_a_new_gang_off_a_running_jobs_uplinks() {
             queues: None,
             failures: Default::default(),
             checkpoints: Default::default(),
+            network_round: None,
         };
         let mut net = fabric_network(&c, RoutingConfig::default());
         simulate(&c, &trace, &config, &mut net, &mut |_| {}).unwrap()

@@ -82,6 +82,7 @@ fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
         queues: None,
         failures: Default::default(),
         checkpoints: Default::default(),
+        network_round: None,
     };
     let mut net = fabric_network(&cluster, RoutingConfig::default());
     let r = simulate(&cluster, &trace, &cfg, &mut net, &mut |_| {}).unwrap();
@@ -174,6 +175,7 @@ fn incremental_network_replays_a_trace_exactly_as_solving_from_scratch() {
             queues: None,
             failures: Default::default(),
             checkpoints: Default::default(),
+            network_round: None,
         };
         let routing = RoutingConfig {
             mode,

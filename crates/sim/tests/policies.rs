@@ -73,6 +73,7 @@ fn config(order: Order) -> SimConfig {
         queues: None,
         failures: Default::default(),
         checkpoints: Default::default(),
+        network_round: None,
     }
 }
 

@@ -97,6 +97,7 @@ fn config(queues: QueueConfig) -> SimConfig {
         queues: Some(queues),
         failures: Default::default(),
         checkpoints: Default::default(),
+        network_round: None,
     }
 }
 

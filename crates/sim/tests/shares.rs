@@ -86,6 +86,7 @@ fn run(c: &Cluster, trace: &[TraceJob]) -> SimResult {
         queues: None,
         failures: Default::default(),
         checkpoints: Default::default(),
+        network_round: None,
     };
     let mut net = FromScratch::new(|jobs: &[sim::engine::NetJob]| {
         jobs.iter()

@@ -74,6 +74,10 @@ pub struct SimulateArgs {
     /// Stop the simulation here (seconds after the first arrival).
     #[arg(long, value_name = "SECONDS", value_parser = parse_horizon_s)]
     pub horizon_s: Option<f64>,
+    /// Re-solve link sharing at most every this many simulated seconds (network rounds, see
+    /// README): fast on large fabrics, approximate; 0 = on every change, exact
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS", value_parser = parse_cycle_s)]
+    pub network_round_s: f64,
     /// How the fabric spreads flows over equal-cost paths.
     #[arg(long, value_enum, default_value = "ecmp")]
     pub routing: RoutingArg,
@@ -337,6 +341,8 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             queues,
             failures: failures.clone(),
             checkpoints,
+            network_round: (args.network_round_s > 0.0)
+                .then(|| SimTime::from_secs_f64(args.network_round_s)),
         };
         let mut incremental;
         let mut from_scratch;
