@@ -224,12 +224,12 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         })?;
     }
     let none = |_| String::new();
-    Ok(match (args.output, done.json()) {
-        (OutputFormat::Text | OutputFormat::Wide, _) => {
-            done.text(args.output == OutputFormat::Wide)
-        }
-        (format, SimulateJson::One(run)) => format.render(&run, none),
-        (format, SimulateJson::Several(runs)) => format.render(&runs, none),
+    Ok(match args.output {
+        OutputFormat::Text | OutputFormat::Wide => done.text(args.output == OutputFormat::Wide),
+        format => match done.json() {
+            SimulateJson::One(run) => format.render(&run, none),
+            SimulateJson::Several(runs) => format.render(&runs, none),
+        },
     })
 }
 
