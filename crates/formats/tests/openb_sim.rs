@@ -9,11 +9,8 @@ use formats::k8s::ImportOptions;
 use formats::trace::read_trace;
 use formats::trace_model::TraceFormat;
 use sched::{Dialect, KaiStrategy, PlaceOptions, PlacementStrategy};
-use sim::engine::{
-    simulate, CommDefaults, NetJob, NetRate, Order, Outcome, Policy, SimConfig, TopologyMode,
-};
+use sim::engine::{simulate, NetJob, NetRate, Order, Outcome, Policy, SimConfig};
 use sim::network::FromScratch;
-use sim::SimTime;
 
 #[test]
 fn the_alibaba_sample_runs_with_every_invariant_checked() {
@@ -61,19 +58,12 @@ fn the_alibaba_sample_runs_with_every_invariant_checked() {
                 policy: Policy {
                     name: format!("{order:?}"),
                     order: order.clone(),
-                    topology: TopologyMode::None,
-                    network_aware: false,
+                    ..SimConfig::default().policy
                 },
-                cycle: SimTime(0),
-                horizon: None,
-                comm: CommDefaults::default(),
                 timeline_points: 10,
                 check_invariants: true,
                 placement,
-                queues: None,
-                failures: Default::default(),
-                checkpoints: Default::default(),
-                network_round: None,
+                ..SimConfig::default()
             };
             let mut net = FromScratch::new(|jobs: &[NetJob]| {
                 jobs.iter()

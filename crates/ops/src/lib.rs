@@ -1,20 +1,26 @@
 //! railyard's operator tools as library functions returning data: `doctor` (read a node's
 //! `/sys`, `/proc`, `/etc` into facts, then judge them), `lint` (manifest checks), `launch` (a
 //! placement into torchrun/NCCL launch plans and their renderers), `cables` (a cable plan),
-//! `place` (a placement decided from job, state and queue files) and `queues` (queue files
-//! checked as a whole). No argument parsing, no printing: the CLI renders what these return.
+//! `cluster` (the cluster a `--cluster` name and its import options ask for), `nccl_settings`
+//! (`--nccl` and `--qps` as one NCCL configuration), `place` (a placement decided from job,
+//! state and queue files), `queues` (queue files checked as a whole) and `simulate`
+//! (`simulate`'s flags as the simulator's runs, and their outputs). No argument parsing, no
+//! printing: the CLI renders what these return.
 
 pub mod cables;
 pub mod cables_report;
+pub mod cluster;
 pub mod doctor;
 pub mod doctor_report;
 pub mod launch;
 pub mod lint;
+pub mod nccl_settings;
 pub mod nccl_shapes;
 pub mod place;
 pub mod queues;
 pub mod sim_failures;
 pub mod sim_queues;
+pub mod simulate;
 pub mod synth;
 
 use serde::Serialize;

@@ -823,6 +823,37 @@ fn with_flavor(input: &sched::PlaceInput, flavor: &Flavor) -> sched::PlaceInput 
     out
 }
 
+/// The running jobs of the `state` files that cross the network (GPUs on several hosts, whole
+/// GPUs), minus those named in `preempted`: name and `(node, GPUs)` per pod in rank order.
+#[allow(clippy::type_complexity)] // a plain list of pods per job
+pub fn running_multi_node_jobs(
+    state: &[PathBuf],
+    cluster: &Cluster,
+    preempted: &[String],
+) -> Result<Vec<(String, Vec<(topology::NodeId, Vec<u32>)>)>, FormatError> {
+    if state.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut files = Vec::new();
+    for p in state {
+        files.push((p.display().to_string(), read_text(p)?));
+    }
+    let occupancy = state::read_all(&files, cluster)?;
+    let mut out = Vec::new();
+    for (name, a) in occupancy.jobs() {
+        let whole = a.pods.iter().all(|p| p.milli == sched::MILLI_PER_GPU);
+        let first = a.pods.first().map(|p| p.node);
+        if preempted.contains(name) || !whole || a.pods.iter().all(|p| Some(p.node) == first) {
+            continue;
+        }
+        out.push((
+            name.clone(),
+            a.pods.iter().map(|p| (p.node, p.gpu_ids.clone())).collect(),
+        ));
+    }
+    Ok(out)
+}
+
 /// What placement needs besides the job: each pod set's constraints from its file, and, when
 /// the cluster's nodes carry their allocatable resources (an imported NodeList), each node's
 /// room: allocatable minus what the running pods (`usage`) request. Nodes without allocatable

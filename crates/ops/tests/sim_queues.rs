@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use ops::sim_queues::{load, map_trace, read_queue_map};
 use sched::Dialect;
 use sim::queues::{ReclaimWithinCohort, WithinClusterQueue};
-use sim::{TopologyAsk, TraceJob};
+use sim::TraceJob;
 
 /// Write `text` to a fresh file named `name` in a directory of this test's own.
 fn file(test: &str, name: &str, text: &str) -> PathBuf {
@@ -76,18 +76,8 @@ spec: {clusterQueue: cq-b}
 
 fn job(name: &str, queue: &str) -> TraceJob {
     TraceJob {
-        name: name.into(),
-        line: 0,
-        submit_s: 0.0,
-        duration_s: 1.0,
-        gpus: 1,
         queue: queue.into(),
-        priority: 0,
-        preemptible: true,
-        topology: TopologyAsk::None,
-        comm: None,
-        checkpoint: Default::default(),
-        pod: Default::default(),
+        ..TraceJob::new(name, 1, 1.0)
     }
 }
 

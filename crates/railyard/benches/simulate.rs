@@ -6,7 +6,7 @@ use std::path::Path;
 use fabric::RoutingConfig;
 use formats::trace::{read_trace, TraceFormat};
 use railyard::cluster_arg::{load_cluster_quiet, ClusterArgs};
-use sim::engine::{simulate, CommDefaults, Order, Policy, SimConfig, TopologyMode};
+use sim::engine::{simulate, Order, Policy, SimConfig};
 use sim::network::fabric_network;
 use sim::SimTime;
 
@@ -32,19 +32,10 @@ fn philly_full_trace(bencher: divan::Bencher, order: &str) {
             } else {
                 Order::BestEffortFifo
             },
-            topology: TopologyMode::None,
-            network_aware: false,
+            ..SimConfig::default().policy
         },
         cycle: SimTime::from_secs_f64(10.0),
-        horizon: None,
-        comm: CommDefaults::default(),
-        timeline_points: 400,
-        check_invariants: false,
-        placement: Default::default(),
-        queues: None,
-        failures: Default::default(),
-        checkpoints: Default::default(),
-        network_round: None,
+        ..SimConfig::default()
     };
     bencher.bench(|| {
         let mut net = fabric_network(&cluster, RoutingConfig::default());

@@ -1,12 +1,11 @@
 //! The `--cluster` argument, taken the same way by every command: `preset:NAME`, a railyard spec
 //! file, or a Kubernetes NodeList / Node stream with the levels from `--topology`, `--levels` or
-//! `--label-preset` (detected from the labels when none is given). Reading is `formats::cluster`;
-//! this module holds the flags and the check that import flags go with a NodeList.
+//! `--label-preset` (detected from the labels when none is given). Reading is `formats::cluster`,
+//! which reading a name asks for `ops::cluster`; this module holds the flags.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use formats::cluster::{build_cluster_file, parse_cluster_file, ClusterFile, LoadedCluster};
-use formats::input::read_text;
+use formats::cluster::LoadedCluster;
 use formats::k8s::{ImportOptions, LabelPreset};
 use topology::Cluster;
 
@@ -80,36 +79,6 @@ pub fn load_named(cluster: &str) -> Result<Cluster, CliError> {
 
 /// Load the cluster the arguments name, returning the notes instead of printing them.
 pub fn load_cluster_quiet(args: &ClusterArgs) -> Result<LoadedCluster, CliError> {
-    if let Some(name) = args.cluster.strip_prefix("preset:") {
-        // An unknown preset is reported before misplaced flags.
-        let loaded = formats::cluster::preset("--cluster", name)?;
-        reject_import_flags(args, &args.cluster)?;
-        return Ok(loaded);
-    }
-    if args.cluster.trim().is_empty() {
-        return Err(CliError::input(
-            "--cluster",
-            "expected preset:NAME or a file name, got an empty string",
-        ));
-    }
-    for l in &args.levels {
-        formats::k8s::check_label_key(l).map_err(|m| {
-            CliError::input(
-                "--levels",
-                format!(
-                    "`{}` is not a Kubernetes label key: {m}",
-                    formats::excerpt(l)
-                ),
-            )
-        })?;
-    }
-    let path = Path::new(&args.cluster);
-    let file = path.display().to_string();
-    let text = read_text(path)?;
-    let parsed = parse_cluster_file(&file, &text)?;
-    if matches!(parsed, ClusterFile::Spec) {
-        reject_import_flags(args, &file)?;
-    }
     let options = ImportOptions {
         topology: args.topology.clone(),
         levels: args.levels.clone(),
@@ -117,24 +86,5 @@ pub fn load_cluster_quiet(args: &ClusterArgs) -> Result<LoadedCluster, CliError>
         shape: args.shape.clone(),
         overlay: args.overlay.clone(),
     };
-    Ok(build_cluster_file(&file, &text, parsed, &options)?)
-}
-
-fn reject_import_flags(args: &ClusterArgs, what: &str) -> Result<(), CliError> {
-    let given = [
-        (args.topology.is_some(), "--topology"),
-        (!args.levels.is_empty(), "--levels"),
-        (args.label_preset.is_some(), "--label-preset"),
-        (args.shape.is_some(), "--shape"),
-        (args.overlay.is_some(), "--overlay"),
-    ];
-    if let Some((_, flag)) = given.iter().find(|(g, _)| *g) {
-        return Err(CliError::input(
-            what,
-            format!(
-                "{flag} applies only to a Kubernetes NodeList; this cluster is a railyard spec"
-            ),
-        ));
-    }
-    Ok(())
+    Ok(ops::cluster::load(&args.cluster, &options)?)
 }

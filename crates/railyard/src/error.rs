@@ -43,4 +43,13 @@ impl CliError {
     }
 }
 
+impl From<ops::simulate::SimulateError> for CliError {
+    fn from(e: ops::simulate::SimulateError) -> Self {
+        match e {
+            ops::simulate::SimulateError::Flag(m) => Self::Usage(m),
+            ops::simulate::SimulateError::Input(e) => Self::Format(e),
+        }
+    }
+}
+
 pub use formats::one_line;

@@ -9,47 +9,16 @@
 
 use fabric::{probe, Collective, FabricState, JobTraffic, JobWeight, Rank, RoutingConfig};
 use sched::{
-    commit, place, place_network_aware, place_with, GpuRequest, Job, Occupancy, PlaceInput,
-    Placement, PodSet, TopologyRequest, MAX_CANDIDATES,
+    commit, place, place_network_aware, place_with, GpuRequest, Job, NetworkAware, Occupancy,
+    PlaceInput, Placement, PlacementScorer, PodSet, TopologyRequest, MAX_CANDIDATES,
 };
-use topology::{build_from_spec, Cluster};
+use topology::{build_from_spec, Cluster, NodeId};
 
 fn main() {
     let s = setup();
-    let job = new_gang(&s.cluster);
-    let mut constant = |_: &Job, _: &Placement| 0.0;
-    let n = place_network_aware(
-        &s.cluster,
-        &s.occupancy,
-        &job,
-        &PlaceInput::default(),
-        &mut constant,
-        MAX_CANDIDATES,
-    )
-    .expect("fits")
-    .candidates
-    .len();
+    let n = candidates_only(&s, &new_gang(&s.cluster));
     println!("candidates of the 128-host gang: {n}");
-    let nb = s.cluster.level_by_label(NETWORK_BLOCK).expect("level");
-    let small = gang(
-        "new",
-        16,
-        TopologyRequest {
-            required: Some(nb),
-            ..TopologyRequest::default()
-        },
-    );
-    let n = place_network_aware(
-        &s.cluster,
-        &s.occupancy,
-        &small,
-        &PlaceInput::default(),
-        &mut constant,
-        MAX_CANDIDATES,
-    )
-    .expect("fits")
-    .candidates
-    .len();
+    let n = candidates_only(&s, &required_16_node_gang(&s.cluster));
     println!("candidates of the 16-host gang: {n}");
     divan::main();
 }
@@ -75,15 +44,18 @@ fn gang(name: &str, nodes: u32, topology: TopologyRequest) -> Job {
     }
 }
 
-fn traffic(p: &Placement) -> JobTraffic {
+/// A ring AllReduce over every GPU of `pods` (host, GPU IDs), in order.
+fn all_reduce<'p>(pods: impl Iterator<Item = (NodeId, &'p [u32])>) -> JobTraffic {
     JobTraffic {
-        ranks: p
-            .pods
-            .iter()
-            .flat_map(|x| x.gpu_ids.iter().map(move |&gpu| Rank { node: x.node, gpu }))
+        ranks: pods
+            .flat_map(|(node, gpus)| gpus.iter().map(move |&gpu| Rank { node, gpu }))
             .collect(),
         collective: Collective::AllReduce,
     }
+}
+
+fn traffic(p: &Placement) -> JobTraffic {
+    all_reduce(p.pods.iter().map(|x| (x.node, &x.gpu_ids[..])))
 }
 
 /// The cluster, its occupancy with 200 running multi-node jobs, and their fabric state.
@@ -115,37 +87,75 @@ fn setup() -> Setup {
 fn state<'c>(s: &'c Setup) -> FabricState<'c> {
     let mut state = FabricState::new(&s.cluster, RoutingConfig::default());
     for (id, a) in s.occupancy.jobs().values().enumerate() {
-        let ranks = a
-            .pods
-            .iter()
-            .flat_map(|x| x.gpu_ids.iter().map(move |&gpu| Rank { node: x.node, gpu }))
-            .collect();
-        let t = JobTraffic {
-            ranks,
-            collective: Collective::AllReduce,
-        };
+        let t = all_reduce(a.pods.iter().map(|x| (x.node, &x.gpu_ids[..])));
         state.start(id as u64, &t).expect("valid job");
     }
     state.solve();
     state
 }
 
-fn new_gang(c: &Cluster) -> Job {
-    let nb = c.level_by_label(NETWORK_BLOCK).expect("level");
+/// `nodes` hosts in one network block: preferred, or `required`.
+fn block_gang(c: &Cluster, nodes: u32, required: bool) -> Job {
+    let nb = Some(c.level_by_label(NETWORK_BLOCK).expect("level"));
+    let (preferred, required) = if required { (None, nb) } else { (nb, None) };
     gang(
         "new",
-        128,
+        nodes,
         TopologyRequest {
-            preferred: Some(nb),
+            preferred,
+            required,
             ..TopologyRequest::default()
         },
     )
+}
+
+/// 128 hosts preferring one network block.
+fn new_gang(c: &Cluster) -> Job {
+    block_gang(c, 128, false)
+}
+
+/// 16 hosts required in one network block.
+fn required_16_node_gang(c: &Cluster) -> Job {
+    block_gang(c, 16, true)
 }
 
 const W: JobWeight = JobWeight {
     gpus: 1024.0,
     comm_share: 0.4,
 };
+
+/// `job`'s network-aware placement, each candidate scored by `scorer`.
+fn aware(s: &Setup, job: &Job, scorer: &mut dyn PlacementScorer) -> NetworkAware {
+    place_network_aware(
+        &s.cluster,
+        &s.occupancy,
+        job,
+        &PlaceInput::default(),
+        scorer,
+        MAX_CANDIDATES,
+    )
+    .expect("fits")
+}
+
+/// How many candidates `job` has (a constant scorer).
+fn candidates_only(s: &Setup, job: &Job) -> usize {
+    aware(s, job, &mut |_: &Job, _: &Placement| 0.0)
+        .candidates
+        .len()
+}
+
+/// `job`'s network-aware placement scored by a `fabric::probe` against the running jobs (each
+/// weighted as 64 GPUs spending 30% in communication).
+fn fabric_scored(s: &Setup, st: &mut FabricState<'_>, job: &Job) -> NetworkAware {
+    let mut scorer = |_: &Job, p: &Placement| {
+        let pr = probe(st, 1000, &traffic(p), &s.running).expect("valid");
+        pr.score(W, &mut |_| JobWeight {
+            gpus: 64.0,
+            comm_share: 0.3,
+        })
+    };
+    aware(s, job, &mut scorer)
+}
 
 #[divan::bench(sample_count = 10)]
 fn label_only_128_node_gang(bencher: divan::Bencher) {
@@ -160,25 +170,7 @@ fn network_aware_128_node_gang(bencher: divan::Bencher) {
     let s = setup();
     let mut st = state(&s);
     let job = new_gang(&s.cluster);
-    let input = PlaceInput::default();
-    bencher.bench_local(|| {
-        let mut scorer = |_: &Job, p: &Placement| {
-            let pr = probe(&mut st, 1000, &traffic(p), &s.running).expect("valid");
-            pr.score(W, &mut |_| JobWeight {
-                gpus: 64.0,
-                comm_share: 0.3,
-            })
-        };
-        place_network_aware(
-            &s.cluster,
-            &s.occupancy,
-            &job,
-            &input,
-            &mut scorer,
-            MAX_CANDIDATES,
-        )
-        .expect("fits")
-    });
+    bencher.bench_local(|| fabric_scored(&s, &mut st, &job));
 }
 
 /// A 16-host gang required in one network block: more candidates (local blocks with room,
@@ -187,36 +179,8 @@ fn network_aware_128_node_gang(bencher: divan::Bencher) {
 fn network_aware_16_node_gang_required_network_block(bencher: divan::Bencher) {
     let s = setup();
     let mut st = state(&s);
-    let nb = s.cluster.level_by_label(NETWORK_BLOCK).expect("level");
-    let job = gang(
-        "new",
-        16,
-        TopologyRequest {
-            required: Some(nb),
-            ..TopologyRequest::default()
-        },
-    );
-    let input = PlaceInput::default();
-    bencher.bench_local(|| {
-        let mut scorer = |_: &Job, p: &Placement| {
-            let pr = probe(&mut st, 1000, &traffic(p), &s.running).expect("valid");
-            pr.score(W, &mut |_| JobWeight {
-                gpus: 64.0,
-                comm_share: 0.3,
-            })
-        };
-        place_network_aware(
-            &s.cluster,
-            &s.occupancy,
-            &job,
-            &input,
-            &mut scorer,
-            MAX_CANDIDATES,
-        )
-        .expect("fits")
-        .candidates
-        .len()
-    });
+    let job = required_16_node_gang(&s.cluster);
+    bencher.bench_local(|| fabric_scored(&s, &mut st, &job).candidates.len());
 }
 
 /// The candidate placements alone: a constant scorer.
@@ -224,31 +188,21 @@ fn network_aware_16_node_gang_required_network_block(bencher: divan::Bencher) {
 fn candidates_only_128_node_gang(bencher: divan::Bencher) {
     let s = setup();
     let job = new_gang(&s.cluster);
-    let input = PlaceInput::default();
-    bencher.bench(|| {
-        let mut constant = |_: &Job, _: &Placement| 0.0;
-        place_network_aware(
-            &s.cluster,
-            &s.occupancy,
-            &job,
-            &input,
-            &mut constant,
-            MAX_CANDIDATES,
-        )
-        .expect("fits")
-        .candidates
-        .len()
-    });
+    bencher.bench(|| candidates_only(&s, &job));
+}
+
+/// A 128-host candidate (the label rules' placement) in a fresh fabric state.
+fn label_candidate(s: &Setup) -> (FabricState<'_>, JobTraffic) {
+    let job = new_gang(&s.cluster);
+    let p = place_with(&s.cluster, &s.occupancy, &job, &PlaceInput::default()).expect("fits");
+    (state(s), traffic(&p))
 }
 
 /// One what-if of a 128-host candidate against the 200 running jobs.
 #[divan::bench(sample_count = 10)]
 fn probe_one_128_node_candidate(bencher: divan::Bencher) {
     let s = setup();
-    let mut st = state(&s);
-    let job = new_gang(&s.cluster);
-    let p = place_with(&s.cluster, &s.occupancy, &job, &PlaceInput::default()).expect("fits");
-    let t = traffic(&p);
+    let (mut st, t) = label_candidate(&s);
     bencher.bench_local(|| probe(&mut st, 1000, &t, &s.running).expect("valid"));
 }
 
@@ -256,10 +210,7 @@ fn probe_one_128_node_candidate(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 10)]
 fn start_end_one_128_node_candidate(bencher: divan::Bencher) {
     let s = setup();
-    let mut st = state(&s);
-    let job = new_gang(&s.cluster);
-    let p = place_with(&s.cluster, &s.occupancy, &job, &PlaceInput::default()).expect("fits");
-    let t = traffic(&p);
+    let (mut st, t) = label_candidate(&s);
     bencher.bench_local(|| {
         st.start(1000, &t).expect("valid");
         st.end(1000);

@@ -158,6 +158,37 @@ pub struct SimConfig {
     pub network_round: Option<SimTime>,
 }
 
+impl Default for SimConfig {
+    /// A plain run, so that a caller (a test, a tool) names only what it changes
+    /// (`SimConfig { horizon: …, ..SimConfig::default() }`): policy `best-effort` (the CLI's
+    /// default `--policy`: best-effort FIFO, no topology mode, not network-aware); a scheduling
+    /// pass at every event (`cycle` 0; the CLI's `--cycle-s` default is 10 s); no horizon;
+    /// [`CommDefaults::default`]; 400 timeline points (as the CLI); no invariant checks (they
+    /// cost O(GPUs + running pods) per event); Kueue's TAS placement; no user queues; no node
+    /// failures; no checkpoints, free restarts; no network rounds (link sharing re-solved on
+    /// every change).
+    fn default() -> Self {
+        Self {
+            policy: Policy {
+                name: "best-effort".to_owned(),
+                order: Order::BestEffortFifo,
+                topology: TopologyMode::None,
+                network_aware: false,
+            },
+            cycle: SimTime(0),
+            horizon: None,
+            comm: CommDefaults::default(),
+            timeline_points: 400,
+            check_invariants: false,
+            placement: sched::PlaceOptions::default(),
+            queues: None,
+            failures: FailureConfig::default(),
+            checkpoints: Checkpointing::default(),
+            network_round: None,
+        }
+    }
+}
+
 /// A multi-node job as the network model sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetJob {

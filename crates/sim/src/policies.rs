@@ -11,16 +11,24 @@
 //! higher level ([`victim_order`]), worst level first, as few as placement needs. SJF never
 //! preempts.
 //!
-//! Tiresias (Gu et al., NSDI '19, §3.2 "2DAS" and its priority discretisation): a job's
-//! attained service is GPUs × seconds run, summed over all its runs; with thresholds
-//! `T1 < T2 < …` it sits in queue 0 below T1, queue 1 from T1 to below T2, and so on
-//! ([`tiresias_queue`]); the engine wakes a pass when a running job crosses its next threshold.
-//! Starvation guard (the paper's STARVELIMIT = PROMOTEKNOB × the job's last run time): a job
-//! waiting that long since it was last preempted goes back to queue 0, its attained service
-//! reset ([`starved`]); PROMOTEKNOB 0 turns the guard off. A promoted job does not stop others
-//! until it has been preempted again: preempted work is lost here (the paper resumes from where
-//! it stopped), and promoted jobs stopping each other could then run forever without finishing.
-//! Defaults: one threshold at 3,600 GPU-seconds (K = 2 queues) and PROMOTEKNOB 8.
+//! Tiresias' Discretized 2D-LAS (Gu et al., "Tiresias: A GPU Cluster Manager for Distributed
+//! Deep Learning", NSDI '19; checked against the authors' simulator, SymbioticLab/Tiresias
+//! `simulator/run_sim.py` `dlas_sim_jobs` with `gputime`, the `dlas-gpu` schedule; the paper's
+//! text and section numbers were not available to check, see README): a job's attained
+//! service is GPUs × seconds run, summed over all its runs; with thresholds `T1 < T2 < …` it
+//! sits in queue 0 below T1, queue 1 from T1 to below T2, and so on ([`tiresias_queue`]); a new
+//! job starts in queue 0; the engine wakes a pass when a running job crosses its next
+//! threshold. Starvation guard (STARVELIMIT = PROMOTEKNOB × run time): here a job waiting
+//! PROMOTEKNOB × its *last* run since it was last preempted goes back to queue 0, its attained
+//! service reset ([`starved`]), as heyfey/vodascheduler `pkg/algorithm/tiresias.go` does; the
+//! authors' simulator compares the waiting and the run time *summed since the job's last
+//! promotion* (equal for a job preempted once). PROMOTEKNOB 0 turns the guard off. A promoted
+//! job does not stop others until it has been preempted again: preempted work is lost here
+//! (Tiresias resumes a job from where it stopped), and promoted jobs stopping each other could
+//! then run forever without finishing. Defaults (vodascheduler's, not the authors'): one
+//! threshold at 3,600 GPU-seconds (K = 2 queues) and PROMOTEKNOB 8; the authors' simulator
+//! defaults to three queues split at 3,250 and 7,200 GPU-seconds (`simulator/jobs.py`) and no
+//! guard for `dlas-gpu` (`dlas-gpu-N` sets PROMOTEKNOB N).
 
 use serde::Serialize;
 
@@ -34,7 +42,8 @@ pub struct Tiresias {
 }
 
 impl Default for Tiresias {
-    /// K = 2 queues split at 3,600 GPU-seconds; PROMOTEKNOB 8.
+    /// K = 2 queues split at 3,600 GPU-seconds; PROMOTEKNOB 8 (heyfey/vodascheduler's
+    /// settings; the authors' simulator's differ, see the module note).
     fn default() -> Self {
         Self {
             thresholds_gpu_s: vec![3600],

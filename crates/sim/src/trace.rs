@@ -47,6 +47,30 @@ pub struct TraceJob {
     pub pod: PodShape,
 }
 
+impl TraceJob {
+    /// A job named `name` asking `gpus` whole GPUs for `duration_s` seconds on an ideal network,
+    /// with a native trace row's defaults for everything else: submitted at 0 s, line 0, queue
+    /// `default`, priority 0, preemptible, no placement request, the run's communication
+    /// profile and checkpointing, nothing asked besides GPUs. Other fields by struct update:
+    /// `TraceJob { submit_s: 5.0, ..TraceJob::new("a", 8, 100.0) }`.
+    pub fn new(name: impl Into<String>, gpus: u32, duration_s: f64) -> Self {
+        Self {
+            name: name.into(),
+            line: 0,
+            submit_s: 0.0,
+            duration_s,
+            gpus,
+            queue: "default".to_owned(),
+            priority: 0,
+            preemptible: true,
+            topology: TopologyAsk::None,
+            comm: None,
+            checkpoint: CheckpointAsk::default(),
+            pod: PodShape::default(),
+        }
+    }
+}
+
 /// A trace job's own checkpointing (native columns `checkpoint_s`, `restart_s`); `None` takes the
 /// run's default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]

@@ -1,99 +1,14 @@
 //! Simulator behaviour on small hand-computed scenarios, and conservation laws on random traces.
 
+mod common;
+
+use common::{config, job, racks as cluster, record, run, scaled};
 use proptest::prelude::*;
-use sim::engine::{
-    simulate, CommDefaults, NetJob, NetRate, Order, Outcome, Policy, SimConfig, SimResult,
-    TopologyMode,
-};
-use sim::network::FromScratch;
-use sim::{CommProfile, SimTime, TopologyAsk, TraceJob};
-use topology::{
-    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, TierSpec, HOSTNAME_LABEL,
-};
-
-/// `nodes` hosts of 8 GPUs, racks of `rack` nodes, one top tier.
-fn cluster(nodes: u32, rack: u32) -> Cluster {
-    let tier = |label: &str, n: u32, lat: f64| TierSpec {
-        label: label.to_owned(),
-        value_prefix: format!("{label}-"),
-        nodes_per_domain: n,
-        latency_us: lat,
-        switches_per_domain: None,
-        oversubscription: None,
-        sharp: false,
-    };
-    build_from_spec(&ClusterSpec {
-        name: "small".into(),
-        node: topology::examples::node(8, 1, 1, 400.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes,
-                rail_optimized: false,
-                host_label: HOSTNAME_LABEL.into(),
-                tiers: vec![tier("rack", rack, 1.0), tier("top", nodes, 2.0)],
-            }),
-        },
-    })
-    .unwrap()
-}
-
-fn job(name: &str, submit: f64, duration: f64, gpus: u32, queue: &str) -> TraceJob {
-    TraceJob {
-        name: name.into(),
-        line: 0,
-        submit_s: submit,
-        duration_s: duration,
-        gpus,
-        queue: queue.into(),
-        priority: 0,
-        preemptible: true,
-        topology: TopologyAsk::None,
-        comm: None,
-        checkpoint: Default::default(),
-        pod: Default::default(),
-    }
-}
-
-fn config(order: Order) -> SimConfig {
-    SimConfig {
-        policy: Policy {
-            name: format!("{order:?}"),
-            order,
-            topology: TopologyMode::None,
-            network_aware: false,
-        },
-        cycle: SimTime(0),
-        horizon: None,
-        comm: CommDefaults::default(),
-        timeline_points: 20,
-        check_invariants: true,
-        placement: Default::default(),
-        queues: None,
-        failures: Default::default(),
-        checkpoints: Default::default(),
-        network_round: None,
-    }
-}
-
-/// A network where every job gets `factor` of its ideal bandwidth.
-fn scaled(factor: f64) -> FromScratch<impl FnMut(&[NetJob]) -> Vec<NetRate>> {
-    FromScratch::new(move |jobs: &[NetJob]| {
-        jobs.iter()
-            .map(|_| NetRate {
-                ideal_busbw: 100.0,
-                achieved_busbw: 100.0 * factor,
-            })
-            .collect()
-    })
-}
-
-fn run(c: &Cluster, trace: &[TraceJob], cfg: &SimConfig) -> SimResult {
-    simulate(c, trace, cfg, &mut scaled(1.0), &mut |_| {}).unwrap()
-}
+use sim::engine::{simulate, Order, Outcome, SimResult, TopologyMode};
+use sim::{CommProfile, TopologyAsk, TraceJob};
 
 fn times(r: &SimResult, name: &str) -> (f64, f64) {
-    let j = r.jobs.iter().find(|j| j.name == name).unwrap();
+    let j = record(r, name);
     (j.start_s.unwrap(), j.end_s.unwrap())
 }
 
@@ -149,7 +64,7 @@ fn jobs_larger_than_the_cluster_fail_and_required_levels_bind() {
         job("ok", 0.0, 10.0, 16, "q"),
     ];
     let r = run(&c, &trace, &config(Order::BestEffortFifo));
-    let outcome = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap().outcome;
+    let outcome = |n: &str| record(&r, n).outcome;
     assert_eq!(outcome("huge"), Outcome::Failed);
     assert_eq!(outcome("rack"), Outcome::Failed);
     assert_eq!(outcome("ok"), Outcome::Completed);
@@ -199,7 +114,7 @@ fn topology_mode_keeps_gangs_in_one_rack() {
         .collect();
     trace.push(job("pair", 1.0, 10.0, 16, "q"));
     let pair = |r: &SimResult| {
-        let j = r.jobs.iter().find(|j| j.name == "pair").unwrap();
+        let j = record(r, "pair");
         (j.start_s.unwrap(), j.highest_tier)
     };
     let mut cfg = config(Order::BestEffortFifo);

@@ -1,86 +1,21 @@
 //! Node failures and checkpoints on hand-computed scenarios: exact completion times and lost
 //! GPU-seconds, preemption with and without checkpoints, a failure nobody notices, determinism.
 
-use sim::engine::{simulate, CommDefaults, Order, Policy, SimConfig, SimResult, TopologyMode};
+mod common;
+
+use common::{job, one_rack as cluster, policy, run};
+use sim::engine::{Order, SimConfig, SimResult};
 use sim::failures::{Checkpointing, FailureConfig, Mtbf, NodeFailure};
-use sim::network::FromScratch;
-use sim::{CheckpointAsk, SimTime, TopologyAsk, TraceJob};
-use topology::{build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, NodeId, TierSpec};
-
-/// `nodes` hosts of 8 GPUs in one rack.
-fn cluster(nodes: u32) -> Cluster {
-    build_from_spec(&ClusterSpec {
-        name: "small".into(),
-        node: topology::examples::node(8, 1, 1, 400.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes,
-                rail_optimized: false,
-                host_label: topology::HOSTNAME_LABEL.into(),
-                tiers: vec![TierSpec {
-                    label: "rack".into(),
-                    value_prefix: "rack-".into(),
-                    nodes_per_domain: nodes,
-                    latency_us: 1.0,
-                    switches_per_domain: None,
-                    oversubscription: None,
-                    sharp: false,
-                }],
-            }),
-        },
-    })
-    .unwrap()
-}
-
-fn job(name: &str, submit: f64, duration: f64, gpus: u32, queue: &str) -> TraceJob {
-    TraceJob {
-        name: name.into(),
-        line: 0,
-        submit_s: submit,
-        duration_s: duration,
-        gpus,
-        queue: queue.into(),
-        priority: 0,
-        preemptible: true,
-        topology: TopologyAsk::None,
-        comm: None,
-        checkpoint: CheckpointAsk::default(),
-        pod: Default::default(),
-    }
-}
+use sim::{CheckpointAsk, TraceJob};
+use topology::NodeId;
 
 fn config(order: Order, failures: FailureConfig, checkpoints: Checkpointing) -> SimConfig {
     SimConfig {
-        policy: Policy {
-            name: format!("{order:?}"),
-            order,
-            topology: TopologyMode::None,
-            network_aware: false,
-        },
-        cycle: SimTime(0),
-        horizon: None,
-        comm: CommDefaults::default(),
-        timeline_points: 20,
-        check_invariants: true,
-        placement: Default::default(),
-        queues: None,
+        policy: policy(order),
         failures,
         checkpoints,
-        network_round: None,
+        ..common::checked()
     }
-}
-
-fn run(c: &Cluster, trace: &[TraceJob], cfg: &SimConfig) -> SimResult {
-    let mut ideal = FromScratch::new(|jobs: &[sim::engine::NetJob]| {
-        jobs.iter()
-            .map(|_| sim::engine::NetRate {
-                ideal_busbw: 100.0,
-                achieved_busbw: 100.0,
-            })
-            .collect()
-    });
-    simulate(c, trace, cfg, &mut ideal, &mut |_| {}).unwrap()
 }
 
 fn fail(at_s: f64, node: u32, duration_s: f64) -> FailureConfig {

@@ -11,39 +11,29 @@ use sched::{
     commit, place_network_aware, GpuRequest, Job, Occupancy, PlaceInput, Placement, PodSet,
     TopologyRequest, MAX_CANDIDATES,
 };
-use sim::engine::{simulate, CommDefaults, Order, Policy, SimConfig, TopologyMode};
+use sim::engine::{simulate, SimConfig};
 use sim::network::fabric_network;
-use sim::{CommProfile, SimTime, TopologyAsk, TraceJob};
-use topology::{
-    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, NodeId, TierSpec, HOSTNAME_LABEL,
-};
+use sim::{CommProfile, TraceJob};
+use topology::{Cluster, NodeId, TierSpec};
+
+mod common;
+
+use common::{clos, host, tier};
 
 /// Three racks of four 8-GPU hosts with one 100 Gb/s NIC each; above the racks 4:1
 /// oversubscribed.
 fn racks() -> Cluster {
     let tier = |label: &str, n: u32, o: Option<f64>| TierSpec {
-        label: label.to_owned(),
-        value_prefix: format!("{label}-"),
-        nodes_per_domain: n,
-        latency_us: 1.0 + f64::from(n),
         switches_per_domain: Some(1),
         oversubscription: o,
-        sharp: false,
+        ..tier(label, n, 1.0 + f64::from(n))
     };
-    build_from_spec(&ClusterSpec {
-        name: "three-racks".into(),
-        node: topology::examples::node(8, 1, 1, 100.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes: 12,
-                rail_optimized: false,
-                host_label: HOSTNAME_LABEL.into(),
-                tiers: vec![tier("rack", 4, None), tier("top", 12, Some(4.0))],
-            }),
-        },
-    })
-    .unwrap()
+    clos(
+        "three-racks",
+        host(8, 100.0),
+        12,
+        vec![tier("rack", 4, None), tier("top", 12, Some(4.0))],
+    )
 }
 
 fn gang(name: &str, nodes: u32) -> Job {
@@ -177,23 +167,15 @@ fn the_fabric_scored_choice_is_the_best_placement_of_all() {
     assert!(aware.candidates[0].score < aware.best().score);
 }
 
+/// A non-preemptible job in queue `q` spending `COMM` of a step all-reducing 1 GB.
 fn trace_job(name: &str, submit: f64, duration: f64, gpus: u32) -> TraceJob {
     TraceJob {
-        name: name.into(),
-        line: 0,
-        submit_s: submit,
-        duration_s: duration,
-        gpus,
-        queue: "q".into(),
-        priority: 0,
         preemptible: false,
-        topology: TopologyAsk::None,
         comm: Some(CommProfile {
             comm_share: COMM,
             bytes_per_step: 1e9,
         }),
-        checkpoint: Default::default(),
-        pod: Default::default(),
+        ..common::job(name, submit, duration, gpus, "q")
     }
 }
 
@@ -212,24 +194,11 @@ fn plus_network_keeps_a_new_gang_off_a_running_jobs_uplinks() {
     trace.push(trace_job("split", 1.0, 100.0, 32));
     trace.push(trace_job("new", 10.0, 100.0, 32));
     let run = |network_aware: bool| {
-        let config = SimConfig {
-            policy: Policy {
-                name: "p".into(),
-                order: Order::BestEffortFifo,
-                topology: TopologyMode::None,
-                network_aware,
-            },
-            cycle: SimTime(0),
-            horizon: None,
-            comm: CommDefaults::default(),
+        let mut config = SimConfig {
             timeline_points: 10,
-            check_invariants: true,
-            placement: sched::PlaceOptions::default(),
-            queues: None,
-            failures: Default::default(),
-            checkpoints: Default::default(),
-            network_round: None,
+            ..common::checked()
         };
+        config.policy.network_aware = network_aware;
         let mut net = fabric_network(&c, RoutingConfig::default());
         simulate(&c, &trace, &config, &mut net, &mut |_| {}).unwrap()
     };

@@ -1,29 +1,40 @@
 //! The simulator with the real fabric model: jobs sharing an oversubscribed uplink slow each
 //! other by the predicted factor.
 
-use fabric::RoutingConfig;
-use sim::engine::{simulate, CommDefaults, Order, Policy, SimConfig, TopologyMode};
-use sim::network::{fabric_network, fabric_network_from_scratch};
-use sim::{CommProfile, SimTime, TopologyAsk, TraceJob};
-use topology::{build_from_spec, ClosSpec, ClusterSpec, FabricSpec, TierSpec, HOSTNAME_LABEL};
+mod common;
 
+use common::{clos, host, tier};
+use fabric::RoutingConfig;
+use sim::engine::{simulate, Order, SimConfig};
+use sim::network::{fabric_network, fabric_network_from_scratch};
+use sim::{CommProfile, SimTime, TraceJob};
+use topology::{Cluster, TierSpec};
+
+/// A non-preemptible job in queue `q` spending `comm_share` of a step all-reducing 1 GB.
 fn job(name: &str, submit: f64, duration: f64, gpus: u32, comm_share: f64) -> TraceJob {
     TraceJob {
-        name: name.into(),
-        line: 0,
-        submit_s: submit,
-        duration_s: duration,
-        gpus,
-        queue: "q".into(),
-        priority: 0,
         preemptible: false,
-        topology: TopologyAsk::None,
         comm: Some(CommProfile {
             comm_share,
             bytes_per_step: 1e9,
         }),
-        checkpoint: Default::default(),
-        pod: Default::default(),
+        ..common::job(name, submit, duration, gpus, "q")
+    }
+}
+
+/// A tier of `nodes_per_domain` hosts under `switches` switches per domain, oversubscribed
+/// `oversubscription`:1 above it.
+fn switched(
+    label: &str,
+    nodes_per_domain: u32,
+    latency_us: f64,
+    switches: u32,
+    oversubscription: Option<f64>,
+) -> TierSpec {
+    TierSpec {
+        switches_per_domain: Some(switches),
+        oversubscription,
+        ..tier(label, nodes_per_domain, latency_us)
     }
 }
 
@@ -31,29 +42,13 @@ fn job(name: &str, submit: f64, duration: f64, gpus: u32, comm_share: f64) -> Tr
 fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
     // Two racks of two 8-GPU hosts, one 100 Gb/s NIC each; each rack's uplink carries half of its
     // hosts' bandwidth (2:1), i.e. 100 Gb/s, one path.
-    let tier = |label: &str, n: u32, o: Option<f64>| TierSpec {
-        label: label.to_owned(),
-        value_prefix: format!("{label}-"),
-        nodes_per_domain: n,
-        latency_us: 1.0 + f64::from(n),
-        switches_per_domain: Some(1),
-        oversubscription: o,
-        sharp: false,
-    };
-    let cluster = build_from_spec(&ClusterSpec {
-        name: "two-racks".into(),
-        node: topology::examples::node(8, 1, 1, 100.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes: 4,
-                rail_optimized: false,
-                host_label: HOSTNAME_LABEL.into(),
-                tiers: vec![tier("rack", 2, None), tier("top", 4, Some(2.0))],
-            }),
-        },
-    })
-    .unwrap();
+    let tier = |label: &str, n: u32, o: Option<f64>| switched(label, n, 1.0 + f64::from(n), 1, o);
+    let cluster = clos(
+        "two-racks",
+        host(8, 100.0),
+        4,
+        vec![tier("rack", 2, None), tier("top", 4, Some(2.0))],
+    );
     // Fillers on n0..n3; n0 and n2 free at t=10, n1 and n3 at t=20. Job a (waiting since t=5)
     // gets n0 + n2 at 10; job b gets n1 + n3 at 20. Both rings cross the racks: from t=20 they
     // share each rack uplink and each gets half of it.
@@ -67,22 +62,8 @@ fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
         job("b", 5.0, 1000.0, 16, c),
     ];
     let cfg = SimConfig {
-        policy: Policy {
-            name: "fifo".into(),
-            order: Order::Fifo,
-            topology: TopologyMode::None,
-            network_aware: false,
-        },
-        cycle: SimTime(0),
-        horizon: None,
-        comm: CommDefaults::default(),
         timeline_points: 10,
-        check_invariants: true,
-        placement: Default::default(),
-        queues: None,
-        failures: Default::default(),
-        checkpoints: Default::default(),
-        network_round: None,
+        ..common::config(Order::Fifo)
     };
     let mut net = fabric_network(&cluster, RoutingConfig::default());
     let r = simulate(&cluster, &trace, &cfg, &mut net, &mut |_| {}).unwrap();
@@ -113,34 +94,17 @@ fn two_jobs_sharing_an_oversubscribed_uplink_slow_by_the_predicted_factor() {
 
 /// 64 hosts of 8 GPUs, one 100G port each, racks of 8 under one leaf, rows of 32 under 4 spines
 /// at 2:1, 4 core switches at 2:1: jobs crossing racks contend.
-fn oversubscribed_512() -> topology::Cluster {
-    let tier = |label: &str, n: u32, s: u32, o: Option<f64>| TierSpec {
-        label: label.to_owned(),
-        value_prefix: format!("{label}-"),
-        nodes_per_domain: n,
-        latency_us: 1.0,
-        switches_per_domain: Some(s),
-        oversubscription: o,
-        sharp: false,
-    };
-    build_from_spec(&ClusterSpec {
-        name: "over-512".into(),
-        node: topology::examples::node(8, 1, 1, 100.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes: 64,
-                rail_optimized: false,
-                host_label: HOSTNAME_LABEL.into(),
-                tiers: vec![
-                    tier("rack", 8, 1, None),
-                    tier("row", 32, 4, Some(2.0)),
-                    tier("core", 64, 4, Some(2.0)),
-                ],
-            }),
-        },
-    })
-    .unwrap()
+fn oversubscribed_512() -> Cluster {
+    clos(
+        "over-512",
+        host(8, 100.0),
+        64,
+        vec![
+            switched("rack", 8, 1.0, 1, None),
+            switched("row", 32, 1.0, 4, Some(2.0)),
+            switched("core", 64, 1.0, 4, Some(2.0)),
+        ],
+    )
 }
 
 #[test]
@@ -160,22 +124,9 @@ fn incremental_network_replays_a_trace_exactly_as_solving_from_scratch() {
         (fabric::RoutingMode::Adaptive, Order::FairShare),
     ] {
         let cfg = SimConfig {
-            policy: Policy {
-                name: "p".into(),
-                order,
-                topology: TopologyMode::None,
-                network_aware: false,
-            },
             cycle: SimTime::from_secs_f64(10.0),
-            horizon: None,
-            comm: CommDefaults::default(),
             timeline_points: 50,
-            check_invariants: true,
-            placement: Default::default(),
-            queues: None,
-            failures: Default::default(),
-            checkpoints: Default::default(),
-            network_round: None,
+            ..common::config(order)
         };
         let routing = RoutingConfig {
             mode,

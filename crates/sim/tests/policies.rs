@@ -1,80 +1,18 @@
 //! Tiresias, SRTF and SJF on small traces whose order and preemptions are worked out by hand,
 //! and SRTF on one machine against a brute-force single-server reference.
 
+mod common;
+
+use common::{config, one_rack as cluster, scaled};
 use proptest::prelude::*;
-use sim::engine::{
-    simulate, CommDefaults, NetJob, NetRate, Order, Policy, SimConfig, SimResult, TopologyMode,
-};
-use sim::network::FromScratch;
+use sim::engine::{simulate, Order, SimResult};
 use sim::policies::Tiresias;
-use sim::{SimTime, TopologyAsk, TraceJob};
-use topology::{
-    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, TierSpec, HOSTNAME_LABEL,
-};
+use sim::TraceJob;
+use topology::Cluster;
 
-/// `nodes` hosts of 8 GPUs in one rack.
-fn cluster(nodes: u32) -> Cluster {
-    let tier = |label: &str, n: u32| TierSpec {
-        label: label.to_owned(),
-        value_prefix: format!("{label}-"),
-        nodes_per_domain: n,
-        latency_us: 1.0,
-        switches_per_domain: None,
-        oversubscription: None,
-        sharp: false,
-    };
-    build_from_spec(&ClusterSpec {
-        name: "small".into(),
-        node: topology::examples::node(8, 1, 1, 400.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes,
-                rail_optimized: false,
-                host_label: HOSTNAME_LABEL.into(),
-                tiers: vec![tier("rack", nodes)],
-            }),
-        },
-    })
-    .unwrap()
-}
-
+/// A job in queue `q`.
 fn job(name: &str, submit: f64, duration: f64, gpus: u32) -> TraceJob {
-    TraceJob {
-        name: name.into(),
-        line: 0,
-        submit_s: submit,
-        duration_s: duration,
-        gpus,
-        queue: "q".into(),
-        priority: 0,
-        preemptible: true,
-        topology: TopologyAsk::None,
-        comm: None,
-        checkpoint: Default::default(),
-        pod: Default::default(),
-    }
-}
-
-fn config(order: Order) -> SimConfig {
-    SimConfig {
-        policy: Policy {
-            name: format!("{order:?}"),
-            order,
-            topology: TopologyMode::None,
-            network_aware: false,
-        },
-        cycle: SimTime(0),
-        horizon: None,
-        comm: CommDefaults::default(),
-        timeline_points: 20,
-        check_invariants: true,
-        placement: Default::default(),
-        queues: None,
-        failures: Default::default(),
-        checkpoints: Default::default(),
-        network_round: None,
-    }
+    common::job(name, submit, duration, gpus, "q")
 }
 
 fn tiresias(thresholds_gpu_s: &[u64], promote_knob: u32) -> Order {
@@ -85,14 +23,7 @@ fn tiresias(thresholds_gpu_s: &[u64], promote_knob: u32) -> Order {
 }
 
 fn run(c: &Cluster, trace: &[TraceJob], order: Order) -> SimResult {
-    let mut ideal = FromScratch::new(|jobs: &[NetJob]| {
-        jobs.iter()
-            .map(|_| NetRate {
-                ideal_busbw: 100.0,
-                achieved_busbw: 100.0,
-            })
-            .collect()
-    });
+    let mut ideal = scaled(1.0);
     let cfg = config(order);
     let r = simulate(c, trace, &cfg, &mut ideal, &mut |_| {}).unwrap();
     let again = simulate(c, trace, &cfg, &mut ideal, &mut |_| {}).unwrap();

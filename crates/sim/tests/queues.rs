@@ -1,64 +1,18 @@
 //! The user's queues in the simulator (`SimConfig::queues`): small scenarios whose outcomes are
 //! worked out by hand in the comments, one per rule, each run with `check_invariants` on.
 
+mod common;
+
 use std::collections::BTreeMap;
 
+use common::{fixed_network, job, one_rack as cluster, record};
 use sched::{Dialect, QueueSpec, ResourceQuota, Resources, UNLIMITED};
-use sim::engine::{
-    simulate, CommDefaults, NetJob, NetRate, Order, Outcome, Policy, SimConfig, SimError,
-    SimResult, TopologyMode,
-};
-use sim::network::FromScratch;
+use sim::engine::{simulate, Order, Outcome, SimConfig, SimError, SimResult};
 use sim::queues::{
     KueuePreemption, QueueConfig, QueueRules, ReclaimWithinCohort, WithinClusterQueue,
 };
-use sim::{SimTime, TopologyAsk, TraceJob};
-use topology::{
-    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, TierSpec, HOSTNAME_LABEL,
-};
-
-/// `nodes` hosts of 8 GPUs in one rack.
-fn cluster(nodes: u32) -> Cluster {
-    build_from_spec(&ClusterSpec {
-        name: "small".into(),
-        node: topology::examples::node(8, 1, 1, 400.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes,
-                rail_optimized: false,
-                host_label: HOSTNAME_LABEL.into(),
-                tiers: vec![TierSpec {
-                    label: "rack".to_owned(),
-                    value_prefix: "rack-".to_owned(),
-                    nodes_per_domain: nodes,
-                    latency_us: 1.0,
-                    switches_per_domain: None,
-                    oversubscription: None,
-                    sharp: false,
-                }],
-            }),
-        },
-    })
-    .unwrap()
-}
-
-fn job(name: &str, submit: f64, duration: f64, gpus: u32, queue: &str) -> TraceJob {
-    TraceJob {
-        name: name.into(),
-        line: 0,
-        submit_s: submit,
-        duration_s: duration,
-        gpus,
-        queue: queue.into(),
-        priority: 0,
-        preemptible: true,
-        topology: TopologyAsk::None,
-        comm: None,
-        checkpoint: Default::default(),
-        pod: Default::default(),
-    }
-}
+use sim::{SimTime, TraceJob};
+use topology::Cluster;
 
 /// A queue with a GPU quota, limit and weight (CPU and memory undeclared).
 fn queue(name: &str, parent: Option<&str>, quota: f64, limit: f64, weight: f64) -> QueueSpec {
@@ -80,41 +34,16 @@ fn queue(name: &str, parent: Option<&str>, quota: f64, limit: f64, weight: f64) 
     }
 }
 
+/// A checked best-effort run under these queues.
 fn config(queues: QueueConfig) -> SimConfig {
     SimConfig {
-        policy: Policy {
-            name: "best-effort".into(),
-            order: Order::BestEffortFifo,
-            topology: TopologyMode::None,
-            network_aware: false,
-        },
-        cycle: SimTime(0),
-        horizon: None,
-        comm: CommDefaults::default(),
-        timeline_points: 20,
-        check_invariants: true,
-        placement: Default::default(),
         queues: Some(queues),
-        failures: Default::default(),
-        checkpoints: Default::default(),
-        network_round: None,
+        ..common::checked()
     }
 }
 
 fn run(c: &Cluster, trace: &[TraceJob], cfg: &SimConfig) -> Result<SimResult, SimError> {
-    let mut net = FromScratch::new(|jobs: &[NetJob]| {
-        jobs.iter()
-            .map(|_| NetRate {
-                ideal_busbw: 1.0,
-                achieved_busbw: 1.0,
-            })
-            .collect()
-    });
-    simulate(c, trace, cfg, &mut net, &mut |_| {})
-}
-
-fn record<'r>(r: &'r SimResult, name: &str) -> &'r sim::engine::JobRecord {
-    r.jobs.iter().find(|j| j.name == name).unwrap()
+    simulate(c, trace, cfg, &mut fixed_network(1.0, 1.0), &mut |_| {})
 }
 
 fn kai(specs: Vec<QueueSpec>) -> QueueConfig {

@@ -2,40 +2,22 @@
 //! scenarios: GPU shares pack onto one GPU up to 100%, CPU and memory limit a node, a job no node
 //! model accepts fails at arrival, and Weng et al.'s fragmentation matches a hand count.
 
-use sim::engine::{
-    simulate, CommDefaults, Order, Outcome, Policy, SimConfig, SimResult, TopologyMode,
-};
-use sim::network::FromScratch;
+mod common;
+
+use common::{clos, fixed_network, host, record, tier};
+use sim::engine::{simulate, Outcome, SimConfig, SimResult};
 use sim::shares::GPU_MODEL_LABEL;
-use sim::{PodShape, SimTime, TopologyAsk, TraceJob};
-use topology::{
-    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, TierSpec, HOSTNAME_LABEL,
-};
+use sim::{PodShape, TraceJob};
+use topology::Cluster;
 
 /// `nodes` hosts of `gpus` GPUs under one switch, each with 16 CPUs and 64 GiB, GPU model T4.
 fn cluster(nodes: u32, gpus: u32) -> Cluster {
-    let mut c = build_from_spec(&ClusterSpec {
-        name: "shares".into(),
-        node: topology::examples::node(gpus, 1, 1, 100.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes,
-                rail_optimized: false,
-                host_label: HOSTNAME_LABEL.into(),
-                tiers: vec![TierSpec {
-                    label: "rack".to_owned(),
-                    value_prefix: "rack-".to_owned(),
-                    nodes_per_domain: nodes,
-                    latency_us: 1.0,
-                    switches_per_domain: None,
-                    oversubscription: None,
-                    sharp: false,
-                }],
-            }),
-        },
-    })
-    .unwrap();
+    let mut c = clos(
+        "shares",
+        host(gpus, 100.0),
+        nodes,
+        vec![tier("rack", nodes, 1.0)],
+    );
     for n in &mut c.nodes {
         n.allocatable.insert("cpu".to_owned(), 16_000);
         n.allocatable.insert("memory".to_owned(), 64 << 30);
@@ -44,20 +26,11 @@ fn cluster(nodes: u32, gpus: u32) -> Cluster {
     c
 }
 
+/// A job in queue `q` whose pods ask `pod`.
 fn job(name: &str, submit: f64, duration: f64, gpus: u32, pod: PodShape) -> TraceJob {
     TraceJob {
-        name: name.into(),
-        line: 0,
-        submit_s: submit,
-        duration_s: duration,
-        gpus,
-        queue: "q".into(),
-        priority: 0,
-        preemptible: true,
-        topology: TopologyAsk::None,
-        comm: None,
         pod,
-        checkpoint: Default::default(),
+        ..common::job(name, submit, duration, gpus, "q")
     }
 }
 
@@ -69,38 +42,17 @@ fn share(milli: u32, cpu_milli: u64) -> PodShape {
     }
 }
 
+/// A checked best-effort run (10 timeline points), every job at its ideal bandwidth.
 fn run(c: &Cluster, trace: &[TraceJob]) -> SimResult {
     let cfg = SimConfig {
-        policy: Policy {
-            name: "best-effort".into(),
-            order: Order::BestEffortFifo,
-            topology: TopologyMode::None,
-            network_aware: false,
-        },
-        cycle: SimTime(0),
-        horizon: None,
-        comm: CommDefaults::default(),
         timeline_points: 10,
-        check_invariants: true,
-        placement: Default::default(),
-        queues: None,
-        failures: Default::default(),
-        checkpoints: Default::default(),
-        network_round: None,
+        ..common::checked()
     };
-    let mut net = FromScratch::new(|jobs: &[sim::engine::NetJob]| {
-        jobs.iter()
-            .map(|_| sim::engine::NetRate {
-                ideal_busbw: 1.0,
-                achieved_busbw: 1.0,
-            })
-            .collect()
-    });
-    simulate(c, trace, &cfg, &mut net, &mut |_| {}).unwrap()
+    simulate(c, trace, &cfg, &mut fixed_network(1.0, 1.0), &mut |_| {}).unwrap()
 }
 
 fn start(r: &SimResult, name: &str) -> Option<f64> {
-    r.jobs.iter().find(|j| j.name == name).unwrap().start_s
+    record(r, name).start_s
 }
 
 #[test]
@@ -155,7 +107,7 @@ fn a_job_no_node_model_accepts_fails_at_arrival_and_a_known_model_runs() {
         job("too-big", 0.0, 10.0, 1, share(500, 20_000)),
     ];
     let r = run(&c, &trace);
-    let outcome = |n: &str| r.jobs.iter().find(|j| j.name == n).unwrap().outcome;
+    let outcome = |n: &str| record(&r, n).outcome;
     assert_eq!(outcome("v100"), Outcome::Failed);
     assert_eq!(outcome("t4"), Outcome::Completed);
     assert_eq!(outcome("too-big"), Outcome::Failed);

@@ -17,7 +17,7 @@ use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
 use crate::output::OutputFormat;
 use formats::input::read_text;
-use formats::{nccl_tests, placement, state};
+use formats::{nccl_tests, placement};
 use ops::place::{self, PlaceInputs};
 use report::fmt::trim_float;
 use report::table::Table;
@@ -79,21 +79,7 @@ pub struct NcclArgs {
 impl NcclArgs {
     /// The configuration: every bad setting in one line naming `--nccl` (exit 2).
     pub fn config(&self) -> Result<NcclConfig, CliError> {
-        let usage = |m: String| CliError::Usage(format!("--nccl: {m}"));
-        let cfg = fabric::parse_nccl_env(self.nccl.iter().map(String::as_str))
-            .map_err(|e| usage(e.to_string()))?;
-        let Some(qps) = self.qps else { return Ok(cfg) };
-        let named = |s: &String| s.trim_start().starts_with("NCCL_IB_QPS_PER_CONNECTION=");
-        if self.nccl.iter().any(named) && cfg.qps_per_connection != qps {
-            return Err(usage(format!(
-                "NCCL_IB_QPS_PER_CONNECTION={} disagrees with --qps {qps}",
-                cfg.qps_per_connection
-            )));
-        }
-        Ok(NcclConfig {
-            qps_per_connection: qps,
-            ..cfg
-        })
+        ops::nccl_settings::config(&self.nccl, self.qps).map_err(CliError::Usage)
     }
 }
 
@@ -361,7 +347,7 @@ fn price(args: &JobArgs) -> Result<Priced, CliError> {
         .route(&job, &cfg, 0)
         .map_err(|e| CliError::input(&file, e))?;
     let (mut running, mut routed_running) = (Vec::new(), Vec::new());
-    for (name, pods) in running_jobs(args, &cluster, &preempted)? {
+    for (name, pods) in place::running_multi_node_jobs(&args.state, &cluster, &preempted)? {
         let ranks = fabric::ranks_of(&pods);
         let traffic = JobTraffic {
             ranks,
@@ -391,37 +377,6 @@ fn price(args: &JobArgs) -> Result<Priced, CliError> {
         contention,
         running,
     })
-}
-
-/// The running jobs of `--state` that cross the network (GPUs on several hosts, whole GPUs),
-/// minus those the new job preempts: name and `(node, GPUs)` per pod in rank order.
-#[allow(clippy::type_complexity)] // a plain list of pods per job
-fn running_jobs(
-    args: &JobArgs,
-    cluster: &Cluster,
-    preempted: &[String],
-) -> Result<Vec<(String, Vec<(NodeId, Vec<u32>)>)>, CliError> {
-    if args.state.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut files = Vec::new();
-    for p in &args.state {
-        files.push((p.display().to_string(), read_text(p)?));
-    }
-    let occupancy = state::read_all(&files, cluster)?;
-    let mut out = Vec::new();
-    for (name, a) in occupancy.jobs() {
-        let whole = a.pods.iter().all(|p| p.milli == sched::MILLI_PER_GPU);
-        let first = a.pods.first().map(|p| p.node);
-        if preempted.contains(name) || !whole || a.pods.iter().all(|p| Some(p.node) == first) {
-            continue;
-        }
-        out.push((
-            name.clone(),
-            a.pods.iter().map(|p| (p.node, p.gpu_ids.clone())).collect(),
-        ));
-    }
-    Ok(out)
 }
 
 /// The report of `fabric collective`, for callers that want the figures.

@@ -1,6 +1,7 @@
 //! The bad-input corpus (`tests/corpus/cases.txt`): every case exits 1 with exactly one
 //! `error:` line that names the bad file, and never panics. The messages are one snapshot, so a
-//! reviewer reads them all in one place.
+//! reviewer reads them all in one place. Bad flag values (`tests/corpus/flags.txt`) exit 2 with
+//! exactly the one line their case gives.
 
 use std::fmt::Write as _;
 
@@ -92,4 +93,37 @@ fn every_bad_input_gives_one_line_naming_file_and_place() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     insta::assert_snapshot!(all);
+}
+
+#[test]
+fn every_bad_flag_value_gives_its_one_line() {
+    let manifest = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/flags.txt"),
+    )
+    .expect("tests/corpus/flags.txt");
+    let lines: Vec<&str> = manifest
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .collect();
+    assert!(
+        lines.len() % 2 == 0,
+        "flags.txt: a case without its `= ` line"
+    );
+    let mut names = std::collections::BTreeSet::new();
+    let mut failures = Vec::new();
+    for case in lines.chunks(2) {
+        let mut words = case[0].split_whitespace();
+        let name = words.next().expect("a case name");
+        assert!(names.insert(name), "case {name} listed twice");
+        let expected = case[1]
+            .strip_prefix("= ")
+            .unwrap_or_else(|| panic!("{name}: expected `= error: …` after the arguments"));
+        let run = railyard(&words.collect::<Vec<_>>());
+        let got = run.stderr.trim_end();
+        if run.code != 2 || got != expected || !run.stdout.is_empty() {
+            failures.push(format!("{name}: exit {}: {got}", run.code));
+        }
+    }
+    assert!(names.len() >= 20, "flags.txt has {} cases", names.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
