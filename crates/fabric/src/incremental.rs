@@ -50,6 +50,9 @@ pub struct FabricState<'c> {
     /// Per resource, the bound its users put on it (each at its most), summed as they come and
     /// go: decides its class unless too close to call ([`FabricState::update_class`]).
     bound: Vec<f64>,
+    /// Per resource, its users' loads per unit pace summed as they come and go: where it fills
+    /// if all of them run at one pace ([`FabricState::provisional`]).
+    load_sum: Vec<f64>,
     /// Per resource, its class as a byte ([`PRIVATE`], [`SLACK`] or [`CONTENDED`]) (kept small for the reduced-row rebuilds).
     class: Vec<u8>,
     /// IDs of jobs whose component must be re-solved.
@@ -99,6 +102,7 @@ impl<'c> FabricState<'c> {
             free: Vec::new(),
             users: vec![Vec::new(); n_res],
             bound: vec![0.0; n_res],
+            load_sum: vec![0.0; n_res],
             class: vec![PRIVATE; n_res],
             dirty: Vec::new(),
             resource_seen: vec![0; n_res],
@@ -127,7 +131,8 @@ impl<'c> FabricState<'c> {
         let most = levels.iter().copied().fold(f64::INFINITY, f64::min);
         let pace = ideal_pace.unwrap_or(most);
         let ideal_busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
-        let resources: Vec<(u32, f64)> = row.iter().map(|&(e, w)| (e, w * 1.0 * most)).collect();
+        let resources: Vec<(u32, f64, f64)> =
+            row.iter().map(|&(e, w)| (e, w, w * 1.0 * most)).collect();
         let mut by_level: Vec<u32> = (0..row.len() as u32).collect();
         by_level.sort_unstable_by(|&a, &b| {
             levels[a as usize]
@@ -161,8 +166,9 @@ impl<'c> FabricState<'c> {
         });
         self.job_seen[slot as usize] = 0;
         self.slots.insert(id, slot);
-        for (e, load) in resources {
+        for (e, w, load) in resources {
             self.bound[e as usize] += load;
+            self.load_sum[e as usize] += w;
             let users = &mut self.users[e as usize];
             let at = users
                 .binary_search_by_key(&id, |&s| job_of(&self.jobs, s).id)
@@ -198,6 +204,7 @@ impl<'c> FabricState<'c> {
         for &(e, w) in &job.row {
             let ei = e as usize;
             self.bound[ei] -= w * 1.0 * job.most;
+            self.load_sum[ei] -= w;
             self.users[ei].retain(|&u| u != slot);
             if self.class[ei] == CONTENDED {
                 for &u in &self.users[ei] {
@@ -268,6 +275,23 @@ impl<'c> FabricState<'c> {
         Some(self.fabric.job_result(&job.routed, job.busbw_gbps))
     }
 
+    /// A quick estimate of what running job `id` gets, without solving: its pace is the lowest
+    /// level at which a resource of its row fills with all its users at one pace. Max-min
+    /// fairness never gives it less (a job freezes where a resource fills, each user frozen
+    /// before at a lower pace), so the estimate is a lower bound, exact when the job's
+    /// bottleneck fills first. For jobs started between network rounds. `None` if not running.
+    pub fn provisional(&self, id: u64) -> Option<JobResult> {
+        let job = job_of(&self.jobs, *self.slots.get(&id)?);
+        let capacity = self.fabric.capacity();
+        let pace = job
+            .row
+            .iter()
+            .map(|&(e, w)| alone_level(capacity[e as usize], self.load_sum[e as usize].max(w)))
+            .fold(job.most, f64::min);
+        let busbw = if pace.is_finite() { pace } else { 0.0 };
+        Some(self.fabric.job_result(&job.routed, busbw))
+    }
+
     /// Number of running jobs.
     pub fn len(&self) -> usize {
         self.slots.len()
@@ -296,6 +320,7 @@ impl<'c> FabricState<'c> {
         let class = if self.users[ei].len() < 2 {
             if self.users[ei].is_empty() {
                 self.bound[ei] = 0.0; // no drift carried over
+                self.load_sum[ei] = 0.0;
             }
             PRIVATE
         } else {

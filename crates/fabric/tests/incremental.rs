@@ -155,6 +155,17 @@ fn check_churn(cluster: &Cluster, cfg: &RoutingConfig, batches: &[Vec<Step>]) {
                 (r.busbw_gb_s.to_bits(), r.ideal_busbw_gb_s.to_bits())
             })
             .collect();
+        // The quick estimate for jobs started between network rounds never promises more than
+        // max-min gives (a lower bound on every job's solved pace).
+        for &id in running.keys() {
+            let solved = state.result(id).expect("running").busbw_gb_s;
+            let quick = state.provisional(id).expect("running").busbw_gb_s;
+            assert!(
+                quick <= solved * (1.0 + 1e-9),
+                "job {id}: estimate {quick} above the solved {solved}"
+            );
+        }
+        assert_eq!(state.provisional(u64::MAX), None);
         assert_eq!(state.len(), running.len());
         assert_eq!(
             got,

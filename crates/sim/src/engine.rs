@@ -152,8 +152,9 @@ pub struct SimConfig {
     /// Network rounds (`simulate --network-round`): link sharing is re-solved at most once per
     /// this much simulated time, at its multiples, instead of on every change of the running
     /// multi-node set. Between rounds a running job keeps the pace of the last round, a job
-    /// started since runs at its ideal pace, and capacity a job frees is handed out at the next
-    /// round. `None` (or 0): every change, exact. Serialized only when set.
+    /// started since runs at the network's quick estimate ([`Network::provisional`]; its ideal
+    /// pace if the network has none), and capacity a job frees is handed out at the next round.
+    /// `None` (or 0): every change, exact. Serialized only when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network_round: Option<SimTime>,
 }
@@ -220,6 +221,12 @@ pub trait Network {
     /// tell, and every candidate scores its ideal.
     fn probe(&mut self, job: &NetJob) -> Option<fabric::Probe> {
         let _ = job;
+        None
+    }
+    /// A quick estimate of running job `id`'s rate without re-solving the others, for a job
+    /// started between network rounds. `None`: it runs at its ideal rate until the next round.
+    fn provisional(&mut self, id: usize) -> Option<NetRate> {
+        let _ = id;
         None
     }
 }
@@ -1040,6 +1047,7 @@ pub fn simulate(
                     refresh_network(&mut st, &mut events, now, network)
                 }
                 Some(round) => {
+                    pace_new_jobs(&mut st, &mut events, now, network);
                     if st.network_round_at.is_none() {
                         let at = SimTime((now.0 / round.0 + 1) * round.0);
                         st.network_round_at = Some(at);
@@ -2362,25 +2370,59 @@ fn refresh_network(
     }
     let rates = network.rates(&ids);
     for (&i, rate) in ids.iter().zip(rates) {
-        let c = st.comm[i].comm_share;
-        let version = st.next_version;
-        let r = st.running.get_mut(&i).expect("running");
-        advance(r, now);
-        let s = slowdown(c, rate.ideal_busbw, rate.achieved_busbw);
-        if (s - r.slowdown).abs() > 1e-12 {
-            r.slowdown = s;
-            r.version = version;
-            st.next_version += 1;
-            if s.is_finite() {
-                let at = now.plus_secs(r.remaining_s * s);
-                events.push(
-                    at,
-                    Event::Completion {
-                        job: i,
-                        version: r.version,
-                    },
-                );
-            }
+        set_pace(st, events, now, i, rate);
+    }
+}
+
+/// Between network rounds: tell the network of the jobs started and ended since it was last
+/// told, and pace each job started since by its quick estimate ([`Network::provisional`]); the
+/// others keep their pace until the round.
+fn pace_new_jobs(
+    st: &mut State<'_>,
+    events: &mut EventQueue<Event>,
+    now: SimTime,
+    network: &mut dyn Network,
+) {
+    let current = sync_network(st, network);
+    let started: Vec<usize> = current
+        .iter()
+        .filter(|&(i, run)| st.net_running.get(i) != Some(run))
+        .map(|(&i, _)| i)
+        .collect();
+    st.net_running = current;
+    for i in started {
+        if let Some(rate) = network.provisional(i) {
+            set_pace(st, events, now, i, rate);
+        }
+    }
+}
+
+/// Running job `i` gets `rate` from now on: its completion moves if its slowdown changes.
+fn set_pace(
+    st: &mut State<'_>,
+    events: &mut EventQueue<Event>,
+    now: SimTime,
+    i: usize,
+    rate: NetRate,
+) {
+    let c = st.comm[i].comm_share;
+    let version = st.next_version;
+    let r = st.running.get_mut(&i).expect("running");
+    advance(r, now);
+    let s = slowdown(c, rate.ideal_busbw, rate.achieved_busbw);
+    if (s - r.slowdown).abs() > 1e-12 {
+        r.slowdown = s;
+        r.version = version;
+        st.next_version += 1;
+        if s.is_finite() {
+            let at = now.plus_secs(r.remaining_s * s);
+            events.push(
+                at,
+                Event::Completion {
+                    job: i,
+                    version: r.version,
+                },
+            );
         }
     }
 }

@@ -48,6 +48,13 @@ impl Network for FabricNetwork<'_> {
         fabric::probe(&mut self.state, job.id as u64, &traffic(job), &running).ok()
     }
 
+    fn provisional(&mut self, id: usize) -> Option<NetRate> {
+        self.state.provisional(id as u64).map(|r| NetRate {
+            ideal_busbw: r.ideal_busbw_gb_s,
+            achieved_busbw: r.busbw_gb_s,
+        })
+    }
+
     fn rates(&mut self, ids: &[usize]) -> Vec<NetRate> {
         self.state.solve();
         ids.iter()
