@@ -5,6 +5,7 @@
 #
 # Usage: scripts/growth-bench.sh [OUT.tsv] — sizes, clusters and seed from the environment:
 #   SIZES="1000 3000 10000" CLUSTERS="oci-h100-16k oci-h100-131k" SEED=1 NETWORK="on off"
+#   ROUND=60 (simulate --network-round-s; default 0: link sharing re-solved on every change)
 # Needs GNU time (/usr/bin/time -v). Builds in release first. Runs under `nice -n 5`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,13 +14,14 @@ SIZES=${SIZES:-"1000 3000 10000"}
 CLUSTERS=${CLUSTERS:-"oci-h100-16k oci-h100-131k"}
 SEED=${SEED:-1}
 NETWORK=${NETWORK:-"on off"}
+ROUND=${ROUND:-0}
 cargo build --release -q -p railyard
 cargo build --release -q -p sim --example synthetic_trace
 BIN=target/release/railyard
 GEN=target/release/examples/synthetic_trace
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-printf 'cluster\tjobs\tnetwork\twall_s\tcpu_s\tpeak_rss_mib\tavg_network_slowdown\n' | tee "$OUT"
+printf 'cluster\tjobs\tnetwork\tround_s\twall_s\tcpu_s\tpeak_rss_mib\tavg_network_slowdown\n' | tee "$OUT"
 for cluster in $CLUSTERS; do
   gpus=$("$BIN" -q topo show --cluster "preset:$cluster" --output json |
     sed -n 's/.*"gpus": *\([0-9]*\).*/\1/p' | head -1)
@@ -27,14 +29,14 @@ for cluster in $CLUSTERS; do
     for net in $NETWORK; do
       "$GEN" "$jobs" "$SEED" "$gpus" "$net" > "$TMP/trace.csv"
       /usr/bin/time -v -o "$TMP/time" nice -n 5 "$BIN" -q simulate --cluster "preset:$cluster" \
-        --trace "$TMP/trace.csv" --output json > "$TMP/out.json"
+        --trace "$TMP/trace.csv" --network-round-s "$ROUND" --output json > "$TMP/out.json"
       wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$TMP/time" |
         awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
       user=$(sed -n 's/.*User time (seconds): //p' "$TMP/time")
       sys=$(sed -n 's/.*System time (seconds): //p' "$TMP/time")
       rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$TMP/time")
       slow=$(sed -n 's/.*"avg_network_slowdown": *\([0-9.e+-]*\).*/\1/p' "$TMP/out.json" | head -1)
-      printf '%s\t%s\t%s\t%s\t%.2f\t%.1f\t%s\n' "$cluster" "$jobs" "$net" "$wall" \
+      printf '%s\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%s\n' "$cluster" "$jobs" "$net" "$ROUND" "$wall" \
         "$(echo "$user + $sys" | bc)" "$(echo "$rss / 1024" | bc -l)" "$slow" | tee -a "$OUT"
     done
   done
