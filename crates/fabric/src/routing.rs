@@ -120,6 +120,9 @@ pub(crate) struct Router {
     /// plan is a function of its two leaves, so a hit returns what computing it would.
     plans: Vec<Option<(u32, u32, Arc<Plan>)>>,
     scratch: Vec<(u32, f64)>,
+    /// Scratch for [`Router::spray`]'s next hops up (links) and down (links and switches).
+    up_hops: Vec<LinkId>,
+    down_hops: Vec<(LinkId, u32)>,
 }
 
 /// Slots of [`Router`]'s plan cache (bounded memory whatever the fabric's size).
@@ -135,6 +138,8 @@ impl Router {
             ancestors: vec![None; cluster.switches.len()],
             plans: vec![None; PLAN_CACHE_SLOTS],
             scratch: Vec::new(),
+            up_hops: Vec::new(),
+            down_hops: Vec::new(),
         }
     }
 
@@ -294,18 +299,21 @@ impl Router {
         out.push((ports.resource(src_nic, src_port, true), 1.0));
         let mut layer: Vec<(u32, f64)> = vec![(cluster.link(src_nic).upper.0, 1.0)];
         let next = &mut self.scratch;
+        let cands = &mut self.up_hops;
         for t in 0..plan.top {
             next.clear();
             for &(x, p) in &layer {
-                let cands: Vec<LinkId> = cluster
-                    .up_links(SwitchId(x))
-                    .iter()
-                    .copied()
-                    .filter(|&l| contains(&plan.up[t + 1], cluster.link(l).upper.0))
-                    .collect();
+                cands.clear();
+                cands.extend(
+                    cluster
+                        .up_links(SwitchId(x))
+                        .iter()
+                        .copied()
+                        .filter(|&l| contains(&plan.up[t + 1], cluster.link(l).upper.0)),
+                );
                 let total: u32 = cands.iter().map(|&l| cluster.link(l).ports.max(1)).sum();
                 let per_port = p / f64::from(total.max(1));
-                for l in cands {
+                for &l in cands.iter() {
                     let n = cluster.link(l).ports.max(1);
                     for q in 0..n {
                         out.push((ports.resource(l, q, true), per_port));
@@ -316,23 +324,23 @@ impl Router {
             merge(next);
             std::mem::swap(&mut layer, next);
         }
+        let cands = &mut self.down_hops;
         for t in (1..=plan.top).rev() {
             next.clear();
             for &(x, p) in &layer {
-                let cands: Vec<(LinkId, u32)> = cluster
-                    .down_links(SwitchId(x))
-                    .iter()
-                    .filter_map(|&l| match cluster.link(l).lower {
+                cands.clear();
+                cands.extend(cluster.down_links(SwitchId(x)).iter().filter_map(|&l| {
+                    match cluster.link(l).lower {
                         Endpoint::Switch(s) if contains(&plan.down[t - 1], s.0) => Some((l, s.0)),
                         _ => None,
-                    })
-                    .collect();
+                    }
+                }));
                 let total: u32 = cands
                     .iter()
                     .map(|&(l, _)| cluster.link(l).ports.max(1))
                     .sum();
                 let per_port = p / f64::from(total.max(1));
-                for (l, s) in cands {
+                for &(l, s) in cands.iter() {
                     let n = cluster.link(l).ports.max(1);
                     for q in 0..n {
                         out.push((ports.resource(l, q, false), per_port));
