@@ -94,6 +94,16 @@ fn parse_tiresias(order: &str) -> Result<Tiresias, String> {
     if !thresholds.is_empty() {
         let mut list: Vec<u64> = Vec::new();
         for v in thresholds {
+            if v.starts_with("promote=") {
+                return Err(format!(
+                    "tiresias `{v}` must be the last option (after the thresholds), given once"
+                ));
+            }
+            if let Some((name, _)) = v.split_once('=') {
+                return Err(format!(
+                    "unknown tiresias option `{name}`; expected queue thresholds, then promote=N"
+                ));
+            }
             let x = v.trim().parse::<u64>().ok().filter(|&x| x > 0).ok_or_else(|| {
                 format!("tiresias threshold `{v}` is not a whole number of GPU-seconds above 0; expected e.g. tiresias:3600:36000[:promote=8]")
             })?;
@@ -159,19 +169,13 @@ mod tests {
                 "`0` is not a whole number of GPU-seconds above 0",
             ),
             ("tiresias:10:5", "strictly ascending; `5` follows `10`"),
+            ("tiresias:100:knob=2", "unknown tiresias option `knob`"),
+            ("tiresias:promote=1:100", "`promote=1` must be the last option"),
             ("tiresias:10,20", "`10,20` is not a whole number"),
             ("tiresias:1e3", "`1e3` is not a whole number"),
             (
                 "tiresias:100:promote=-1",
                 "promote=`-1` is not a whole number",
-            ),
-            (
-                "tiresias:100:knob=2",
-                "threshold `knob=2` is not a whole number",
-            ),
-            (
-                "tiresias:promote=1:100",
-                "threshold `promote=1` is not a whole number",
             ),
             ("tiresia", "unknown order `tiresia`"),
         ] {
