@@ -18,7 +18,7 @@
 
 use serde_json::{json, Value};
 use sim::shares::GPU_MODEL_LABEL;
-use sim::{PodShape, TopologyAsk, TraceJob};
+use sim::{PodShape, TraceJob};
 
 use crate::error::{excerpt, FormatError};
 use crate::trace_model::{Trace, TraceFormat, MAX_DURATION_S, MAX_ROWS};
@@ -166,23 +166,16 @@ pub fn parse_pods(file: &str, text: &str, skip_bad_rows: bool) -> Result<Trace, 
             }
             Ok(Some((
                 TraceJob {
-                    name: name.to_owned(),
                     line,
                     submit_s: created,
-                    duration_s: deleted - scheduled,
-                    gpus: num_gpu,
                     queue: qos.to_owned(),
-                    priority: 0,
-                    preemptible: true,
-                    topology: TopologyAsk::None,
-                    comm: None,
-                    checkpoint: Default::default(),
                     pod: PodShape {
                         gpu_milli: share,
                         cpu_milli,
                         memory_mib,
                         gpu_models,
                     },
+                    ..TraceJob::new(name, num_gpu, deleted - scheduled)
                 },
                 scheduled - created,
             )))

@@ -94,18 +94,12 @@ fn finished_job(
     ran: &Ran,
 ) -> TraceJob {
     TraceJob {
-        name,
         line,
         submit_s: ran.submit,
-        duration_s: ran.end - ran.start,
-        gpus,
         queue,
         priority,
-        preemptible: true,
         topology,
-        comm: None,
-        checkpoint: Default::default(),
-        pod: Default::default(),
+        ..TraceJob::new(name, gpus, ran.end - ran.start)
     }
 }
 

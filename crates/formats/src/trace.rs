@@ -654,18 +654,10 @@ impl Table {
                 self.names[start..start + r.name_len as usize].to_owned()
             };
             let mut job = TraceJob {
-                name,
                 line: r.line,
                 submit_s: r.submit_s,
-                duration_s: r.duration_s,
-                gpus: r.gpus,
                 queue: self.queues[r.queue as usize].clone(),
-                priority: 0,
-                preemptible: true,
-                topology: TopologyAsk::None,
-                comm: None,
-                checkpoint: Default::default(),
-                pod: Default::default(),
+                ..TraceJob::new(name, r.gpus, r.duration_s)
             };
             if self.format == TraceFormat::Native {
                 if let Some(x) = extras.next() {

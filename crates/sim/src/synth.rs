@@ -11,7 +11,7 @@ use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
 use crate::runtime::CommProfile;
-use crate::trace::{TopologyAsk, TraceJob};
+use crate::trace::TraceJob;
 
 /// A quantile table: (cumulative probability, value), probabilities rising from 0 to 1, values
 /// positive and non-decreasing.
@@ -250,19 +250,16 @@ pub fn synth_trace(spec: &SynthSpec) -> Vec<TraceJob> {
             let gpus = gpus_at(class.gpus, rng.random::<f64>());
             let duration = quantile(class.duration_s, rng.random::<f64>());
             TraceJob {
-                name: format!("{}-{i}", class.name),
                 line: i as u64 + 2,
                 // Whole milliseconds, as the simulator's clock keeps them and a CSV round-trips.
                 submit_s: (t * 1000.0).round() / 1000.0,
-                duration_s: (duration * 1000.0).round().max(1.0) / 1000.0,
-                gpus,
-                queue: "default".to_owned(),
-                priority: 0,
                 preemptible: false,
-                topology: TopologyAsk::None,
                 comm: Some(class.comm),
-                checkpoint: Default::default(),
-                pod: Default::default(),
+                ..TraceJob::new(
+                    format!("{}-{i}", class.name),
+                    gpus,
+                    (duration * 1000.0).round().max(1.0) / 1000.0,
+                )
             }
         })
         .collect()

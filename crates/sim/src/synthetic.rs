@@ -8,7 +8,7 @@
 //! randomness comes from the seed (SplitMix64); the same arguments give the same trace.
 
 use crate::runtime::CommProfile;
-use crate::trace::{TopologyAsk, TraceJob};
+use crate::trace::TraceJob;
 
 /// Median job duration, seconds.
 pub const MEDIAN_DURATION_S: f64 = 1800.0;
@@ -51,19 +51,16 @@ pub fn synthetic_trace(spec: &SyntheticSpec) -> Vec<TraceJob> {
             let gpus = 1u32 << (rng.next() % u64::from(sizes));
             let duration = (MEDIAN_DURATION_S.ln() + DURATION_SIGMA * rng.normal()).exp();
             TraceJob {
-                name: format!("j{i}"),
                 line: i as u64 + 2,
                 // Whole milliseconds, as the simulator's clock keeps them and a CSV round-trips.
                 submit_s: (t * 1000.0).round() / 1000.0,
-                duration_s: (duration * 1000.0).round().max(1.0) / 1000.0,
-                gpus,
-                queue: "default".to_owned(),
-                priority: 0,
                 preemptible: false,
-                topology: TopologyAsk::None,
                 comm: spec.comm,
-                checkpoint: Default::default(),
-                pod: Default::default(),
+                ..TraceJob::new(
+                    format!("j{i}"),
+                    gpus,
+                    (duration * 1000.0).round().max(1.0) / 1000.0,
+                )
             }
         })
         .collect()
