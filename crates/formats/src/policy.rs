@@ -170,7 +170,10 @@ mod tests {
             ),
             ("tiresias:10:5", "strictly ascending; `5` follows `10`"),
             ("tiresias:100:knob=2", "unknown tiresias option `knob`"),
-            ("tiresias:promote=1:100", "`promote=1` must be the last option"),
+            (
+                "tiresias:promote=1:100",
+                "`promote=1` must be the last option",
+            ),
             ("tiresias:10,20", "`10,20` is not a whole number"),
             ("tiresias:1e3", "`1e3` is not a whole number"),
             (

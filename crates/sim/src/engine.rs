@@ -647,6 +647,9 @@ struct State<'a> {
     network_round_now: bool,
     /// The jobs the network model was last told are running, with their run number.
     net_running: BTreeMap<usize, u64>,
+    /// Between network rounds: jobs the network was told started and that no solve or estimate
+    /// has paced yet.
+    net_unpaced: Vec<usize>,
     lost_gpu_seconds: f64,
     preemptions: u64,
     /// Jobs that have ended (completed or failed), counted as they end.
@@ -880,6 +883,7 @@ pub fn simulate(
         network_round_at: None,
         network_round_now: false,
         net_running: BTreeMap::new(),
+        net_unpaced: Vec::new(),
         lost_gpu_seconds: 0.0,
         preemptions: 0,
         ended: 0,
@@ -2288,7 +2292,9 @@ fn place_network_aware(
     i: usize,
     network: &mut dyn Network,
 ) -> Option<sched::Placement> {
-    st.net_running = sync_network(st, network);
+    let (current, started) = sync_network(st, network);
+    st.net_running = current;
+    st.net_unpaced.extend(started);
     let st: &State<'_> = st;
     let gpus = f64::from(st.records[i].gpus);
     let comm_share = st.comm[i].comm_share;
@@ -2328,8 +2334,8 @@ fn place_network_aware(
 }
 
 /// Tell the network which multi-node jobs started and ended since it was last told; returns
-/// the set it now knows (to store in `State::net_running`).
-fn sync_network(st: &State<'_>, network: &mut dyn Network) -> BTreeMap<usize, u64> {
+/// the set it now knows (to store in `State::net_running`) and the jobs it was told started.
+fn sync_network(st: &State<'_>, network: &mut dyn Network) -> (BTreeMap<usize, u64>, Vec<usize>) {
     let current: BTreeMap<usize, u64> = st
         .running
         .iter()
@@ -2341,6 +2347,7 @@ fn sync_network(st: &State<'_>, network: &mut dyn Network) -> BTreeMap<usize, u6
             network.end(i);
         }
     }
+    let mut started = Vec::new();
     for (&i, &run) in &current {
         if st.net_running.get(&i) != Some(&run) {
             network.start(&NetJob {
@@ -2350,9 +2357,10 @@ fn sync_network(st: &State<'_>, network: &mut dyn Network) -> BTreeMap<usize, u6
                 gpus_per_node: st.records[i].gpus / st.records[i].nodes.max(1),
                 bytes: st.comm[i].bytes_per_step,
             });
+            started.push(i);
         }
     }
-    current
+    (current, started)
 }
 
 fn refresh_network(
@@ -2362,9 +2370,10 @@ fn refresh_network(
     network: &mut dyn Network,
 ) {
     st.network_dirty = false;
-    let current = sync_network(st, network);
+    let (current, _) = sync_network(st, network);
     let ids: Vec<usize> = current.keys().copied().collect();
     st.net_running = current;
+    st.net_unpaced.clear();
     if ids.is_empty() {
         return;
     }
@@ -2375,22 +2384,26 @@ fn refresh_network(
 }
 
 /// Between network rounds: tell the network of the jobs started and ended since it was last
-/// told, and pace each job started since by its quick estimate ([`Network::provisional`]); the
-/// others keep their pace until the round.
+/// told, and pace each job started since the last pacing (here or by a `+network` placement's
+/// sync) by its quick estimate ([`Network::provisional`]); the others keep their pace until the
+/// round.
 fn pace_new_jobs(
     st: &mut State<'_>,
     events: &mut EventQueue<Event>,
     now: SimTime,
     network: &mut dyn Network,
 ) {
-    let current = sync_network(st, network);
-    let started: Vec<usize> = current
-        .iter()
-        .filter(|&(i, run)| st.net_running.get(i) != Some(run))
-        .map(|(&i, _)| i)
-        .collect();
+    let (current, started) = sync_network(st, network);
     st.net_running = current;
-    for i in started {
+    st.net_unpaced.extend(started);
+    let mut unpaced = std::mem::take(&mut st.net_unpaced);
+    unpaced.sort_unstable();
+    unpaced.dedup();
+    for i in unpaced {
+        // A job that ended (or stopped) since is no longer the network's to pace.
+        if !st.net_running.contains_key(&i) {
+            continue;
+        }
         if let Some(rate) = network.provisional(i) {
             set_pace(st, events, now, i, rate);
         }

@@ -3,8 +3,10 @@
 
 mod common;
 
+use std::collections::BTreeSet;
+
 use common::{checked, job, racks, record};
-use sim::engine::{simulate, NetJob, NetRate, SimConfig, SimResult};
+use sim::engine::{simulate, NetJob, NetRate, Network, SimConfig, SimResult};
 use sim::network::FromScratch;
 use sim::{CommProfile, SimTime};
 
@@ -66,4 +68,68 @@ fn rounds_re_pace_only_at_multiples_of_the_round() {
     let r = two_jobs(Some(SimTime::from_secs_f64(100.0)));
     assert_eq!((end(&r, "a"), end(&r, "b")), (1450.0, 1495.0));
     assert_eq!(r.summary.makespan_s, 1495.0);
+}
+
+/// Every job gets half its ideal bandwidth, and says so when asked for a quick estimate.
+#[derive(Default)]
+struct Halved {
+    running: BTreeSet<usize>,
+}
+
+impl Network for Halved {
+    fn start(&mut self, job: &NetJob) {
+        self.running.insert(job.id);
+    }
+
+    fn end(&mut self, id: usize) {
+        self.running.remove(&id);
+    }
+
+    fn rates(&mut self, ids: &[usize]) -> Vec<NetRate> {
+        ids.iter().map(|_| half()).collect()
+    }
+
+    fn provisional(&mut self, id: usize) -> Option<NetRate> {
+        self.running.contains(&id).then(half)
+    }
+}
+
+fn half() -> NetRate {
+    NetRate {
+        ideal_busbw: 100.0,
+        achieved_busbw: 50.0,
+    }
+}
+
+#[test]
+fn a_job_started_between_rounds_runs_at_the_estimate_under_every_policy() {
+    // Two 2-node jobs started in one pass, half communication, at half bandwidth:
+    // 0.5 + 0.5 · 2 = 1.5, so 1,500 s each, though the first round (10,000 s) comes after they
+    // end. Placing b, a `+network` policy first tells the network that a started; a must be
+    // paced all the same.
+    let c = racks(4, 2);
+    let trace: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|name| {
+            let mut j = job(name, 0.0, 1000.0, 16, "q");
+            j.comm = Some(CommProfile {
+                comm_share: 0.5,
+                bytes_per_step: 1e9,
+            });
+            j
+        })
+        .collect();
+    for network_aware in [false, true] {
+        let mut cfg = SimConfig {
+            network_round: Some(SimTime::from_secs_f64(10_000.0)),
+            ..checked()
+        };
+        cfg.policy.network_aware = network_aware;
+        let r = simulate(&c, &trace, &cfg, &mut Halved::default(), &mut |_| {}).unwrap();
+        assert_eq!(
+            (end(&r, "a"), end(&r, "b")),
+            (1500.0, 1500.0),
+            "network-aware: {network_aware}"
+        );
+    }
 }
