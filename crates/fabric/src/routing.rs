@@ -12,7 +12,7 @@
 //! reach the destination are candidates; on a rail-optimized fabric this keeps a rail's traffic
 //! on its rail plane.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use topology::{Cluster, Endpoint, LinkId, SwitchId};
 
 use crate::error::FabricError;
@@ -110,6 +110,9 @@ pub(crate) struct Plan {
     up: Vec<Vec<u32>>,
     /// `down[t]`: switches at tier t the descent may use (sorted); `down[0] = [dst leaf]`.
     down: Vec<Vec<u32>>,
+    /// The switch-to-switch part of [`Router::spray`]'s path, made on first use: the same for
+    /// every flow between the two leaves.
+    sprayed: OnceLock<Vec<(u32, f64)>>,
 }
 
 /// Path finding with a cache of each leaf's ancestors per tier.
@@ -126,7 +129,7 @@ pub(crate) struct Router {
 }
 
 /// Slots of [`Router`]'s plan cache (bounded memory whatever the fabric's size).
-const PLAN_CACHE_SLOTS: usize = 4096;
+const PLAN_CACHE_SLOTS: usize = 1024;
 
 fn contains(sorted: &[u32], x: u32) -> bool {
     sorted.binary_search(&x).is_ok()
@@ -216,7 +219,12 @@ impl Router {
         };
         let up = reach(a);
         let down = reach(b);
-        Some(Plan { top, up, down })
+        Some(Plan {
+            top,
+            up,
+            down,
+            sprayed: OnceLock::new(),
+        })
     }
 
     /// Route one flow between two NIC ports with ECMP over every port of every shortest next
@@ -297,7 +305,23 @@ impl Router {
         out: &mut Vec<(u32, f64)>,
     ) {
         out.push((ports.resource(src_nic, src_port, true), 1.0));
-        let mut layer: Vec<(u32, f64)> = vec![(cluster.link(src_nic).upper.0, 1.0)];
+        let middle = plan
+            .sprayed
+            .get_or_init(|| self.spray_between_leaves(cluster, ports, plan));
+        out.extend_from_slice(middle);
+        out.push((ports.resource(dst_nic, dst_port, false), 1.0));
+    }
+
+    /// [`Router::spray`]'s path between the two leaves of `plan`: up every shortest next hop
+    /// and down again, the flow split evenly over the ports at each switch.
+    fn spray_between_leaves(
+        &mut self,
+        cluster: &Cluster,
+        ports: &PortIndex,
+        plan: &Plan,
+    ) -> Vec<(u32, f64)> {
+        let mut out = Vec::new();
+        let mut layer: Vec<(u32, f64)> = vec![(plan.up[0][0], 1.0)];
         let next = &mut self.scratch;
         let cands = &mut self.up_hops;
         for t in 0..plan.top {
@@ -352,10 +376,10 @@ impl Router {
             std::mem::swap(&mut layer, next);
         }
         debug_assert!(
-            layer.len() == 1 && layer[0].0 == cluster.link(dst_nic).upper.0,
+            layer.len() == 1 && layer[0].0 == plan.down[0][0],
             "the descent ends at the leaf"
         );
-        out.push((ports.resource(dst_nic, dst_port, false), 1.0));
+        out
     }
 }
 
