@@ -2,11 +2,13 @@
 //! completions and preemptions are events ordered by `(time, seq)`; the scheduler (`sched`)
 //! decides placements and victims, a network model decides each multi-node job's bandwidth.
 //!
-//! Design note (2026-11-29). Who decides what:
+//! Design note (2026-12-01). Who decides what:
 //! - [`simulate`] owns the event queue, the occupancy, the pending list and the running jobs.
 //! - A scheduling pass runs at the next multiple of `cycle` after any arrival or completion
 //!   (same-time events are all applied first). The pass orders pending jobs by the policy and
-//!   asks `sched::place` (or `sched::place_with_preemption` under fair share) for each. Under a
+//!   asks `sched::place` (or `sched::place_with_preemption` under fair share) for each, at most
+//!   once per placement class between two changes of state (`PlaceMemo`; a pass in which
+//!   only placement can start a job ends once no pending class can). Under a
 //!   `+network` policy ([`Policy::network_aware`]) it first tells the network model the jobs
 //!   started and ended so far and asks `sched::place_network_aware`, scoring each multi-node
 //!   candidate by [`Network::probe`] against every running multi-node job.
@@ -657,7 +659,8 @@ struct State<'a> {
     queue_tree: QueueTree,
     /// Each job's queue, by index in `queue_tree`.
     queue_of: Vec<usize>,
-    /// Each job's ask: GPUs, CPU millicores, memory MiB.
+    /// Each job's ask: GPUs (what it holds while running: a share for a fractional job), CPU
+    /// millicores, memory MiB.
     requests: Vec<Resources>,
     /// Per queue (index in `queue_tree`), what its running jobs hold, and its non-preemptible
     /// running jobs.
@@ -691,18 +694,8 @@ struct State<'a> {
     /// Next completion-event version; unique over the whole run so a restarted job never
     /// matches a completion scheduled for an earlier run.
     next_version: u64,
-    /// Per job, GPU-seconds run in earlier (preempted) runs: Tiresias' attained service.
-    attained_gpu_s: Vec<f64>,
-    /// Per job, the length of its last preempted run and when it was preempted (Tiresias'
-    /// starvation guard).
-    last_run_s: Vec<f64>,
-    preempted_at: Vec<SimTime>,
-    /// Per job, promoted by the starvation guard since it was last preempted: it does not
-    /// stop others (with preempted work lost, promoted jobs stopping each other never end).
-    promoted: Vec<bool>,
-    /// Per job, bumped at every start and preemption: a [`Event::Wake`] with an older stamp is
-    /// stale.
-    wake_stamp: Vec<u64>,
+    /// Per job, what Tiresias keeps (empty under every other order).
+    tiresias: Vec<TiresiasJob>,
     /// Wake-ups asked for since the last event, `(time, job, stamp)`; the loop queues them.
     timers: Vec<(SimTime, usize, u64)>,
     /// Per job: checkpoint interval and restart cost (ideal s), progress at its last
@@ -731,8 +724,6 @@ struct State<'a> {
     size_group: Vec<u32>,
     /// Jobs that went back to the pending list during the current pass (it does not try them).
     requeued: Vec<usize>,
-    /// GPUs each job holds while running (a share for a fractional job).
-    held: Vec<f64>,
     /// The placement options and, as `node_free`, the free CPU, memory and pods per node, kept
     /// in step with the running pods (empty when no job asks CPU or memory: nodes are then
     /// limited by GPUs alone); `pod_sets` is empty between placements.
@@ -740,6 +731,22 @@ struct State<'a> {
     /// Weng et al.'s fragmentation: the workload, each node's `F_n(M)` (GPUs), their sum and
     /// its time integral.
     weng: Weng,
+}
+
+/// What Tiresias keeps of one job.
+#[derive(Clone, Copy, Default)]
+struct TiresiasJob {
+    /// GPU-seconds run in earlier (preempted) runs: its attained service.
+    attained_gpu_s: f64,
+    /// The length of its last preempted run and when it was preempted (the starvation guard).
+    last_run_s: f64,
+    preempted_at: SimTime,
+    /// Promoted by the starvation guard since it was last preempted: it does not stop others
+    /// (with preempted work lost, promoted jobs stopping each other never end).
+    promoted: bool,
+    /// Bumped at every start, end and preemption: a [`Event::Wake`] with an older stamp is
+    /// stale.
+    wake_stamp: u64,
 }
 
 /// Weng et al.'s fragmentation kept per node ([`crate::fragmentation`]).
@@ -882,8 +889,7 @@ pub fn simulate(
     } else {
         sched::NodeFree::default()
     };
-    let held: Vec<f64> = requests.iter().map(|r| r.gpu).collect();
-    let size_key = |i: usize| (records[i].gpus, held[i].to_bits());
+    let size_key = |i: usize| (records[i].gpus, requests[i].gpu.to_bits());
     let size_keys: Vec<(u32, u64)> = (0..trace.len())
         .map(size_key)
         .collect::<BTreeSet<_>>()
@@ -955,11 +961,11 @@ pub fn simulate(
             HashMap::default()
         },
         next_version: 0,
-        attained_gpu_s: vec![0.0; trace.len()],
-        last_run_s: vec![0.0; trace.len()],
-        preempted_at: vec![SimTime::ZERO; trace.len()],
-        promoted: vec![false; trace.len()],
-        wake_stamp: vec![0; trace.len()],
+        tiresias: if matches!(config.policy.order, Order::Tiresias(_)) {
+            vec![TiresiasJob::default(); trace.len()]
+        } else {
+            Vec::new()
+        },
         timers: Vec::new(),
         saved_s: vec![0.0; trace.len()],
         last_stop: vec![None; trace.len()],
@@ -979,7 +985,6 @@ pub fn simulate(
         pending_by_size: vec![BTreeSet::new(); size_keys.len()],
         size_group,
         requeued: Vec::new(),
-        held,
         input: sched::PlaceInput {
             options: config.placement,
             node_free: empty_room.clone(),
@@ -1025,7 +1030,7 @@ pub fn simulate(
         }
         // A stale wake-up (its job started, stopped or ended since) is not an event at all.
         if let Event::Wake { job, stamp } = ev.event {
-            if st.wake_stamp[job] != stamp {
+            if st.tiresias.get(job).is_none_or(|t| t.wake_stamp != stamp) {
                 continue;
             }
         }
@@ -1252,7 +1257,7 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
                 "in both the pending list and the running set".to_owned(),
             ));
         }
-        busy += st.held[i];
+        busy += st.requests[i].gpu;
         check_failures_of(st, i, r)?;
         shares::check_pods(&st.cluster, alloc, &st.trace[i].pod, &mut used)
             .map_err(|(invariant, detail)| violation(name, invariant, detail))?;
@@ -1368,7 +1373,7 @@ fn check_lost_work(st: &State<'_>) -> Result<(), sched::Violation> {
         if r.outcome != Outcome::Completed {
             continue;
         }
-        let gpus = st.held[i];
+        let gpus = st.requests[i].gpu;
         let useful = r.gpu_seconds - r.lost_gpu_seconds_preemption - r.lost_gpu_seconds_failure;
         let ideal = gpus * st.durations[i];
         let stops = f64::from(r.preemptions + r.failures);
@@ -1773,7 +1778,7 @@ fn start(
         rec.start_s = Some(now.as_secs_f64());
     }
     rec.highest_tier = placement.highest_tier;
-    let gpus = st.held[i];
+    let gpus = st.requests[i].gpu;
     let multi = nodes.len() > 1;
     hold_room(st, i, &nodes, true);
     refresh_weng(st, &nodes, now);
@@ -1828,12 +1833,14 @@ fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
     let mut r = st.running.remove(&i).expect("finishing a running job");
     st.occupancy.release(&st.jobs[i].name);
     st.changes += 1;
-    st.wake_stamp[i] += 1;
+    if let Some(t) = st.tiresias.get_mut(i) {
+        t.wake_stamp += 1;
+    }
     advance(&mut r, now);
     lose_restart(st, i, &r, now);
     hold_room(st, i, &r.nodes, false);
     refresh_weng(st, &r.nodes, now);
-    let held = st.held[i];
+    let held = st.requests[i].gpu;
     let rec = &mut st.records[i];
     let run = now.secs_since(r.start);
     rec.gpu_seconds += held * run;
@@ -1892,7 +1899,7 @@ fn lose(st: &mut State<'_>, i: usize, cause: StopCause, gpu_seconds: f64) {
 fn lose_restart(st: &mut State<'_>, i: usize, r: &Running, now: SimTime) {
     if let Some(cause) = st.last_stop[i] {
         let restart = r.restart_end.unwrap_or(now).min(now).secs_since(r.start);
-        lose(st, i, cause, st.held[i] * restart);
+        lose(st, i, cause, st.requests[i].gpu * restart);
     }
 }
 
@@ -1906,7 +1913,7 @@ fn stop(st: &mut State<'_>, i: usize, now: SimTime, cause: StopCause) {
     refresh_weng(st, &r.nodes, now);
     advance(&mut r, now);
     lose_restart(st, i, &r, now);
-    let gpus = st.held[i];
+    let gpus = st.requests[i].gpu;
     let kept_until = r.checkpoint_at.or(r.restart_end).unwrap_or(now).min(now);
     lose(st, i, cause, gpus * now.secs_since(kept_until));
     st.saved_s[i] = r.checkpoint_s;
@@ -1983,7 +1990,7 @@ fn pass(
             break;
         };
         let free = st.total_gpus - st.busy_gpus;
-        let want = st.held[i];
+        let want = st.requests[i].gpu;
         let enough_gpus = want <= free + 1e-9;
         if !enough_gpus {
             st.memo.note(st.class[i] as usize, st.changes, true);
@@ -2013,7 +2020,8 @@ fn pass(
             victims_known = None;
             continue;
         }
-        if by_level && admitted && !st.promoted[i] && level_attempts < 4 {
+        let promoted = st.tiresias.get(i).is_some_and(|t| t.promoted);
+        if by_level && admitted && !promoted && level_attempts < 4 {
             let known = victims_known.get_or_insert_with(|| victims_by_level(st, now));
             if let Some((victims, placement)) =
                 room_by_level(st, i, now, known, &mut level_attempts)
@@ -2168,7 +2176,7 @@ fn level(st: &State<'_>, i: usize, now: SimTime) -> u64 {
             let running = st.running.get(&i).map_or(0.0, |r| {
                 f64::from(st.records[i].gpus) * now.secs_since(r.start)
             });
-            policies::tiresias_queue(st.attained_gpu_s[i] + running, &t.thresholds_gpu_s)
+            policies::tiresias_queue(st.tiresias[i].attained_gpu_s + running, &t.thresholds_gpu_s)
         }
         Order::Srtf => policies::millis_level(st.running.get(&i).map_or_else(
             || next_run_work_s(st, i).1,
@@ -2207,27 +2215,31 @@ fn promote_starved(st: &mut State<'_>, now: SimTime) {
         .pending
         .keys()
         .map(|&(_, i)| i)
-        .filter(|&i| policies::starved(now.secs_since(st.preempted_at[i]), st.last_run_s[i], knob))
+        .filter(|&i| {
+            let j = &st.tiresias[i];
+            policies::starved(now.secs_since(j.preempted_at), j.last_run_s, knob)
+        })
         .collect();
     for i in starved {
-        st.attained_gpu_s[i] = 0.0;
-        st.last_run_s[i] = 0.0;
-        st.promoted[i] = true;
+        let j = &mut st.tiresias[i];
+        j.attained_gpu_s = 0.0;
+        j.last_run_s = 0.0;
+        j.promoted = true;
     }
 }
 
 /// After job `i` started: under Tiresias, a wake-up when it reaches its next queue threshold, if
 /// that comes before its ideal end.
 fn ask_demotion_wake(st: &mut State<'_>, i: usize, now: SimTime) {
-    st.wake_stamp[i] += 1;
     let Order::Tiresias(t) = &st.config.policy.order else {
         return;
     };
+    let j = &mut st.tiresias[i];
+    j.wake_stamp += 1;
     let gpus = st.records[i].gpus;
-    if let Some(s) = policies::seconds_to_demotion(st.attained_gpu_s[i], gpus, &t.thresholds_gpu_s)
-    {
+    if let Some(s) = policies::seconds_to_demotion(j.attained_gpu_s, gpus, &t.thresholds_gpu_s) {
         if s < st.durations[i] {
-            st.timers.push((now.plus_secs(s), i, st.wake_stamp[i]));
+            st.timers.push((now.plus_secs(s), i, j.wake_stamp));
         }
     }
 }
@@ -2235,16 +2247,18 @@ fn ask_demotion_wake(st: &mut State<'_>, i: usize, now: SimTime) {
 /// After job `i` was preempted at `now` after a run of `run_s`: its attained service grows, and
 /// under Tiresias with the starvation guard on, a wake-up when it would starve.
 fn note_preempted(st: &mut State<'_>, i: usize, run_s: f64, now: SimTime) {
-    st.wake_stamp[i] += 1;
-    st.attained_gpu_s[i] += f64::from(st.records[i].gpus) * run_s;
-    st.last_run_s[i] = run_s;
-    st.preempted_at[i] = now;
-    st.promoted[i] = false;
-    if let Order::Tiresias(t) = &st.config.policy.order {
-        if t.promote_knob > 0 && run_s > 0.0 {
-            let at = now.plus_secs(f64::from(t.promote_knob) * run_s);
-            st.timers.push((at, i, st.wake_stamp[i]));
-        }
+    let Order::Tiresias(t) = &st.config.policy.order else {
+        return;
+    };
+    let j = &mut st.tiresias[i];
+    j.wake_stamp += 1;
+    j.attained_gpu_s += f64::from(st.records[i].gpus) * run_s;
+    j.last_run_s = run_s;
+    j.preempted_at = now;
+    j.promoted = false;
+    if t.promote_knob > 0 && run_s > 0.0 {
+        let at = now.plus_secs(f64::from(t.promote_knob) * run_s);
+        st.timers.push((at, i, j.wake_stamp));
     }
 }
 
@@ -2286,7 +2300,7 @@ fn room_by_level(
         .take_while(|&&(l, _, _)| l > mine)
         .map(|&(_, v, g)| (v, g))
         .collect();
-    let want = st.held[i];
+    let want = st.requests[i].gpu;
     let mut free = st.total_gpus - st.busy_gpus;
     if free + eligible.iter().map(|&(_, g)| g).sum::<f64>() + 1e-9 < want {
         return None;
@@ -2589,7 +2603,7 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
     let running: Vec<usize> = st.running.keys().copied().collect();
     for i in running {
         let r = &st.running[&i];
-        let used = st.held[i] * end.secs_since(r.start);
+        let used = st.requests[i].gpu * end.secs_since(r.start);
         st.records[i].gpu_seconds += used;
         if st.last_stop[i].is_some() {
             let mut r = st.running.remove(&i).expect("running");
