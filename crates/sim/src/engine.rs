@@ -32,8 +32,9 @@
 //!   per-resource use is kept as jobs start and stop.
 
 use std::borrow::Cow;
+use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::ops::Bound;
 
 use sched::{
@@ -718,9 +719,8 @@ struct State<'a> {
     class_extras: Vec<Vec<sched::PodSetExtras>>,
     /// What the pass knows about placing each class now.
     memo: PlaceMemo,
-    /// Per size group (`(GPUs, held GPUs)`, ascending), its pending jobs: the fragmentation
-    /// check tries the lowest-numbered of the first few. Each job's group.
-    pending_by_size: Vec<BTreeSet<usize>>,
+    /// The pending jobs by size group, for the fragmentation check; each job's group.
+    pending_by_size: PendingBySize,
     size_group: Vec<u32>,
     /// Jobs that went back to the pending list during the current pass (it does not try them).
     requeued: Vec<usize>,
@@ -731,6 +731,62 @@ struct State<'a> {
     /// Weng et al.'s fragmentation: the workload, each node's `F_n(M)` (GPUs), their sum and
     /// its time integral.
     weng: Weng,
+}
+
+/// The pending jobs per size group (`(GPUs, held GPUs)`, ascending), for the lowest-numbered
+/// of each: a min-heap per group whose entries for jobs no longer pending are dropped when they
+/// reach its top (so a job joining or leaving allocates nothing), and each group's count.
+struct PendingBySize {
+    heaps: Vec<BinaryHeap<Reverse<usize>>>,
+    count: Vec<u32>,
+    is_pending: Vec<bool>,
+}
+
+impl PendingBySize {
+    fn new(groups: usize, jobs: usize) -> Self {
+        PendingBySize {
+            heaps: vec![BinaryHeap::new(); groups],
+            count: vec![0; groups],
+            is_pending: vec![false; jobs],
+        }
+    }
+
+    /// Job `i` of group `g` joins.
+    fn add(&mut self, g: usize, i: usize) {
+        self.heaps[g].push(Reverse(i));
+        self.count[g] += 1;
+        self.is_pending[i] = true;
+    }
+
+    /// Job `i` of group `g` leaves.
+    fn remove(&mut self, g: usize, i: usize) {
+        self.count[g] -= 1;
+        self.is_pending[i] = false;
+        if self.count[g] == 0 {
+            self.heaps[g].clear();
+        }
+    }
+
+    /// The lowest-numbered pending job of each of the first `n` groups that have one.
+    fn smallest(&mut self, n: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(n);
+        for (heap, &count) in self.heaps.iter_mut().zip(&self.count) {
+            if out.len() == n {
+                break;
+            }
+            if count == 0 {
+                continue;
+            }
+            while let Some(&Reverse(i)) = heap.peek() {
+                if self.is_pending[i] {
+                    out.push(i);
+                    break;
+                }
+                heap.pop();
+            }
+        }
+        out
+    }
 }
 
 /// What Tiresias keeps of one job.
@@ -982,7 +1038,7 @@ pub fn simulate(
         memo: PlaceMemo::new(class_extras.len()),
         class,
         class_extras,
-        pending_by_size: vec![BTreeSet::new(); size_keys.len()],
+        pending_by_size: PendingBySize::new(size_keys.len(), trace.len()),
         size_group,
         requeued: Vec::new(),
         input: sched::PlaceInput {
@@ -2091,12 +2147,7 @@ fn pass(
         0.0
     } else {
         // Per size (GPUs, held share), smallest first, the lowest-numbered waiting job.
-        let smallest: Vec<usize> = st
-            .pending_by_size
-            .iter()
-            .filter_map(|jobs| jobs.first().copied())
-            .take(8)
-            .collect();
+        let smallest = st.pending_by_size.smallest(8);
         let any_fits = smallest.into_iter().any(|i| place_memo(st, i).is_some());
         if any_fits {
             0.0
@@ -2112,7 +2163,7 @@ fn queue_pending(st: &mut State<'_>, i: usize) {
     st.pending.insert((st.submit[i], i), ());
     st.memo
         .pending_change(st.class[i] as usize, st.changes, true);
-    st.pending_by_size[st.size_group[i] as usize].insert(i);
+    st.pending_by_size.add(st.size_group[i] as usize, i);
 }
 
 /// Take job `i` off the pending list.
@@ -2120,7 +2171,7 @@ fn unqueue_pending(st: &mut State<'_>, i: usize) {
     st.pending.remove(&(st.submit[i], i));
     st.memo
         .pending_change(st.class[i] as usize, st.changes, false);
-    st.pending_by_size[st.size_group[i] as usize].remove(&i);
+    st.pending_by_size.remove(st.size_group[i] as usize, i);
 }
 
 /// The next pending job in submission order after `cursor` (moved to it), skipping jobs that
@@ -2435,12 +2486,18 @@ fn release_ask(usage: &mut [Resources], st: &State<'_>, v: usize, sign: f64) {
 /// Pending jobs ordered by their queue's use over fair share (lowest first), then priority
 /// (highest first), then submission.
 fn fair_order(st: &State<'_>, fair: &BTreeMap<String, f64>) -> Vec<usize> {
+    // Per queue index (a job's queue is the tree queue of its name): one look-up per queue.
+    let share_of: Vec<f64> = st
+        .queue_tree
+        .queues
+        .iter()
+        .map(|q| fair.get(&q.name).copied().unwrap_or(0.0))
+        .collect();
     let mut v: Vec<(u64, i32, SimTime, usize)> = st
         .pending
         .keys()
         .map(|&(t, i)| {
-            let q = &st.jobs[i].queue;
-            let s = fair.get(q).copied().unwrap_or(0.0);
+            let s = share_of[st.queue_of[i]];
             let ratio = if s > 0.0 {
                 st.usage[st.queue_of[i]].gpu / s
             } else {
@@ -2784,7 +2841,36 @@ fn timeline(
 
 #[cfg(test)]
 mod tests {
-    use super::PlaceMemo;
+    use super::{PendingBySize, PlaceMemo};
+
+    /// The lowest-numbered pending job of the first groups, against a recount from scratch,
+    /// over a seeded mix of jobs joining and leaving (and joining again).
+    #[test]
+    fn pending_by_size_finds_the_lowest_numbered_job_like_a_scan() {
+        let (groups, jobs) = (6, 40);
+        let group_of = |i: usize| (i * 7 + i / 3) % groups;
+        let mut by_size = PendingBySize::new(groups, jobs);
+        let mut pending = vec![false; jobs];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        for step in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let i = (seed % jobs as u64) as usize;
+            if pending[i] {
+                by_size.remove(group_of(i), i);
+            } else {
+                by_size.add(group_of(i), i);
+            }
+            pending[i] = !pending[i];
+            let n = 1 + step % 4;
+            let want: Vec<usize> = (0..groups)
+                .filter_map(|g| (0..jobs).find(|&j| pending[j] && group_of(j) == g))
+                .take(n)
+                .collect();
+            assert_eq!(by_size.smallest(n), want, "step {step}");
+        }
+    }
 
     /// The memo's count of classes known not to start, against a recount from scratch, over
     /// a seeded mix of failures, GPU shortfalls, jobs joining and leaving and state changes.
