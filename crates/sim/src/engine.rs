@@ -2486,18 +2486,12 @@ fn release_ask(usage: &mut [Resources], st: &State<'_>, v: usize, sign: f64) {
 /// Pending jobs ordered by their queue's use over fair share (lowest first), then priority
 /// (highest first), then submission.
 fn fair_order(st: &State<'_>, fair: &BTreeMap<String, f64>) -> Vec<usize> {
-    // Per queue index (a job's queue is the tree queue of its name): one look-up per queue.
-    let share_of: Vec<f64> = st
-        .queue_tree
-        .queues
-        .iter()
-        .map(|q| fair.get(&q.name).copied().unwrap_or(0.0))
-        .collect();
     let mut v: Vec<(u64, i32, SimTime, usize)> = st
         .pending
         .keys()
         .map(|&(t, i)| {
-            let s = share_of[st.queue_of[i]];
+            let q = &st.jobs[i].queue;
+            let s = fair.get(q).copied().unwrap_or(0.0);
             let ratio = if s > 0.0 {
                 st.usage[st.queue_of[i]].gpu / s
             } else {
