@@ -2,11 +2,13 @@
 //! completions and preemptions are events ordered by `(time, seq)`; the scheduler (`sched`)
 //! decides placements and victims, a network model decides each multi-node job's bandwidth.
 //!
-//! Design note (2026-11-29). Who decides what:
+//! Design note (2026-12-01). Who decides what:
 //! - [`simulate`] owns the event queue, the occupancy, the pending list and the running jobs.
 //! - A scheduling pass runs at the next multiple of `cycle` after any arrival or completion
 //!   (same-time events are all applied first). The pass orders pending jobs by the policy and
-//!   asks `sched::place` (or `sched::place_with_preemption` under fair share) for each. Under a
+//!   asks `sched::place` (or `sched::place_with_preemption` under fair share) for each, at most
+//!   once per placement class between two changes of state (`PlaceMemo`; a pass in which
+//!   only placement can start a job ends once no pending class can). Under a
 //!   `+network` policy ([`Policy::network_aware`]) it first tells the network model the jobs
 //!   started and ended so far and asks `sched::place_network_aware`, scoring each multi-node
 //!   candidate by [`Network::probe`] against every running multi-node job.
@@ -30,7 +32,10 @@
 //!   per-resource use is kept as jobs start and stop.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::ops::Bound;
 
 use sched::{
     Dialect, GpuRequest, Job, Occupancy, PodSet, PreemptionPolicy, QueueId, QueueSpec, QueueTree,
@@ -48,7 +53,7 @@ use crate::queues::{QueueConfig, QueueRules};
 use crate::runtime::{slowdown, CommProfile};
 use crate::shares;
 use crate::time::SimTime;
-use crate::trace::{PodShape, TopologyAsk, TraceJob};
+use crate::trace::{TopologyAsk, TraceJob};
 
 /// In which order pending jobs are tried.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -592,18 +597,98 @@ impl Running {
     }
 }
 
-/// What a placement of one job takes: the run's options, with the nodes' free room and the
-/// job's extras when it has any (without them the scheduler keeps its fast paths).
-fn job_input(
-    config: &SimConfig,
-    room: &sched::NodeFree,
-    extras: &Option<Box<sched::PodSetExtras>>,
-) -> sched::PlaceInput {
-    sched::PlaceInput {
-        options: config.placement,
-        node_free: room.clone(),
-        pod_sets: extras.iter().map(|e| (**e).clone()).collect(),
-        ..sched::PlaceInput::default()
+/// What a placement of job `i` takes: the run's options and the nodes' free room
+/// ([`State::input`]), with its class's extras when it has any (a copy then; without them the
+/// scheduler keeps its fast paths). The pass's own tries swap the extras in instead
+/// ([`place_memo`]).
+fn job_input<'s>(st: &'s State<'_>, i: usize) -> Cow<'s, sched::PlaceInput> {
+    let extras = &st.class_extras[st.class[i] as usize];
+    if extras.is_empty() {
+        Cow::Borrowed(&st.input)
+    } else {
+        Cow::Owned(sched::PlaceInput {
+            pod_sets: extras.clone(),
+            ..st.input.clone()
+        })
+    }
+}
+
+/// What the engine knows about placing each class ([`State::class`]) in the current state, the
+/// state being named by [`State::changes`] (every start, stop and node change bumps it): a
+/// class whose placement failed, or whose jobs asked more GPUs than were free, fails again
+/// until something changes, whatever job of the class asks. Also counts the classes with
+/// pending jobs, so a pass knows when no pending job can start.
+#[derive(Default)]
+struct PlaceMemo {
+    /// Per class, `changes + 1` when its placement last failed (0: never).
+    failed: Vec<u64>,
+    /// Per class, `changes + 1` when its jobs last asked more GPUs than were free.
+    short: Vec<u64>,
+    /// Per class, its pending jobs.
+    pending: Vec<u32>,
+    /// Classes with pending jobs.
+    live: usize,
+    /// Of those, how many are known not to start in state `epoch`.
+    known_live: usize,
+    epoch: u64,
+}
+
+impl PlaceMemo {
+    fn new(classes: usize) -> Self {
+        PlaceMemo {
+            failed: vec![0; classes],
+            short: vec![0; classes],
+            pending: vec![0; classes],
+            ..PlaceMemo::default()
+        }
+    }
+
+    /// Whether jobs of class `c` are known not to start in state `changes`.
+    fn known(&self, c: usize, changes: u64) -> bool {
+        self.failed[c] == changes + 1 || self.short[c] == changes + 1
+    }
+
+    /// Class `c` did not start in state `changes`: its placement failed (`short` false) or it
+    /// asked more GPUs than were free.
+    fn note(&mut self, c: usize, changes: u64, short: bool) {
+        let was_known = self.known(c, changes);
+        if short {
+            self.short[c] = changes + 1;
+        } else {
+            self.failed[c] = changes + 1;
+        }
+        if !was_known {
+            if self.epoch != changes {
+                self.epoch = changes;
+                self.known_live = 0;
+            }
+            if self.pending[c] > 0 {
+                self.known_live += 1;
+            }
+        }
+    }
+
+    /// A job of class `c` joins (`add`) or leaves the pending list.
+    fn pending_change(&mut self, c: usize, changes: u64, add: bool) {
+        let counted = self.epoch == changes && self.known(c, changes);
+        if add {
+            self.pending[c] += 1;
+            if self.pending[c] == 1 {
+                self.live += 1;
+                self.known_live += usize::from(counted);
+            }
+        } else {
+            self.pending[c] -= 1;
+            if self.pending[c] == 0 {
+                self.live -= 1;
+                self.known_live -= usize::from(counted);
+            }
+        }
+    }
+
+    /// Whether every pending job is known not to start in state `changes`.
+    fn none_starts(&self, changes: u64) -> bool {
+        self.epoch == changes && self.known_live == self.live
     }
 }
 
@@ -618,11 +703,13 @@ struct State<'a> {
     records: Vec<JobRecord>,
     occupancy: Occupancy,
     pending: BTreeMap<(SimTime, usize), ()>,
-    running: BTreeMap<usize, Running>,
+    /// Boxed: the map moves its values as it grows and shrinks.
+    running: BTreeMap<usize, Box<Running>>,
     queue_tree: QueueTree,
     /// Each job's queue, by index in `queue_tree`.
     queue_of: Vec<usize>,
-    /// Each job's ask: GPUs, CPU millicores, memory MiB.
+    /// Each job's ask: GPUs (what it holds while running: a share for a fractional job), CPU
+    /// millicores, memory MiB.
     requests: Vec<Resources>,
     /// Per queue (index in `queue_tree`), what its running jobs hold, and its non-preemptible
     /// running jobs.
@@ -662,18 +749,8 @@ struct State<'a> {
     /// Next completion-event version; unique over the whole run so a restarted job never
     /// matches a completion scheduled for an earlier run.
     next_version: u64,
-    /// Per job, GPU-seconds run in earlier (preempted) runs: Tiresias' attained service.
-    attained_gpu_s: Vec<f64>,
-    /// Per job, the length of its last preempted run and when it was preempted (Tiresias'
-    /// starvation guard).
-    last_run_s: Vec<f64>,
-    preempted_at: Vec<SimTime>,
-    /// Per job, promoted by the starvation guard since it was last preempted: it does not
-    /// stop others (with preempted work lost, promoted jobs stopping each other never end).
-    promoted: Vec<bool>,
-    /// Per job, bumped at every start and preemption: a [`Event::Wake`] with an older stamp is
-    /// stale.
-    wake_stamp: Vec<u64>,
+    /// Per job, what Tiresias keeps (empty under every other order).
+    tiresias: Vec<TiresiasJob>,
     /// Wake-ups asked for since the last event, `(time, job, stamp)`; the loop queues them.
     timers: Vec<(SimTime, usize, u64)>,
     /// Per job: checkpoint interval and restart cost (ideal s), progress at its last
@@ -687,22 +764,107 @@ struct State<'a> {
     failure_stops: u64,
     /// GPU-seconds lost by cause: preemption, failure.
     lost_by_cause: [f64; 2],
-    /// Each job's pod shape and the scheduler extras it makes (`None`: GPUs only).
-    pods: Vec<PodShape>,
-    extras: Vec<Option<Box<sched::PodSetExtras>>>,
-    /// GPUs each job holds while running (a share for a fractional job).
-    held: Vec<f64>,
-    /// Free CPU, memory and pods per node, kept in step with the running pods; empty when no
-    /// job asks CPU or memory (nodes are then limited by GPUs alone).
-    room: sched::NodeFree,
+    /// The trace (each job's pod shape is its row's).
+    trace: &'a [TraceJob],
+    /// Per job, its placement class: jobs of one class ask the scheduler the same (pod set and
+    /// extras), so they place alike.
+    class: Vec<u32>,
+    /// Per class, the scheduler extras of its pod set (empty: GPUs only).
+    class_extras: Vec<Vec<sched::PodSetExtras>>,
+    /// What the pass knows about placing each class now.
+    memo: PlaceMemo,
+    /// The pending jobs by size group, for the fragmentation check; each job's group.
+    pending_by_size: PendingBySize,
+    size_group: Vec<u32>,
+    /// Jobs that went back to the pending list during the current pass (it does not try them).
+    requeued: Vec<usize>,
+    /// The placement options and, as `node_free`, the free CPU, memory and pods per node, kept
+    /// in step with the running pods (empty when no job asks CPU or memory: nodes are then
+    /// limited by GPUs alone); `pod_sets` is empty between placements.
+    input: sched::PlaceInput,
     /// Weng et al.'s fragmentation: the workload, each node's `F_n(M)` (GPUs), their sum and
     /// its time integral.
     weng: Weng,
 }
 
+/// The pending jobs per size group (`(GPUs, held GPUs)`, ascending), for the lowest-numbered
+/// of each: a min-heap per group whose entries for jobs no longer pending are dropped when they
+/// reach its top (so a job joining or leaving allocates nothing), and each group's count.
+struct PendingBySize {
+    heaps: Vec<BinaryHeap<Reverse<usize>>>,
+    count: Vec<u32>,
+    is_pending: Vec<bool>,
+}
+
+impl PendingBySize {
+    fn new(groups: usize, jobs: usize) -> Self {
+        PendingBySize {
+            heaps: vec![BinaryHeap::new(); groups],
+            count: vec![0; groups],
+            is_pending: vec![false; jobs],
+        }
+    }
+
+    /// Job `i` of group `g` joins.
+    fn add(&mut self, g: usize, i: usize) {
+        self.heaps[g].push(Reverse(i));
+        self.count[g] += 1;
+        self.is_pending[i] = true;
+    }
+
+    /// Job `i` of group `g` leaves.
+    fn remove(&mut self, g: usize, i: usize) {
+        self.count[g] -= 1;
+        self.is_pending[i] = false;
+        if self.count[g] == 0 {
+            self.heaps[g].clear();
+        }
+    }
+
+    /// The lowest-numbered pending job of each of the first `n` groups that have one.
+    fn smallest(&mut self, n: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(n);
+        for (heap, &count) in self.heaps.iter_mut().zip(&self.count) {
+            if out.len() == n {
+                break;
+            }
+            if count == 0 {
+                continue;
+            }
+            while let Some(&Reverse(i)) = heap.peek() {
+                if self.is_pending[i] {
+                    out.push(i);
+                    break;
+                }
+                heap.pop();
+            }
+        }
+        out
+    }
+}
+
+/// What Tiresias keeps of one job.
+#[derive(Clone, Copy, Default)]
+struct TiresiasJob {
+    /// GPU-seconds run in earlier (preempted) runs: its attained service.
+    attained_gpu_s: f64,
+    /// The length of its last preempted run and when it was preempted (the starvation guard).
+    last_run_s: f64,
+    preempted_at: SimTime,
+    /// Promoted by the starvation guard since it was last preempted: it does not stop others
+    /// (with preempted work lost, promoted jobs stopping each other never end).
+    promoted: bool,
+    /// Bumped at every start, end and preemption: a [`Event::Wake`] with an older stamp is
+    /// stale.
+    wake_stamp: u64,
+}
+
 /// Weng et al.'s fragmentation kept per node ([`crate::fragmentation`]).
 struct Weng {
     workload: Workload,
+    /// When the workload asks whole GPUs alone: `F_n(M)` of a node by its free GPUs and
+    /// whether it is schedulable (a node's value depends on nothing else then).
+    whole_gpu: Option<Vec<[f64; 2]>>,
     per_node: Vec<f64>,
     level: f64,
     integral: f64,
@@ -728,16 +890,22 @@ pub fn simulate(
         .map(|j| j.submit_s)
         .fold(f64::INFINITY, f64::min);
     let origin = if origin.is_finite() { origin } else { 0.0 };
-    let mut names: BTreeMap<&str, u64> = BTreeMap::new();
+    // Look-ups only (nothing iterates it): hashing beats comparing names in a tree.
+    let mut names: HashMap<&str, u64, BuildFnv> =
+        HashMap::with_capacity_and_hasher(trace.len(), BuildFnv);
     for t in trace {
-        if let Some(&first) = names.get(t.name.as_str()) {
-            return Err(SimError::DuplicateName {
-                job: t.name.clone(),
-                line: t.line,
-                first,
-            });
+        match names.entry(&t.name) {
+            Entry::Occupied(first) => {
+                return Err(SimError::DuplicateName {
+                    job: t.name.clone(),
+                    line: t.line,
+                    first: *first.get(),
+                })
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(t.line);
+            }
         }
-        names.insert(&t.name, t.line);
     }
     let mut jobs = Vec::with_capacity(trace.len());
     let mut comm = Vec::with_capacity(trace.len());
@@ -806,10 +974,23 @@ pub fn simulate(
     };
     let gpu_memory_mib = sched::quota_gpu_memory_mib(cluster);
     let requests: Vec<Resources> = jobs.iter().map(|j| j.request(gpu_memory_mib)).collect();
-    let extras: Vec<Option<Box<sched::PodSetExtras>>> = trace
-        .iter()
-        .map(|t| shares::pod_extras(&t.pod).map(Box::new))
-        .collect();
+    // Jobs of one class place alike: the same pod set (`shape_key`) and extras.
+    let mut class_ids: BTreeMap<(ShapeKey, u64, u64, &[String]), u32> = BTreeMap::new();
+    let mut class_extras: Vec<Vec<sched::PodSetExtras>> = Vec::new();
+    let mut class = Vec::with_capacity(trace.len());
+    for (t, job) in trace.iter().zip(&jobs) {
+        let key = (
+            shape_key(job),
+            t.pod.cpu_milli,
+            t.pod.memory_mib,
+            t.pod.gpu_models.as_slice(),
+        );
+        let c = *class_ids.entry(key).or_insert_with(|| {
+            class_extras.push(shares::pod_extras(&t.pod).into_iter().collect());
+            (class_extras.len() - 1) as u32
+        });
+        class.push(c);
+    }
     let asks_room = trace
         .iter()
         .any(|t| t.pod.cpu_milli > 0 || t.pod.memory_mib > 0);
@@ -818,20 +999,14 @@ pub fn simulate(
     } else {
         sched::NodeFree::default()
     };
-    let held: Vec<f64> = jobs.iter().map(|j| j.request(gpu_memory_mib).gpu).collect();
-    // Jobs with the same extras share a feasibility verdict.
-    let mut extras_ids: BTreeMap<(u64, u64, &[String]), usize> = BTreeMap::new();
-    let extras_class: Vec<usize> = trace
-        .iter()
-        .map(|t| {
-            let next = extras_ids.len();
-            let key = (
-                t.pod.cpu_milli,
-                t.pod.memory_mib,
-                t.pod.gpu_models.as_slice(),
-            );
-            *extras_ids.entry(key).or_insert(next)
-        })
+    let size_key = |i: usize| (records[i].gpus, requests[i].gpu.to_bits());
+    let size_keys: Vec<(u32, u64)> = (0..trace.len())
+        .map(size_key)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let size_group: Vec<u32> = (0..trace.len())
+        .map(|i| size_keys.partition_point(|&k| k < size_key(i)) as u32)
         .collect();
     let n_queues = queue_tree.queues.len();
     let checkpointing: Vec<Checkpointing> = trace
@@ -848,6 +1023,7 @@ pub fn simulate(
         })
         .collect();
     let failure_list = failure_list(cluster, trace, &config.failures)?;
+    let workload = Workload::of(trace, node_gpus);
     let mut st = State {
         cluster: Cow::Borrowed(cluster),
         config,
@@ -898,11 +1074,11 @@ pub fn simulate(
             HashMap::default()
         },
         next_version: 0,
-        attained_gpu_s: vec![0.0; trace.len()],
-        last_run_s: vec![0.0; trace.len()],
-        preempted_at: vec![SimTime::ZERO; trace.len()],
-        promoted: vec![false; trace.len()],
-        wake_stamp: vec![0; trace.len()],
+        tiresias: if matches!(config.policy.order, Order::Tiresias(_)) {
+            vec![TiresiasJob::default(); trace.len()]
+        } else {
+            Vec::new()
+        },
         timers: Vec::new(),
         saved_s: vec![0.0; trace.len()],
         last_stop: vec![None; trace.len()],
@@ -915,12 +1091,21 @@ pub fn simulate(
         failure_stops: 0,
         lost_by_cause: [0.0; 2],
         checkpointing,
-        pods: trace.iter().map(|t| t.pod.clone()).collect(),
-        extras,
-        held,
-        room: empty_room.clone(),
+        trace,
+        memo: PlaceMemo::new(class_extras.len()),
+        class,
+        class_extras,
+        pending_by_size: PendingBySize::new(size_keys.len(), trace.len()),
+        size_group,
+        requeued: Vec::new(),
+        input: sched::PlaceInput {
+            options: config.placement,
+            node_free: empty_room.clone(),
+            ..sched::PlaceInput::default()
+        },
         weng: Weng {
-            workload: Workload::of(trace, node_gpus),
+            whole_gpu: whole_gpu_table(&workload, node_gpus, &empty_room),
+            workload,
             per_node: vec![0.0; cluster.nodes.len()],
             level: 0.0,
             integral: 0.0,
@@ -947,8 +1132,8 @@ pub fn simulate(
     }
     let mut now = SimTime::ZERO;
     let mut checked_changes = None;
-    // Feasibility on an empty cluster, cached by job shape.
-    let mut feasible: BTreeMap<(ShapeKey, usize), bool> = BTreeMap::new();
+    // Feasibility on an empty cluster, per class.
+    let mut feasible: Vec<Option<bool>> = vec![None; st.class_extras.len()];
     let empty = Occupancy::with_node_tracking(cluster);
     // Whether the user's queues could ever admit a job: asked with every queue idle.
     let no_use = vec![Resources::default(); st.queue_tree.queues.len()];
@@ -958,7 +1143,7 @@ pub fn simulate(
         }
         // A stale wake-up (its job started, stopped or ended since) is not an event at all.
         if let Event::Wake { job, stamp } = ev.event {
-            if st.wake_stamp[job] != stamp {
+            if st.tiresias.get(job).is_none_or(|t| t.wake_stamp != stamp) {
                 continue;
             }
         }
@@ -981,9 +1166,14 @@ pub fn simulate(
         now = ev.time;
         match ev.event {
             Event::Arrival(i) => {
-                let key = (shape_key(&st.jobs[i]), extras_class[i]);
-                let ok = *feasible.entry(key).or_insert_with(|| {
-                    let input = job_input(st.config, &empty_room, &st.extras[i]);
+                let c = st.class[i] as usize;
+                let ok = *feasible[c].get_or_insert_with(|| {
+                    let input = sched::PlaceInput {
+                        options: config.placement,
+                        node_free: empty_room.clone(),
+                        pod_sets: st.class_extras[c].clone(),
+                        ..sched::PlaceInput::default()
+                    };
                     sched::place_with(cluster, &empty, &st.jobs[i], &input).is_ok()
                 }) && st.rules.as_ref().is_none_or(|r| {
                     r.admits(
@@ -995,7 +1185,7 @@ pub fn simulate(
                     )
                 });
                 if ok {
-                    st.pending.insert((st.submit[i], i), ());
+                    queue_pending(&mut st, i);
                     request_pass(&mut st, &mut events, now);
                 } else {
                     if config.check_invariants {
@@ -1206,12 +1396,12 @@ fn check_state(st: &State<'_>) -> Result<(), sched::Violation> {
                 "in both the pending list and the running set".to_owned(),
             ));
         }
-        busy += st.held[i];
+        busy += st.requests[i].gpu;
         check_failures_of(st, i, r)?;
-        shares::check_pods(&st.cluster, alloc, &st.pods[i], &mut used)
+        shares::check_pods(&st.cluster, alloc, &st.trace[i].pod, &mut used)
             .map_err(|(invariant, detail)| violation(name, invariant, detail))?;
     }
-    shares::check_room(&st.cluster, &used, &st.room)
+    shares::check_room(&st.cluster, &used, &st.input.node_free)
         .map_err(|(invariant, detail)| violation("", invariant, detail))?;
     if (busy - st.busy_gpus).abs() > 1e-6 {
         return Err(violation(
@@ -1322,7 +1512,7 @@ fn check_lost_work(st: &State<'_>) -> Result<(), sched::Violation> {
         if r.outcome != Outcome::Completed {
             continue;
         }
-        let gpus = st.held[i];
+        let gpus = st.requests[i].gpu;
         let useful = r.gpu_seconds - r.lost_gpu_seconds_preemption - r.lost_gpu_seconds_failure;
         let ideal = gpus * st.durations[i];
         let stops = f64::from(r.preemptions + r.failures);
@@ -1510,12 +1700,12 @@ fn set_fragmentation(st: &mut State<'_>, now: SimTime, level: f64) {
 
 /// Take (`take`) or give back job `i`'s CPU and memory on its pods' nodes.
 fn hold_room(st: &mut State<'_>, i: usize, nodes: &[NodeId], take: bool) {
-    if st.room.0.is_empty() {
+    if st.input.node_free.0.is_empty() {
         return;
     }
-    let requests = shares::requests(&st.pods[i]);
+    let requests = shares::requests(&st.trace[i].pod);
     for n in nodes {
-        shares::hold(&mut st.room, n.index(), &requests, take);
+        shares::hold(&mut st.input.node_free, n.index(), &requests, take);
     }
 }
 
@@ -1525,11 +1715,16 @@ fn refresh_weng(st: &mut State<'_>, nodes: &[NodeId], now: SimTime) {
     st.weng.since = now;
     let mut free = Vec::new();
     for &n in nodes {
+        if let Some(value) = whole_gpu_fragmentation(st, n) {
+            let old = std::mem::replace(&mut st.weng.per_node[n.index()], value);
+            st.weng.level += value - old;
+            continue;
+        }
         free.clear();
         free.extend(
             (0..st.occupancy.gpus(n)).map(|g| sched::MILLI_PER_GPU - st.occupancy.used_milli(n, g)),
         );
-        let room = st.room.0.get(n.index());
+        let room = st.input.node_free.0.get(n.index());
         let amount =
             |k: &str, unit: u64| room.and_then(|r| r.get(k)).map_or(u64::MAX, |&v| v / unit);
         let view = NodeView {
@@ -1548,6 +1743,63 @@ fn refresh_weng(st: &mut State<'_>, nodes: &[NodeId], now: SimTime) {
         let old = std::mem::replace(&mut st.weng.per_node[n.index()], value);
         st.weng.level += value - old;
     }
+}
+
+/// `F_n(M)` of node `n` from [`Weng::whole_gpu`] when the workload asks whole GPUs alone and
+/// every GPU of `n` is free or fully used (`None` otherwise): the same value, bit for bit, as
+/// [`node_fragmentation`] on the node's view, which then depends only on its free GPUs and
+/// whether it is schedulable.
+fn whole_gpu_fragmentation(st: &State<'_>, n: NodeId) -> Option<f64> {
+    let table = st.weng.whole_gpu.as_ref()?;
+    let mut free_gpus = 0;
+    for g in 0..st.occupancy.gpus(n) {
+        match st.occupancy.used_milli(n, g) {
+            0 => free_gpus += 1,
+            sched::MILLI_PER_GPU => {}
+            _ => return None,
+        }
+    }
+    let schedulable = st.occupancy.is_schedulable(n);
+    table.get(free_gpus).map(|by| by[usize::from(schedulable)])
+}
+
+/// [`Weng::whole_gpu`] for `workload` on nodes of at most `node_gpus` GPUs, when every task
+/// type asks whole GPUs and nothing else and nodes have no room limits.
+fn whole_gpu_table(
+    workload: &Workload,
+    node_gpus: u32,
+    room: &sched::NodeFree,
+) -> Option<Vec<[f64; 2]>> {
+    let simple = room.0.is_empty()
+        && workload.types.iter().all(|m| {
+            m.milli == sched::MILLI_PER_GPU
+                && m.cpu_milli == 0
+                && m.memory_mib == 0
+                && m.gpu_models.is_empty()
+        });
+    if !simple {
+        return None;
+    }
+    let view = |free: &[u32], schedulable: bool| {
+        node_fragmentation(
+            workload,
+            &NodeView {
+                free_milli: free,
+                free_cpu_milli: u64::MAX,
+                free_memory_mib: u64::MAX,
+                model: None,
+                schedulable,
+            },
+        )
+    };
+    Some(
+        (0..=node_gpus as usize)
+            .map(|k| {
+                let free = vec![sched::MILLI_PER_GPU; k];
+                [view(&free, false), view(&free, true)]
+            })
+            .collect(),
+    )
 }
 
 /// Bring a running job's progress up to `now` at its current slowdown.
@@ -1665,23 +1917,18 @@ fn start(
         rec.start_s = Some(now.as_secs_f64());
     }
     rec.highest_tier = placement.highest_tier;
-    let gpus = st.held[i];
+    let gpus = st.requests[i].gpu;
     let multi = nodes.len() > 1;
     hold_room(st, i, &nodes, true);
     refresh_weng(st, &nodes, now);
     let version = st.next_version;
     st.next_version += 1;
     let ckpt = st.checkpointing[i];
-    let restart_s = if st.last_stop[i].is_some() {
-        ckpt.restart_s
-    } else {
-        0.0
-    };
+    let (restart_s, work_s) = next_run_work_s(st, i);
     let base_s = st.saved_s[i];
-    let work_s = restart_s + (st.durations[i] - base_s).max(0.0);
     st.running.insert(
         i,
-        Running {
+        Box::new(Running {
             nodes,
             start: now,
             last_update: now,
@@ -1696,7 +1943,7 @@ fn start(
             restart_end: (restart_s <= 0.0).then_some(now),
             checkpoint_s: base_s,
             checkpoint_at: None,
-        },
+        }),
     );
     set_busy(st, now, gpus);
     hold(st, i, now, 1.0);
@@ -1707,16 +1954,32 @@ fn start(
     ask_demotion_wake(st, i, now);
 }
 
+/// The ideal seconds job `i`'s next run takes, as `(restart, whole run)`: a restart after a
+/// stop (0 on a first start), then the work left after its last checkpoint.
+fn next_run_work_s(st: &State<'_>, i: usize) -> (f64, f64) {
+    let restart_s = if st.last_stop[i].is_some() {
+        st.checkpointing[i].restart_s
+    } else {
+        0.0
+    };
+    (
+        restart_s,
+        restart_s + (st.durations[i] - st.saved_s[i]).max(0.0),
+    )
+}
+
 fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
     let mut r = st.running.remove(&i).expect("finishing a running job");
     st.occupancy.release(&st.jobs[i].name);
     st.changes += 1;
-    st.wake_stamp[i] += 1;
+    if let Some(t) = st.tiresias.get_mut(i) {
+        t.wake_stamp += 1;
+    }
     advance(&mut r, now);
     lose_restart(st, i, &r, now);
     hold_room(st, i, &r.nodes, false);
     refresh_weng(st, &r.nodes, now);
-    let held = st.held[i];
+    let held = st.requests[i].gpu;
     let rec = &mut st.records[i];
     let run = now.secs_since(r.start);
     rec.gpu_seconds += held * run;
@@ -1775,7 +2038,7 @@ fn lose(st: &mut State<'_>, i: usize, cause: StopCause, gpu_seconds: f64) {
 fn lose_restart(st: &mut State<'_>, i: usize, r: &Running, now: SimTime) {
     if let Some(cause) = st.last_stop[i] {
         let restart = r.restart_end.unwrap_or(now).min(now).secs_since(r.start);
-        lose(st, i, cause, st.held[i] * restart);
+        lose(st, i, cause, st.requests[i].gpu * restart);
     }
 }
 
@@ -1789,7 +2052,7 @@ fn stop(st: &mut State<'_>, i: usize, now: SimTime, cause: StopCause) {
     refresh_weng(st, &r.nodes, now);
     advance(&mut r, now);
     lose_restart(st, i, &r, now);
-    let gpus = st.held[i];
+    let gpus = st.requests[i].gpu;
     let kept_until = r.checkpoint_at.or(r.restart_end).unwrap_or(now).min(now);
     lose(st, i, cause, gpus * now.secs_since(kept_until));
     st.saved_s[i] = r.checkpoint_s;
@@ -1811,7 +2074,8 @@ fn stop(st: &mut State<'_>, i: usize, now: SimTime, cause: StopCause) {
     }
     set_busy(st, now, -gpus);
     hold(st, i, now, -1.0);
-    st.pending.insert((st.submit[i], i), ());
+    queue_pending(st, i);
+    st.requeued.push(i);
     note_preempted(st, i, now.secs_since(r.start), now);
 }
 
@@ -1832,11 +2096,14 @@ fn pass(
     if ranked {
         promote_starved(st, now);
     }
-    let order: Vec<usize> = match &share {
-        Some(fair) if fair_order_on => fair_order(st, fair),
-        _ if ranked => ranked_order(st, now),
-        _ => st.pending.keys().map(|&(_, i)| i).collect(),
+    // Submission order is walked on the live pending list (no copy of it per pass).
+    let mut listed = match &share {
+        Some(fair) if fair_order_on => Some(fair_order(st, fair).into_iter()),
+        _ if ranked => Some(ranked_order(st, now).into_iter()),
+        _ => None,
     };
+    let mut cursor: Option<(SimTime, usize)> = None;
+    st.requeued.clear();
     // Tiresias and SRTF: a few blocked jobs per pass may stop running jobs of a higher level.
     let by_level = matches!(st.config.policy.order, Order::Tiresias(_) | Order::Srtf);
     let mut level_attempts = 0;
@@ -1846,9 +2113,27 @@ fn pass(
     let mut hopeless_known: BTreeMap<(usize, i32, u64), bool> = BTreeMap::new();
     let mut admit_known: BTreeMap<(usize, bool, [u64; 3]), bool> = BTreeMap::new();
     let mut policies: BTreeMap<usize, PreemptionPolicy> = BTreeMap::new();
-    for i in order {
+    let network_aware = st.config.policy.network_aware;
+    // When only placement can start a job (nobody is stopped for another), the pass is over
+    // once every pending job's class is known not to place in the current state.
+    let only_placement = !by_level && !may_preempt && !network_aware;
+    loop {
+        if only_placement && st.memo.none_starts(st.changes) {
+            break;
+        }
+        let next = match &mut listed {
+            Some(order) => order.next(),
+            None => next_submitted(st, &mut cursor),
+        };
+        let Some(i) = next else {
+            break;
+        };
         let free = st.total_gpus - st.busy_gpus;
-        let want = st.held[i];
+        let want = st.requests[i].gpu;
+        let enough_gpus = want <= free + 1e-9;
+        if !enough_gpus {
+            st.memo.note(st.class[i] as usize, st.changes, true);
+        }
         // Admission depends on the queues' use, which changes only when a job starts.
         let ask = &st.requests[i];
         let admitted = st.rules.is_none()
@@ -1859,28 +2144,23 @@ fn pass(
                     [ask.gpu, ask.cpu, ask.memory].map(f64::to_bits),
                 ))
                 .or_insert_with(|| admits(st, i, &st.usage));
-        let placed = if admitted && want <= free + 1e-9 && st.config.policy.network_aware {
+        let placed = if admitted && enough_gpus && network_aware {
             place_network_aware(st, i, network)
-        } else if admitted && want <= free + 1e-9 {
-            sched::place_with(
-                &st.cluster,
-                &st.occupancy,
-                &st.jobs[i],
-                &job_input(st.config, &st.room, &st.extras[i]),
-            )
-            .ok()
+        } else if admitted && enough_gpus {
+            place_memo(st, i)
         } else {
             None
         };
         if let Some(p) = placed {
-            st.pending.remove(&(st.submit[i], i));
+            unqueue_pending(st, i);
             start(st, events, i, &p, now);
             hopeless_known.clear();
             admit_known.clear();
             victims_known = None;
             continue;
         }
-        if by_level && admitted && !st.promoted[i] && level_attempts < 4 {
+        let promoted = st.tiresias.get(i).is_some_and(|t| t.promoted);
+        if by_level && admitted && !promoted && level_attempts < 4 {
             let known = victims_known.get_or_insert_with(|| victims_by_level(st, now));
             if let Some((victims, placement)) =
                 room_by_level(st, i, now, known, &mut level_attempts)
@@ -1888,7 +2168,7 @@ fn pass(
                 for v in &victims {
                     preempt(st, v, now);
                 }
-                st.pending.remove(&(st.submit[i], i));
+                unqueue_pending(st, i);
                 start(st, events, i, &placement, now);
                 hopeless_known.clear();
                 admit_known.clear();
@@ -1932,7 +2212,7 @@ fn pass(
                 for v in &victims {
                     preempt(st, v, now);
                 }
-                st.pending.remove(&(st.submit[i], i));
+                unqueue_pending(st, i);
                 start(st, events, i, &placement, now);
                 hopeless_known.clear();
                 admit_known.clear();
@@ -1949,18 +2229,9 @@ fn pass(
     let level = if st.pending.is_empty() || free <= 0.0 {
         0.0
     } else {
-        // Per GPU count, the lowest-numbered waiting job (no sort of the whole pending list).
-        let mut shapes: BTreeMap<(u32, u64), usize> = BTreeMap::new();
-        for &(_, i) in st.pending.keys() {
-            let first = shapes
-                .entry((st.records[i].gpus, st.held[i].to_bits()))
-                .or_insert(i);
-            *first = (*first).min(i);
-        }
-        let any_fits = shapes.values().take(8).any(|&i| {
-            let input = job_input(st.config, &st.room, &st.extras[i]);
-            sched::place_with(&st.cluster, &st.occupancy, &st.jobs[i], &input).is_ok()
-        });
+        // Per size (GPUs, held share), smallest first, the lowest-numbered waiting job.
+        let smallest = st.pending_by_size.smallest(8);
+        let any_fits = smallest.into_iter().any(|i| place_memo(st, i).is_some());
         if any_fits {
             0.0
         } else {
@@ -1970,24 +2241,87 @@ fn pass(
     set_fragmentation(st, now, level);
 }
 
+/// Put job `i` on the pending list.
+fn queue_pending(st: &mut State<'_>, i: usize) {
+    st.pending.insert((st.submit[i], i), ());
+    st.memo
+        .pending_change(st.class[i] as usize, st.changes, true);
+    st.pending_by_size.add(st.size_group[i] as usize, i);
+}
+
+/// Take job `i` off the pending list.
+fn unqueue_pending(st: &mut State<'_>, i: usize) {
+    st.pending.remove(&(st.submit[i], i));
+    st.memo
+        .pending_change(st.class[i] as usize, st.changes, false);
+    st.pending_by_size.remove(st.size_group[i] as usize, i);
+}
+
+/// The next pending job in submission order after `cursor` (moved to it), skipping jobs that
+/// went back to the list during this pass: the pass tries the jobs pending when it began.
+fn next_submitted(st: &State<'_>, cursor: &mut Option<(SimTime, usize)>) -> Option<usize> {
+    loop {
+        let next = match *cursor {
+            None => st.pending.keys().next(),
+            Some(after) => st
+                .pending
+                .range((Bound::Excluded(after), Bound::Unbounded))
+                .next()
+                .map(|(k, _)| k),
+        };
+        let &(submitted, i) = next?;
+        *cursor = Some((submitted, i));
+        if !st.requeued.contains(&i) {
+            return Some(i);
+        }
+    }
+}
+
+/// `sched::place_with` for job `i` in the current state, unless its class is known to fail
+/// there ([`PlaceMemo`]); a failure is noted. The class's extras are swapped into
+/// [`State::input`] for the call (no copy of the nodes' room). Debug builds (the tests) place
+/// a known failure anyway and stop if it places.
+fn place_memo(st: &mut State<'_>, i: usize) -> Option<sched::Placement> {
+    let c = st.class[i] as usize;
+    let known_to_fail = st.memo.failed[c] == st.changes + 1;
+    if known_to_fail && !cfg!(debug_assertions) {
+        return None;
+    }
+    std::mem::swap(&mut st.input.pod_sets, &mut st.class_extras[c]);
+    let placed = sched::place_with(&st.cluster, &st.occupancy, &st.jobs[i], &st.input).ok();
+    std::mem::swap(&mut st.input.pod_sets, &mut st.class_extras[c]);
+    assert!(
+        !(known_to_fail && placed.is_some()),
+        "job {i}: its class was known not to place, yet it places"
+    );
+    if placed.is_none() {
+        st.memo.note(c, st.changes, false);
+    }
+    placed
+}
+
 /// Job `i`'s level under a ranked order ([`crate::policies`]; lower runs first): Tiresias'
 /// queue by attained GPU-seconds (the current run included), SRTF's remaining ideal work
-/// (ms; a pending job's whole duration, its earlier progress lost), SJF's ideal duration (ms).
+/// (ms; a pending job's next run as [`start`] would count it: the restart after a stop, then
+/// the work left after its last checkpoint), SJF's ideal duration (ms).
 fn level(st: &State<'_>, i: usize, now: SimTime) -> u64 {
     match &st.config.policy.order {
         Order::Tiresias(t) => {
             let running = st.running.get(&i).map_or(0.0, |r| {
                 f64::from(st.records[i].gpus) * now.secs_since(r.start)
             });
-            policies::tiresias_queue(st.attained_gpu_s[i] + running, &t.thresholds_gpu_s)
+            policies::tiresias_queue(st.tiresias[i].attained_gpu_s + running, &t.thresholds_gpu_s)
         }
-        Order::Srtf => policies::millis_level(st.running.get(&i).map_or(st.durations[i], |r| {
-            if r.slowdown.is_finite() {
-                r.remaining_s - now.secs_since(r.last_update) / r.slowdown
-            } else {
-                r.remaining_s
-            }
-        })),
+        Order::Srtf => policies::millis_level(st.running.get(&i).map_or_else(
+            || next_run_work_s(st, i).1,
+            |r| {
+                if r.slowdown.is_finite() {
+                    r.remaining_s - now.secs_since(r.last_update) / r.slowdown
+                } else {
+                    r.remaining_s
+                }
+            },
+        )),
         Order::Sjf => policies::millis_level(st.durations[i]),
         Order::Fifo | Order::BestEffortFifo | Order::FairShare => 0,
     }
@@ -2015,27 +2349,31 @@ fn promote_starved(st: &mut State<'_>, now: SimTime) {
         .pending
         .keys()
         .map(|&(_, i)| i)
-        .filter(|&i| policies::starved(now.secs_since(st.preempted_at[i]), st.last_run_s[i], knob))
+        .filter(|&i| {
+            let j = &st.tiresias[i];
+            policies::starved(now.secs_since(j.preempted_at), j.last_run_s, knob)
+        })
         .collect();
     for i in starved {
-        st.attained_gpu_s[i] = 0.0;
-        st.last_run_s[i] = 0.0;
-        st.promoted[i] = true;
+        let j = &mut st.tiresias[i];
+        j.attained_gpu_s = 0.0;
+        j.last_run_s = 0.0;
+        j.promoted = true;
     }
 }
 
 /// After job `i` started: under Tiresias, a wake-up when it reaches its next queue threshold, if
 /// that comes before its ideal end.
 fn ask_demotion_wake(st: &mut State<'_>, i: usize, now: SimTime) {
-    st.wake_stamp[i] += 1;
     let Order::Tiresias(t) = &st.config.policy.order else {
         return;
     };
+    let j = &mut st.tiresias[i];
+    j.wake_stamp += 1;
     let gpus = st.records[i].gpus;
-    if let Some(s) = policies::seconds_to_demotion(st.attained_gpu_s[i], gpus, &t.thresholds_gpu_s)
-    {
+    if let Some(s) = policies::seconds_to_demotion(j.attained_gpu_s, gpus, &t.thresholds_gpu_s) {
         if s < st.durations[i] {
-            st.timers.push((now.plus_secs(s), i, st.wake_stamp[i]));
+            st.timers.push((now.plus_secs(s), i, j.wake_stamp));
         }
     }
 }
@@ -2043,16 +2381,18 @@ fn ask_demotion_wake(st: &mut State<'_>, i: usize, now: SimTime) {
 /// After job `i` was preempted at `now` after a run of `run_s`: its attained service grows, and
 /// under Tiresias with the starvation guard on, a wake-up when it would starve.
 fn note_preempted(st: &mut State<'_>, i: usize, run_s: f64, now: SimTime) {
-    st.wake_stamp[i] += 1;
-    st.attained_gpu_s[i] += f64::from(st.records[i].gpus) * run_s;
-    st.last_run_s[i] = run_s;
-    st.preempted_at[i] = now;
-    st.promoted[i] = false;
-    if let Order::Tiresias(t) = &st.config.policy.order {
-        if t.promote_knob > 0 && run_s > 0.0 {
-            let at = now.plus_secs(f64::from(t.promote_knob) * run_s);
-            st.timers.push((at, i, st.wake_stamp[i]));
-        }
+    let Order::Tiresias(t) = &st.config.policy.order else {
+        return;
+    };
+    let j = &mut st.tiresias[i];
+    j.wake_stamp += 1;
+    j.attained_gpu_s += f64::from(st.records[i].gpus) * run_s;
+    j.last_run_s = run_s;
+    j.preempted_at = now;
+    j.promoted = false;
+    if t.promote_knob > 0 && run_s > 0.0 {
+        let at = now.plus_secs(f64::from(t.promote_knob) * run_s);
+        st.timers.push((at, i, j.wake_stamp));
     }
 }
 
@@ -2094,13 +2434,13 @@ fn room_by_level(
         .take_while(|&&(l, _, _)| l > mine)
         .map(|&(_, v, g)| (v, g))
         .collect();
-    let want = st.held[i];
+    let want = st.requests[i].gpu;
     let mut free = st.total_gpus - st.busy_gpus;
     if free + eligible.iter().map(|&(_, g)| g).sum::<f64>() + 1e-9 < want {
         return None;
     }
     *attempts += 1;
-    let input = job_input(st.config, &st.room, &st.extras[i]);
+    let input = job_input(st, i);
     let places = |stopped: &[usize]| {
         let mut occ = st.occupancy.clone();
         for &v in stopped {
@@ -2206,14 +2546,9 @@ fn make_room(
         scratch = occ;
         &scratch
     };
-    let d = sched::place_with_preemption_input(
-        &st.cluster,
-        occupancy,
-        job,
-        policy,
-        &job_input(st.config, &st.room, &st.extras[i]),
-    )
-    .ok()?;
+    let d =
+        sched::place_with_preemption_input(&st.cluster, occupancy, job, policy, &job_input(st, i))
+            .ok()?;
     if admitted && d.victims.is_empty() {
         return None;
     }
@@ -2325,7 +2660,7 @@ fn place_network_aware(
         &st.cluster,
         &st.occupancy,
         &st.jobs[i],
-        &job_input(st.config, &st.room, &st.extras[i]),
+        &job_input(st, i),
         &mut scorer,
         sched::MAX_CANDIDATES,
     )
@@ -2445,7 +2780,7 @@ fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
     let running: Vec<usize> = st.running.keys().copied().collect();
     for i in running {
         let r = &st.running[&i];
-        let used = st.held[i] * end.secs_since(r.start);
+        let used = st.requests[i].gpu * end.secs_since(r.start);
         st.records[i].gpu_seconds += used;
         if st.last_stop[i].is_some() {
             let mut r = st.running.remove(&i).expect("running");
@@ -2622,4 +2957,79 @@ fn timeline(
         out.push(((lo + hi) / 2.0 / 3600.0, area / width / total));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PendingBySize, PlaceMemo};
+
+    /// The lowest-numbered pending job of the first groups, against a recount from scratch,
+    /// over a seeded mix of jobs joining and leaving (and joining again).
+    #[test]
+    fn pending_by_size_finds_the_lowest_numbered_job_like_a_scan() {
+        let (groups, jobs) = (6, 40);
+        let group_of = |i: usize| (i * 7 + i / 3) % groups;
+        let mut by_size = PendingBySize::new(groups, jobs);
+        let mut pending = vec![false; jobs];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        for step in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let i = (seed % jobs as u64) as usize;
+            if pending[i] {
+                by_size.remove(group_of(i), i);
+            } else {
+                by_size.add(group_of(i), i);
+            }
+            pending[i] = !pending[i];
+            let n = 1 + step % 4;
+            let want: Vec<usize> = (0..groups)
+                .filter_map(|g| (0..jobs).find(|&j| pending[j] && group_of(j) == g))
+                .take(n)
+                .collect();
+            assert_eq!(by_size.smallest(n), want, "step {step}");
+        }
+    }
+
+    /// The memo's count of classes known not to start, against a recount from scratch, over
+    /// a seeded mix of failures, GPU shortfalls, jobs joining and leaving and state changes.
+    #[test]
+    fn place_memo_counts_like_a_recount() {
+        let classes = 5;
+        let mut memo = PlaceMemo::new(classes);
+        let mut pending = vec![0u32; classes];
+        let mut changes = 0u64;
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut both_outcomes = [false; 2];
+        for _ in 0..20_000 {
+            let c = next(classes as u64) as usize;
+            match next(5) {
+                0 => changes += 1,
+                1 => memo.note(c, changes, false),
+                2 => memo.note(c, changes, true),
+                3 => {
+                    pending[c] += 1;
+                    memo.pending_change(c, changes, true);
+                }
+                _ if pending[c] > 0 => {
+                    pending[c] -= 1;
+                    memo.pending_change(c, changes, false);
+                }
+                _ => {}
+            }
+            let live: Vec<usize> = (0..classes).filter(|&k| pending[k] > 0).collect();
+            let want = live.iter().all(|&k| memo.known(k, changes))
+                && (!live.is_empty() || memo.epoch == changes);
+            assert_eq!(memo.none_starts(changes), want, "after {changes} changes");
+            both_outcomes[usize::from(want)] = true;
+        }
+        assert_eq!(both_outcomes, [true, true]);
+    }
 }
