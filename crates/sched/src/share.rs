@@ -314,6 +314,19 @@ fn kai_rounds(
     members: &[usize],
     shares: &mut [f64],
 ) -> Vec<(usize, f64)> {
+    // Members in a canonical order (creation time, then UID), so that every sum below adds the
+    // same numbers in the same order however the siblings were listed: KAI walks them in Go's
+    // random map order, so its division cannot depend on the listing, and railyard's neither
+    // (two members of equal weight get bit-equal parts and fractions).
+    let mut members = members.to_vec();
+    members.sort_by(|&a, &b| {
+        siblings[a]
+            .creation_time
+            .cmp(&siblings[b].creation_time)
+            .then_with(|| siblings[a].uid.cmp(&siblings[b].uid))
+            .then(a.cmp(&b))
+    });
+    let members = members.as_slice();
     // The fraction each member last had left over, by position in `members`.
     let mut fraction: Vec<Option<f64>> = vec![None; members.len()];
     // Every round that asks for another satisfies a queue; the bound only guards against

@@ -1,91 +1,30 @@
 //! SRTF after a checkpoint: a preempted job's remaining work is its restart plus the work left
 //! after its last checkpoint, not its whole duration; worked out by hand on one 8-GPU node.
 
-use sim::engine::{
-    simulate, CommDefaults, NetJob, NetRate, Order, Policy, SimConfig, SimResult, TopologyMode,
-};
-use sim::network::FromScratch;
-use sim::{CheckpointAsk, SimTime, TopologyAsk, TraceJob};
-use topology::{
-    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, TierSpec, HOSTNAME_LABEL,
-};
+mod common;
 
-/// One host of 8 GPUs.
-fn one_node() -> Cluster {
-    build_from_spec(&ClusterSpec {
-        name: "one".into(),
-        node: topology::examples::node(8, 1, 1, 400.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes: 1,
-                rail_optimized: false,
-                host_label: HOSTNAME_LABEL.into(),
-                tiers: vec![TierSpec {
-                    label: "rack".to_owned(),
-                    value_prefix: "rack-".to_owned(),
-                    nodes_per_domain: 1,
-                    latency_us: 1.0,
-                    switches_per_domain: None,
-                    oversubscription: None,
-                    sharp: false,
-                }],
-            }),
-        },
-    })
-    .unwrap()
-}
+use common::{config, one_rack, run};
+use sim::engine::{Order, SimResult};
+use sim::{CheckpointAsk, TraceJob};
 
 /// An 8-GPU job; `checkpoint` = `(interval, restart)` seconds.
 fn job(name: &str, submit: f64, duration: f64, checkpoint: Option<(f64, f64)>) -> TraceJob {
     TraceJob {
-        name: name.into(),
-        line: 0,
         submit_s: submit,
-        duration_s: duration,
-        gpus: 8,
         queue: "q".into(),
-        priority: 0,
-        preemptible: true,
-        topology: TopologyAsk::None,
-        comm: None,
         checkpoint: checkpoint.map_or_else(CheckpointAsk::default, |(interval, restart)| {
             CheckpointAsk {
                 interval_s: Some(interval),
                 restart_s: Some(restart),
             }
         }),
-        pod: Default::default(),
+        ..TraceJob::new(name, 8, duration)
     }
 }
 
+/// `trace` under SRTF on one 8-GPU host, every invariant checked.
 fn run_srtf(trace: &[TraceJob]) -> SimResult {
-    let cfg = SimConfig {
-        policy: Policy {
-            name: "srtf".to_owned(),
-            order: Order::Srtf,
-            topology: TopologyMode::None,
-            network_aware: false,
-        },
-        cycle: SimTime(0),
-        horizon: None,
-        comm: CommDefaults::default(),
-        timeline_points: 20,
-        check_invariants: true,
-        placement: Default::default(),
-        queues: None,
-        failures: Default::default(),
-        checkpoints: Default::default(),
-    };
-    let mut ideal = FromScratch::new(|jobs: &[NetJob]| {
-        jobs.iter()
-            .map(|_| NetRate {
-                ideal_busbw: 100.0,
-                achieved_busbw: 100.0,
-            })
-            .collect()
-    });
-    simulate(&one_node(), trace, &cfg, &mut ideal, &mut |_| {}).unwrap()
+    run(&one_rack(1), trace, &config(Order::Srtf))
 }
 
 /// `(first start, end, preemptions)` of each job, in trace order.
