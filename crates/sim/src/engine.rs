@@ -2441,12 +2441,27 @@ fn room_by_level(
     }
     *attempts += 1;
     let input = job_input(st, i);
+    // What job i may use with `stopped` stopped: their GPUs, and their CPU and memory where the
+    // nodes' room is tracked.
+    let input_without = |stopped: &[usize]| -> Cow<'_, sched::PlaceInput> {
+        if st.input.node_free.0.is_empty() || stopped.is_empty() {
+            return Cow::Borrowed(&*input);
+        }
+        let mut freed = (*input).clone();
+        for &v in stopped {
+            let requests = shares::requests(&st.trace[v].pod);
+            for n in &st.running[&v].nodes {
+                shares::hold(&mut freed.node_free, n.index(), &requests, false);
+            }
+        }
+        Cow::Owned(freed)
+    };
     let places = |stopped: &[usize]| {
         let mut occ = st.occupancy.clone();
         for &v in stopped {
             occ.release(&st.jobs[v].name);
         }
-        sched::place_with(&st.cluster, &occ, &st.jobs[i], &input).ok()
+        sched::place_with(&st.cluster, &occ, &st.jobs[i], &input_without(stopped)).ok()
     };
     let mut occ = st.occupancy.clone();
     let mut chosen = Vec::new();
@@ -2455,7 +2470,8 @@ fn room_by_level(
         occ.release(&st.jobs[v].name);
         chosen.push(v);
         free += g;
-        if free + 1e-9 >= want && sched::place_with(&st.cluster, &occ, &st.jobs[i], &input).is_ok()
+        if free + 1e-9 >= want
+            && sched::place_with(&st.cluster, &occ, &st.jobs[i], &input_without(&chosen)).is_ok()
         {
             placed = true;
             break;

@@ -132,3 +132,28 @@ fn weng_fragmentation_matches_a_hand_count() {
         r.summary.weng_fragmentation
     );
 }
+
+#[test]
+fn srtf_stops_a_longer_job_for_its_cpu() {
+    // One node of 4 GPUs and 16 CPUs. a (10 CPUs, 100 s) runs from 0; b (10 CPUs, 10 s) arrives
+    // at 5 with GPUs free but not CPU: SRTF stops a (95 s left) for it, counting the CPU a gives
+    // back. b ends at 15; a starts over (no checkpoints) and ends at 115.
+    let c = cluster(1, 4);
+    let whole = |cpu| PodShape {
+        cpu_milli: cpu,
+        ..PodShape::default()
+    };
+    let trace = [
+        job("a", 0.0, 100.0, 1, whole(10_000)),
+        job("b", 5.0, 10.0, 1, whole(10_000)),
+    ];
+    let cfg = SimConfig {
+        timeline_points: 10,
+        ..common::config(sim::engine::Order::Srtf)
+    };
+    let r = simulate(&c, &trace, &cfg, &mut fixed_network(1.0, 1.0), &mut |_| {}).unwrap();
+    assert_eq!(start(&r, "b"), Some(5.0));
+    assert_eq!(record(&r, "b").end_s, Some(15.0));
+    assert_eq!(record(&r, "a").end_s, Some(115.0));
+    assert_eq!(record(&r, "a").preemptions, 1);
+}
