@@ -63,6 +63,8 @@ pub struct FabricState<'c> {
     job_seen: Vec<u64>,
     /// Current solve number.
     generation: u64,
+    /// Ideal paces by [`Fabric::alone_pace_grouped`] (approximate runs).
+    grouped_ideal: bool,
 }
 
 /// A running job: what [`Fabric::job_result`] needs (flows dropped), its row and its pace.
@@ -108,7 +110,16 @@ impl<'c> FabricState<'c> {
             resource_seen: vec![0; n_res],
             job_seen: Vec::new(),
             generation: 0,
+            grouped_ideal: false,
         }
+    }
+
+    /// Sum each started job's ideal pace with [`Fabric::alone_pace_grouped`] (each leaf pair's
+    /// sprayed load once): the same quantity up to rounding, not the same bits; for runs that
+    /// approximate anyway (network rounds).
+    pub fn with_grouped_ideal(mut self, grouped: bool) -> Self {
+        self.grouped_ideal = grouped;
+        self
     }
 
     /// Job `id` starts: route it (its QP numbers from `id`, as [`Fabric::route`]) and solve its
@@ -120,6 +131,9 @@ impl<'c> FabricState<'c> {
         self.fabric.recycle(std::mem::take(&mut routed.flows));
         let ideal_pace = match ideal_routing(&self.cfg) {
             None => None,
+            Some(ideal_cfg) if self.grouped_ideal => {
+                Some(self.fabric.alone_pace_grouped(job, &ideal_cfg, id)?)
+            }
             Some(ideal_cfg) => Some(self.fabric.alone_pace(job, &ideal_cfg, id)?),
         };
         let capacity = self.fabric.capacity();

@@ -20,6 +20,8 @@
 //! Computed exactly, without iterating, by progressive filling over jobs whose path on each
 //! resource is the sum of its flows' shares there ([`crate::job_max_min`]).
 
+use std::collections::BTreeMap;
+
 use topology::{Cluster, Endpoint, NodeId};
 
 use crate::collective::{
@@ -30,7 +32,9 @@ use crate::error::{FabricError, MAX_FLOWS};
 use crate::hash::{FiveTuple, IPPROTO_UDP};
 use crate::maxmin::{add_load, aggregate_jobs, alone_level, max_min_fair, FlowPaths};
 use crate::nccl::{channel_speed_gb_s, Algorithm, GpuArch};
-use crate::routing::{endpoint_name, plan_for, PortIndex, Router, RoutingConfig, RoutingMode};
+use crate::routing::{
+    endpoint_name, plan_for, Plan, PortIndex, Router, RoutingConfig, RoutingMode,
+};
 use crate::sport::{mix64, qp_number, udp_source_port};
 
 /// One job's traffic: its ranks (GPUs, in rank order) and the collective they run.
@@ -337,12 +341,43 @@ impl<'c> Fabric<'c> {
         cfg: &RoutingConfig,
         job_id: u64,
     ) -> Result<f64, FabricError> {
+        self.alone_pace_summed(job, cfg, job_id, None)
+    }
+
+    /// [`Fabric::alone_pace`] with each leaf pair's sprayed switch-to-switch load summed once
+    /// (its flows' shares added first): the same quantity up to rounding, not the same bits,
+    /// and far fewer additions for large jobs. For approximate runs (network rounds).
+    pub fn alone_pace_grouped(
+        &mut self,
+        job: &JobTraffic,
+        cfg: &RoutingConfig,
+        job_id: u64,
+    ) -> Result<f64, FabricError> {
+        self.alone_pace_summed(job, cfg, job_id, Some(BTreeMap::new()))
+    }
+
+    fn alone_pace_summed(
+        &mut self,
+        job: &JobTraffic,
+        cfg: &RoutingConfig,
+        job_id: u64,
+        by_leaf_pair: Option<LeafPairLoads>,
+    ) -> Result<f64, FabricError> {
         let mut sink = LoadSums {
             sums: std::mem::take(&mut self.sums),
             touched: Vec::new(),
+            by_leaf_pair,
         };
         sink.sums.resize(self.capacity.len(), 0.0);
         let routed = self.route_into(job, Algorithm::Ring, cfg, job_id, &mut sink);
+        for (middle, share) in sink
+            .by_leaf_pair
+            .take()
+            .into_iter()
+            .flat_map(BTreeMap::into_values)
+        {
+            add_load(&mut sink.sums, &mut sink.touched, middle.into_iter(), share);
+        }
         let mut lowest = f64::INFINITY;
         for &e in &sink.touched {
             let ei = e as usize;
@@ -466,9 +501,7 @@ impl<'c> Fabric<'c> {
             RoutingMode::Adaptive => {
                 self.router
                     .spray(cluster, &self.ports, &plan, s, d, &mut path);
-                for _ in 0..qps {
-                    flows.flow(&path, c.fairness, share);
-                }
+                flows.sprayed(&path, &plan, qps, c.fairness, share);
             }
             RoutingMode::Ecmp => {
                 for q in 0..qps {
@@ -664,6 +697,14 @@ trait FlowSink {
     /// One flow crossing `path`, with fairness weight `fairness`, carrying `share` of the job's
     /// bus bandwidth.
     fn flow(&mut self, path: &[(u32, f64)], fairness: f64, share: f64);
+    /// `qps` flows sprayed along `path` (its NIC ports around `plan`'s sprayed middle), each
+    /// like [`FlowSink::flow`].
+    fn sprayed(&mut self, path: &[(u32, f64)], plan: &Plan, qps: u32, fairness: f64, share: f64) {
+        let _ = plan;
+        for _ in 0..qps {
+            self.flow(path, fairness, share);
+        }
+    }
 }
 
 impl FlowSink for (FlowPaths, Vec<f64>) {
@@ -677,12 +718,18 @@ impl FlowSink for (FlowPaths, Vec<f64>) {
     }
 }
 
+/// Per leaf pair, its sprayed switch-to-switch path and the summed share of its flows.
+type LeafPairLoads = BTreeMap<(u32, u32), (Vec<(u32, f64)>, f64)>;
+
 /// A job's load per unit pace on each resource, summed flow by flow in routing order as
 /// aggregation sums it ([`add_load`]; `sums` all zeros outside, `touched` the resources
 /// reached).
 struct LoadSums {
     sums: Vec<f64>,
     touched: Vec<u32>,
+    /// Grouped sums ([`Fabric::alone_pace_grouped`]): per leaf pair, its sprayed middle and the
+    /// shares of its flows, added once at the end.
+    by_leaf_pair: Option<LeafPairLoads>,
 }
 
 impl FlowSink for LoadSums {
@@ -695,5 +742,29 @@ impl FlowSink for LoadSums {
             path.iter().copied(),
             share,
         );
+    }
+
+    fn sprayed(&mut self, path: &[(u32, f64)], plan: &Plan, qps: u32, _: f64, share: f64) {
+        let Some(groups) = &mut self.by_leaf_pair else {
+            for _ in 0..qps {
+                self.flow(path, 0.0, share);
+            }
+            return;
+        };
+        // The NIC ports now; the middle once per leaf pair, with the pair's summed share.
+        let nics = [path[0], path[path.len() - 1]];
+        for _ in 0..qps {
+            add_load(
+                &mut self.sums,
+                &mut self.touched,
+                nics.iter().copied(),
+                share,
+            );
+        }
+        let middle = plan.sprayed().expect("spray made the middle");
+        let total = groups
+            .entry(plan.leaves())
+            .or_insert_with(|| (middle.to_vec(), 0.0));
+        total.1 += share * f64::from(qps);
     }
 }

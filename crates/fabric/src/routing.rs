@@ -115,6 +115,18 @@ pub(crate) struct Plan {
     sprayed: OnceLock<Vec<(u32, f64)>>,
 }
 
+impl Plan {
+    /// The two leaves the plan joins, `(source, destination)`.
+    pub fn leaves(&self) -> (u32, u32) {
+        (self.up[0][0], self.down[0][0])
+    }
+
+    /// The switch-to-switch part of [`Router::spray`]'s path, once a spray has made it.
+    pub fn sprayed(&self) -> Option<&[(u32, f64)]> {
+        self.sprayed.get().map(Vec::as_slice)
+    }
+}
+
 /// Path finding with a cache of each leaf's ancestors per tier.
 #[derive(Debug)]
 pub(crate) struct Router {

@@ -221,3 +221,53 @@ fn a_job_that_shares_nothing_keeps_its_pace_and_ended_jobs_are_gone() {
     state.solve();
     assert_eq!(state.len(), 1);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// The ideal pace summed once per leaf pair (network rounds) is the per-flow sum up to
+    /// rounding.
+    #[test]
+    fn grouped_ideal_is_the_ideal_up_to_rounding(
+        nodes in prop::collection::vec(0u32..64, 1..12),
+        gpus in 1u32..=8,
+        qps in 1u32..=3,
+        fat in any::<bool>(),
+    ) {
+        let cluster = if fat { fat_tree() } else { oversubscribed() };
+        let mut cfg = RoutingConfig {
+            mode: RoutingMode::Adaptive,
+            ..RoutingConfig::default()
+        };
+        cfg.nccl.qps_per_connection = qps;
+        let job = traffic(&cluster, &nodes, gpus);
+        let mut fabric = Fabric::new(&cluster);
+        let exact = fabric.alone_pace(&job, &cfg, 7).expect("valid job");
+        let grouped = fabric.alone_pace_grouped(&job, &cfg, 7).expect("valid job");
+        prop_assert!(
+            (exact - grouped).abs() <= 1e-12 * exact.abs(),
+            "per flow {exact}, per leaf pair {grouped}"
+        );
+        // Asked again, the per-flow sum is unchanged (the scratch space was left clean).
+        prop_assert_eq!(fabric.alone_pace(&job, &cfg, 7).expect("valid job").to_bits(), exact.to_bits());
+    }
+}
+
+#[test]
+fn grouped_ideal_counts_every_qp_where_the_uplinks_bind() {
+    // Ring order alternating between two racks: every edge leaves its rack, so the 2:1 uplinks,
+    // not the NICs, pace the job, and the per-leaf-pair sums decide the ideal.
+    let cluster = oversubscribed();
+    let mut cfg = RoutingConfig {
+        mode: RoutingMode::Adaptive,
+        ..RoutingConfig::default()
+    };
+    cfg.nccl.qps_per_connection = 2;
+    let job = traffic(&cluster, &[0, 4, 1, 5, 2, 6, 3, 7], 8);
+    let mut fabric = Fabric::new(&cluster);
+    let exact = fabric.alone_pace(&job, &cfg, 3).expect("valid job");
+    let grouped = fabric.alone_pace_grouped(&job, &cfg, 3).expect("valid job");
+    assert!(
+        (exact - grouped).abs() <= 1e-12 * exact,
+        "{exact} vs {grouped}"
+    );
+}

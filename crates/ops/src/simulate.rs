@@ -243,7 +243,9 @@ pub fn run_all<'p>(
             scratch = fabric_network_from_scratch(cluster, routing);
             &mut scratch
         } else {
-            incremental = fabric_network(cluster, routing);
+            // Network rounds approximate anyway: the ideal paces may be summed per leaf pair.
+            incremental = fabric_network(cluster, routing)
+                .with_grouped_ideal(config.network_round.is_some_and(|r| r.0 > 0));
             &mut incremental
         };
         let mut tick = progress(&config.policy.name, jobs.len());

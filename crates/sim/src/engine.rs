@@ -737,6 +737,9 @@ struct State<'a> {
     /// Between network rounds: jobs the network was told started and that no solve or estimate
     /// has paced yet.
     net_unpaced: Vec<usize>,
+    /// Multi-node jobs started or stopped since the network was last told (what
+    /// [`sync_network`] looks at).
+    net_changed: Vec<usize>,
     lost_gpu_seconds: f64,
     preemptions: u64,
     /// Jobs that have ended (completed or failed), counted as they end.
@@ -1060,6 +1063,7 @@ pub fn simulate(
         network_round_now: false,
         net_running: BTreeMap::new(),
         net_unpaced: Vec::new(),
+        net_changed: Vec::new(),
         lost_gpu_seconds: 0.0,
         preemptions: 0,
         ended: 0,
@@ -1949,6 +1953,7 @@ fn start(
     hold(st, i, now, 1.0);
     if multi && st.comm[i].comm_share > 0.0 {
         st.network_dirty = true;
+        st.net_changed.push(i);
     }
     events.push(now.plus_secs(work_s), Event::Completion { job: i, version });
     ask_demotion_wake(st, i, now);
@@ -1989,6 +1994,7 @@ fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
     let gpus = held;
     if r.nodes.len() > 1 && st.comm[i].comm_share > 0.0 {
         st.network_dirty = true;
+        st.net_changed.push(i);
     }
     set_busy(st, now, -gpus);
     hold(st, i, now, -1.0);
@@ -2071,6 +2077,7 @@ fn stop(st: &mut State<'_>, i: usize, now: SimTime, cause: StopCause) {
     }
     if r.nodes.len() > 1 {
         st.network_dirty = true;
+        st.net_changed.push(i);
     }
     set_busy(st, now, -gpus);
     hold(st, i, now, -1.0);
@@ -2643,8 +2650,7 @@ fn place_network_aware(
     i: usize,
     network: &mut dyn Network,
 ) -> Option<sched::Placement> {
-    let (current, started) = sync_network(st, network);
-    st.net_running = current;
+    let started = sync_network(st, network);
     st.net_unpaced.extend(started);
     let st: &State<'_> = st;
     let gpus = f64::from(st.records[i].gpus);
@@ -2684,22 +2690,30 @@ fn place_network_aware(
     .map(sched::NetworkAware::into_placement)
 }
 
-/// Tell the network which multi-node jobs started and ended since it was last told; returns
-/// the set it now knows (to store in `State::net_running`) and the jobs it was told started.
-fn sync_network(st: &State<'_>, network: &mut dyn Network) -> (BTreeMap<usize, u64>, Vec<usize>) {
-    let current: BTreeMap<usize, u64> = st
-        .running
-        .iter()
-        .filter(|(&i, r)| r.nodes.len() > 1 && st.comm[i].comm_share > 0.0)
-        .map(|(&i, r)| (i, r.run))
-        .collect();
-    for (&i, &run) in &st.net_running {
-        if current.get(&i) != Some(&run) {
-            network.end(i);
+/// Tell the network which multi-node jobs started and ended since it was last told (ends first,
+/// then starts, each in ascending job order), keeping `State::net_running` the set it knows;
+/// returns the jobs it was told started.
+fn sync_network(st: &mut State<'_>, network: &mut dyn Network) -> Vec<usize> {
+    let mut changed = std::mem::take(&mut st.net_changed);
+    changed.sort_unstable();
+    changed.dedup();
+    let wanted = |st: &State<'_>, i: usize| {
+        st.running
+            .get(&i)
+            .filter(|r| r.nodes.len() > 1 && st.comm[i].comm_share > 0.0)
+            .map(|r| r.run)
+    };
+    for &i in &changed {
+        if let Some(&run) = st.net_running.get(&i) {
+            if wanted(st, i) != Some(run) {
+                network.end(i);
+                st.net_running.remove(&i);
+            }
         }
     }
     let mut started = Vec::new();
-    for (&i, &run) in &current {
+    for &i in &changed {
+        let Some(run) = wanted(st, i) else { continue };
         if st.net_running.get(&i) != Some(&run) {
             network.start(&NetJob {
                 id: i,
@@ -2708,10 +2722,13 @@ fn sync_network(st: &State<'_>, network: &mut dyn Network) -> (BTreeMap<usize, u
                 gpus_per_node: st.records[i].gpus / st.records[i].nodes.max(1),
                 bytes: st.comm[i].bytes_per_step,
             });
+            st.net_running.insert(i, run);
             started.push(i);
         }
     }
-    (current, started)
+    changed.clear();
+    st.net_changed = changed;
+    started
 }
 
 fn refresh_network(
@@ -2721,9 +2738,8 @@ fn refresh_network(
     network: &mut dyn Network,
 ) {
     st.network_dirty = false;
-    let (current, _) = sync_network(st, network);
-    let ids: Vec<usize> = current.keys().copied().collect();
-    st.net_running = current;
+    sync_network(st, network);
+    let ids: Vec<usize> = st.net_running.keys().copied().collect();
     st.net_unpaced.clear();
     if ids.is_empty() {
         return;
@@ -2744,8 +2760,7 @@ fn pace_new_jobs(
     now: SimTime,
     network: &mut dyn Network,
 ) {
-    let (current, started) = sync_network(st, network);
-    st.net_running = current;
+    let started = sync_network(st, network);
     st.net_unpaced.extend(started);
     let mut unpaced = std::mem::take(&mut st.net_unpaced);
     unpaced.sort_unstable();

@@ -30,6 +30,15 @@ pub fn fabric_network(cluster: &Cluster, routing: RoutingConfig) -> FabricNetwor
     }
 }
 
+impl FabricNetwork<'_> {
+    /// Sum each job's ideal pace per leaf pair ([`fabric::FabricState::with_grouped_ideal`]):
+    /// faster, the same up to rounding; for runs with network rounds, which approximate anyway.
+    pub fn with_grouped_ideal(mut self, grouped: bool) -> Self {
+        self.state = self.state.with_grouped_ideal(grouped);
+        self
+    }
+}
+
 impl Network for FabricNetwork<'_> {
     fn start(&mut self, job: &NetJob) {
         self.state
