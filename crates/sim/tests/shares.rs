@@ -34,6 +34,14 @@ fn job(name: &str, submit: f64, duration: f64, gpus: u32, pod: PodShape) -> Trac
     }
 }
 
+/// Whole GPUs and `cpu_milli` CPU per pod.
+fn cpus(cpu_milli: u64) -> PodShape {
+    PodShape {
+        cpu_milli,
+        ..PodShape::default()
+    }
+}
+
 fn share(milli: u32, cpu_milli: u64) -> PodShape {
     PodShape {
         gpu_milli: Some(milli),
@@ -79,14 +87,10 @@ fn shares_pack_one_gpu_up_to_a_whole() {
 fn cpu_limits_a_node_with_free_gpus() {
     // One node of 4 GPUs and 16 CPUs: two 10-CPU jobs cannot run together.
     let c = cluster(1, 4);
-    let whole = |cpu| PodShape {
-        cpu_milli: cpu,
-        ..PodShape::default()
-    };
     let trace = [
-        job("a", 0.0, 100.0, 1, whole(10_000)),
-        job("b", 0.0, 100.0, 1, whole(10_000)),
-        job("c", 0.0, 100.0, 1, whole(6_000)),
+        job("a", 0.0, 100.0, 1, cpus(10_000)),
+        job("b", 0.0, 100.0, 1, cpus(10_000)),
+        job("c", 0.0, 100.0, 1, cpus(6_000)),
     ];
     let r = run(&c, &trace);
     assert_eq!(start(&r, "a"), Some(0.0));
@@ -139,13 +143,9 @@ fn srtf_stops_a_longer_job_for_its_cpu() {
     // at 5 with GPUs free but not CPU: SRTF stops a (95 s left) for it, counting the CPU a gives
     // back. b ends at 15; a starts over (no checkpoints) and ends at 115.
     let c = cluster(1, 4);
-    let whole = |cpu| PodShape {
-        cpu_milli: cpu,
-        ..PodShape::default()
-    };
     let trace = [
-        job("a", 0.0, 100.0, 1, whole(10_000)),
-        job("b", 5.0, 10.0, 1, whole(10_000)),
+        job("a", 0.0, 100.0, 1, cpus(10_000)),
+        job("b", 5.0, 10.0, 1, cpus(10_000)),
     ];
     let cfg = SimConfig {
         timeline_points: 10,
