@@ -21,6 +21,7 @@
 //! resource is the sum of its flows' shares there ([`crate::job_max_min`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use topology::{Cluster, Endpoint, NodeId};
 
@@ -370,13 +371,19 @@ impl<'c> Fabric<'c> {
         };
         sink.sums.resize(self.capacity.len(), 0.0);
         let routed = self.route_into(job, Algorithm::Ring, cfg, job_id, &mut sink);
-        for (middle, share) in sink
+        for (plan, share) in sink
             .by_leaf_pair
             .take()
             .into_iter()
             .flat_map(BTreeMap::into_values)
         {
-            add_load(&mut sink.sums, &mut sink.touched, middle.into_iter(), share);
+            let middle = plan.sprayed().expect("spraying made the middle");
+            add_load(
+                &mut sink.sums,
+                &mut sink.touched,
+                middle.iter().copied(),
+                share,
+            );
         }
         let mut lowest = f64::INFINITY;
         for &e in &sink.touched {
@@ -699,7 +706,14 @@ trait FlowSink {
     fn flow(&mut self, path: &[(u32, f64)], fairness: f64, share: f64);
     /// `qps` flows sprayed along `path` (its NIC ports around `plan`'s sprayed middle), each
     /// like [`FlowSink::flow`].
-    fn sprayed(&mut self, path: &[(u32, f64)], plan: &Plan, qps: u32, fairness: f64, share: f64) {
+    fn sprayed(
+        &mut self,
+        path: &[(u32, f64)],
+        plan: &Arc<Plan>,
+        qps: u32,
+        fairness: f64,
+        share: f64,
+    ) {
         let _ = plan;
         for _ in 0..qps {
             self.flow(path, fairness, share);
@@ -718,8 +732,9 @@ impl FlowSink for (FlowPaths, Vec<f64>) {
     }
 }
 
-/// Per leaf pair, its sprayed switch-to-switch path and the summed share of its flows.
-type LeafPairLoads = BTreeMap<(u32, u32), (Vec<(u32, f64)>, f64)>;
+/// Per leaf pair, its plan (with the sprayed switch-to-switch path) and the summed share of its
+/// flows.
+type LeafPairLoads = BTreeMap<(u32, u32), (Arc<Plan>, f64)>;
 
 /// A job's load per unit pace on each resource, summed flow by flow in routing order as
 /// aggregation sums it ([`add_load`]; `sums` all zeros outside, `touched` the resources
@@ -744,7 +759,7 @@ impl FlowSink for LoadSums {
         );
     }
 
-    fn sprayed(&mut self, path: &[(u32, f64)], plan: &Plan, qps: u32, _: f64, share: f64) {
+    fn sprayed(&mut self, path: &[(u32, f64)], plan: &Arc<Plan>, qps: u32, _: f64, share: f64) {
         let Some(groups) = &mut self.by_leaf_pair else {
             for _ in 0..qps {
                 self.flow(path, 0.0, share);
@@ -761,10 +776,9 @@ impl FlowSink for LoadSums {
                 share,
             );
         }
-        let middle = plan.sprayed().expect("spray made the middle");
         let total = groups
             .entry(plan.leaves())
-            .or_insert_with(|| (middle.to_vec(), 0.0));
+            .or_insert_with(|| (Arc::clone(plan), 0.0));
         total.1 += share * f64::from(qps);
     }
 }
