@@ -2018,6 +2018,41 @@ fn hold(st: &mut State<'_>, i: usize, now: SimTime, sign: f64) {
     }
 }
 
+/// What a pass learns about its jobs and keeps until it starts one (a start changes every
+/// answer): whether a job of this queue, preemptibility and ask is admitted; whether one of this
+/// queue, priority and size has anyone it may stop; the running jobs by level (Tiresias, SRTF).
+#[derive(Default)]
+struct PassKnown {
+    admit: BTreeMap<(usize, bool, [u64; 3]), bool>,
+    hopeless: BTreeMap<(usize, i32, u64), bool>,
+    victims: Option<Vec<(u64, usize, f64)>>,
+}
+
+impl PassKnown {
+    /// A job started: nothing known still holds.
+    fn forget(&mut self) {
+        self.admit.clear();
+        self.hopeless.clear();
+        self.victims = None;
+    }
+}
+
+/// Stop `victims` (by name) and start pending job `i` at `placement`.
+fn stop_and_start(
+    st: &mut State<'_>,
+    events: &mut EventQueue<Event>,
+    i: usize,
+    victims: &[String],
+    placement: &sched::Placement,
+    now: SimTime,
+) {
+    for v in victims {
+        preempt(st, v, now);
+    }
+    unqueue_pending(st, i);
+    start(st, events, i, placement, now);
+}
+
 fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
     let Some((&i, _)) = st.running.iter().find(|(&i, _)| st.jobs[i].name == name) else {
         return;
@@ -2114,11 +2149,9 @@ fn pass(
     // Tiresias and SRTF: a few blocked jobs per pass may stop running jobs of a higher level.
     let by_level = matches!(st.config.policy.order, Order::Tiresias(_) | Order::Srtf);
     let mut level_attempts = 0;
-    let mut victims_known: Option<Vec<(u64, usize, f64)>> = None;
     let may_preempt = fair_order_on || st.rules.is_some();
     let mut reclaim_attempts = 0;
-    let mut hopeless_known: BTreeMap<(usize, i32, u64), bool> = BTreeMap::new();
-    let mut admit_known: BTreeMap<(usize, bool, [u64; 3]), bool> = BTreeMap::new();
+    let mut known = PassKnown::default();
     let mut policies: BTreeMap<usize, PreemptionPolicy> = BTreeMap::new();
     let network_aware = st.config.policy.network_aware;
     // When only placement can start a job (nobody is stopped for another), the pass is over
@@ -2144,7 +2177,8 @@ fn pass(
         // Admission depends on the queues' use, which changes only when a job starts.
         let ask = &st.requests[i];
         let admitted = st.rules.is_none()
-            || *admit_known
+            || *known
+                .admit
                 .entry((
                     st.queue_of[i],
                     st.jobs[i].preemptible,
@@ -2159,27 +2193,20 @@ fn pass(
             None
         };
         if let Some(p) = placed {
-            unqueue_pending(st, i);
-            start(st, events, i, &p, now);
-            hopeless_known.clear();
-            admit_known.clear();
-            victims_known = None;
+            stop_and_start(st, events, i, &[], &p, now);
+            known.forget();
             continue;
         }
         let promoted = st.tiresias.get(i).is_some_and(|t| t.promoted);
         if by_level && admitted && !promoted && level_attempts < 4 {
-            let known = victims_known.get_or_insert_with(|| victims_by_level(st, now));
+            let by_level = known
+                .victims
+                .get_or_insert_with(|| victims_by_level(st, now));
             if let Some((victims, placement)) =
-                room_by_level(st, i, now, known, &mut level_attempts)
+                room_by_level(st, i, now, by_level, &mut level_attempts)
             {
-                for v in &victims {
-                    preempt(st, v, now);
-                }
-                unqueue_pending(st, i);
-                start(st, events, i, &placement, now);
-                hopeless_known.clear();
-                admit_known.clear();
-                victims_known = None;
+                stop_and_start(st, events, i, &victims, &placement, now);
+                known.forget();
                 continue;
             }
         }
@@ -2199,7 +2226,8 @@ fn pass(
             // With the user's queues, a job nobody may be stopped for does not use an attempt
             // (known per queue, priority and size until the next start).
             let hopeless = st.rules.is_some()
-                && *hopeless_known
+                && *known
+                    .hopeless
                     .entry((
                         st.queue_of[i],
                         st.jobs[i].priority,
@@ -2216,14 +2244,8 @@ fn pass(
                 make_room(st, i, policy, admitted)
             };
             if let Some((victims, placement)) = room {
-                for v in &victims {
-                    preempt(st, v, now);
-                }
-                unqueue_pending(st, i);
-                start(st, events, i, &placement, now);
-                hopeless_known.clear();
-                admit_known.clear();
-                victims_known = None;
+                stop_and_start(st, events, i, &victims, &placement, now);
+                known.forget();
                 continue;
             }
         }
