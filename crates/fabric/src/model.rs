@@ -368,31 +368,58 @@ impl<'c> Fabric<'c> {
             sums: std::mem::take(&mut self.sums),
             touched: Vec::new(),
             by_leaf_pair,
+            inner: Vec::new(),
         };
         sink.sums.resize(self.capacity.len(), 0.0);
         let routed = self.route_into(job, Algorithm::Ring, cfg, job_id, &mut sink);
-        for (plan, share) in sink
-            .by_leaf_pair
-            .take()
-            .into_iter()
-            .flat_map(BTreeMap::into_values)
+        // The sprayed flows' inner hops were left out: bound what they could add first.
+        // Grouped, a leaf pair's hops out of and into its leaves are added now; flow by flow,
+        // routing added them.
+        let (groups, add_ends): (Vec<(Arc<Plan>, f64, u32)>, bool) = match sink.by_leaf_pair.take()
         {
+            Some(pairs) => (pairs.into_values().map(|(p, s)| (p, s, 1)).collect(), true),
+            None => (std::mem::take(&mut sink.inner), false),
+        };
+        let mut inner_bound = 0.0f64;
+        for (plan, share, flows) in &groups {
             let middle = plan.sprayed().expect("spraying made the middle");
-            add_load(
-                &mut sink.sums,
-                &mut sink.touched,
-                middle.iter().copied(),
-                share,
-            );
+            if add_ends {
+                add_load(&mut sink.sums, &mut sink.touched, middle.ends(), *share);
+            }
+            let worst = plan
+                .inner_worst(&self.capacity)
+                .expect("spraying made the middle");
+            inner_bound += share * f64::from(*flows) * worst;
         }
-        let mut lowest = f64::INFINITY;
+        let lowest = |sink: &LoadSums| {
+            sink.touched
+                .iter()
+                .map(|&e| alone_level(self.capacity[e as usize], sink.sums[e as usize] * 1.0))
+                .fold(f64::INFINITY, f64::min)
+        };
+        let mut level = lowest(&sink);
+        // Every inner hop's level is at least 1 / inner_bound (false when not a number).
+        let inner_clear = inner_bound * level * (1.0 + INNER_MARGIN) < 1.0;
+        if !inner_clear {
+            // An inner hop might pace the job: add them all, in routing order.
+            for (plan, share, flows) in &groups {
+                let inner = plan.sprayed().expect("spraying made the middle").inner();
+                for _ in 0..*flows {
+                    add_load(
+                        &mut sink.sums,
+                        &mut sink.touched,
+                        inner.iter().copied(),
+                        *share,
+                    );
+                }
+            }
+            level = lowest(&sink);
+        }
         for &e in &sink.touched {
-            let ei = e as usize;
-            lowest = lowest.min(alone_level(self.capacity[ei], sink.sums[ei] * 1.0));
-            sink.sums[ei] = 0.0;
+            sink.sums[e as usize] = 0.0;
         }
         self.sums = sink.sums;
-        routed.map(|_| lowest)
+        routed.map(|_| level)
     }
 
     /// Route `job`'s flows into `sink` (in the order [`Fabric::route_flows`] lists them);
@@ -736,15 +763,28 @@ impl FlowSink for (FlowPaths, Vec<f64>) {
 /// flows.
 type LeafPairLoads = BTreeMap<(u32, u32), (Arc<Plan>, f64)>;
 
+/// Relative margin by which the bound on a job's inner-hop loads must clear its lowest level
+/// for those hops to be left out of its pace alone: far above rounding in the sums.
+const INNER_MARGIN: f64 = 1e-9;
+
 /// A job's load per unit pace on each resource, summed flow by flow in routing order as
 /// aggregation sums it ([`add_load`]; `sums` all zeros outside, `touched` the resources
 /// reached).
+///
+/// Sprayed flows' hops between higher tiers (the inner part of their path,
+/// [`crate::routing::Sprayed::inner`]) are set aside: each carries a sliver of a flow spread over
+/// many ports, so they rarely pace a job alone, and they are most of a large job's path. They
+/// are added (per resource in the same order as the others, so the same bits) only when a
+/// bound on them does not clear the job's lowest level elsewhere.
 struct LoadSums {
     sums: Vec<f64>,
     touched: Vec<u32>,
     /// Grouped sums ([`Fabric::alone_pace_grouped`]): per leaf pair, its sprayed middle and the
     /// shares of its flows, added once at the end.
     by_leaf_pair: Option<LeafPairLoads>,
+    /// Flow by flow: each sprayed connection's plan, per-flow share and flows, in routing order,
+    /// whose inner hops are set aside.
+    inner: Vec<(Arc<Plan>, f64, u32)>,
 }
 
 impl FlowSink for LoadSums {
@@ -760,14 +800,24 @@ impl FlowSink for LoadSums {
     }
 
     fn sprayed(&mut self, path: &[(u32, f64)], plan: &Arc<Plan>, qps: u32, _: f64, share: f64) {
+        let nics = [path[0], path[path.len() - 1]];
         let Some(groups) = &mut self.by_leaf_pair else {
+            // Each flow's NIC ports and end hops now, its inner hops perhaps later.
+            let ends = plan.sprayed().expect("spraying made the middle");
             for _ in 0..qps {
-                self.flow(path, 0.0, share);
+                add_load(
+                    &mut self.sums,
+                    &mut self.touched,
+                    std::iter::once(nics[0])
+                        .chain(ends.ends())
+                        .chain(std::iter::once(nics[1])),
+                    share,
+                );
             }
+            self.inner.push((Arc::clone(plan), share, qps));
             return;
         };
         // The NIC ports now; the middle once per leaf pair, with the pair's summed share.
-        let nics = [path[0], path[path.len() - 1]];
         for _ in 0..qps {
             add_load(
                 &mut self.sums,

@@ -112,7 +112,37 @@ pub(crate) struct Plan {
     down: Vec<Vec<u32>>,
     /// The switch-to-switch part of [`Router::spray`]'s path, made on first use: the same for
     /// every flow between the two leaves.
-    sprayed: OnceLock<Vec<(u32, f64)>>,
+    sprayed: OnceLock<Sprayed>,
+    /// The most any resource of the sprayed path's inner part carries per unit of capacity
+    /// ([`Plan::inner_worst`]), made on first use.
+    inner_worst: OnceLock<f64>,
+}
+
+/// The switch-to-switch part of a sprayed path, in three parts: the hop out of the source leaf,
+/// the hops between higher tiers (the inner part, empty below a tier-2 climb), and the hop into
+/// the destination leaf. No resource is in two parts.
+#[derive(Clone, Debug)]
+pub(crate) struct Sprayed {
+    path: Vec<(u32, f64)>,
+    /// `path[..first_end]` is the hop out of the source leaf.
+    first_end: usize,
+    /// `path[last_start..]` is the hop into the destination leaf.
+    last_start: usize,
+}
+
+impl Sprayed {
+    /// The hops out of the source leaf and into the destination leaf.
+    pub fn ends(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
+        self.path[..self.first_end]
+            .iter()
+            .chain(&self.path[self.last_start..])
+            .copied()
+    }
+
+    /// The hops between higher tiers.
+    pub fn inner(&self) -> &[(u32, f64)] {
+        &self.path[self.first_end..self.last_start]
+    }
 }
 
 impl Plan {
@@ -122,8 +152,30 @@ impl Plan {
     }
 
     /// The switch-to-switch part of [`Router::spray`]'s path, once a spray has made it.
-    pub fn sprayed(&self) -> Option<&[(u32, f64)]> {
-        self.sprayed.get().map(Vec::as_slice)
+    pub fn sprayed(&self) -> Option<&Sprayed> {
+        self.sprayed.get()
+    }
+
+    /// The largest load per unit of capacity a unit flow sprayed along the plan puts on any
+    /// resource of the inner part of its path (infinite if one has no capacity, 0 if the part
+    /// is empty), `capacity` indexed by resource; made once, so `capacity` must be the same on
+    /// every call (one fabric's). `None` before a spray has made the path.
+    pub fn inner_worst(&self, capacity: &[f64]) -> Option<f64> {
+        let sprayed = self.sprayed.get()?;
+        Some(*self.inner_worst.get_or_init(|| {
+            sprayed
+                .inner()
+                .iter()
+                .map(|&(e, w)| {
+                    let c = capacity[e as usize];
+                    if c > 0.0 {
+                        w / c
+                    } else {
+                        f64::INFINITY
+                    }
+                })
+                .fold(0.0, f64::max)
+        }))
     }
 }
 
@@ -236,6 +288,7 @@ impl Router {
             up,
             down,
             sprayed: OnceLock::new(),
+            inner_worst: OnceLock::new(),
         })
     }
 
@@ -320,7 +373,7 @@ impl Router {
         let middle = plan
             .sprayed
             .get_or_init(|| self.spray_between_leaves(cluster, ports, plan));
-        out.extend_from_slice(middle);
+        out.extend_from_slice(&middle.path);
         out.push((ports.resource(dst_nic, dst_port, false), 1.0));
     }
 
@@ -331,8 +384,9 @@ impl Router {
         cluster: &Cluster,
         ports: &PortIndex,
         plan: &Plan,
-    ) -> Vec<(u32, f64)> {
+    ) -> Sprayed {
         let mut out = Vec::new();
+        let (mut first_end, mut last_start) = (0, 0);
         let mut layer: Vec<(u32, f64)> = vec![(plan.up[0][0], 1.0)];
         let next = &mut self.scratch;
         let cands = &mut self.up_hops;
@@ -357,11 +411,17 @@ impl Router {
                     next.push((cluster.link(l).upper.0, per_port * f64::from(n)));
                 }
             }
+            if t == 0 {
+                first_end = out.len();
+            }
             merge(next);
             std::mem::swap(&mut layer, next);
         }
         let cands = &mut self.down_hops;
         for t in (1..=plan.top).rev() {
+            if t == 1 {
+                last_start = out.len();
+            }
             next.clear();
             for &(x, p) in &layer {
                 cands.clear();
@@ -391,7 +451,11 @@ impl Router {
             layer.len() == 1 && layer[0].0 == plan.down[0][0],
             "the descent ends at the leaf"
         );
-        out
+        Sprayed {
+            path: out,
+            first_end,
+            last_start,
+        }
     }
 }
 
