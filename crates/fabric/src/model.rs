@@ -382,14 +382,16 @@ impl<'c> Fabric<'c> {
         };
         let mut inner_bound = 0.0f64;
         for (plan, share, flows) in &groups {
-            let middle = plan.sprayed().expect("spraying made the middle");
+            let sprayed = plan.sprayed().expect("spraying made the ends");
             if add_ends {
-                add_load(&mut sink.sums, &mut sink.touched, middle.ends(), *share);
+                add_load(
+                    &mut sink.sums,
+                    &mut sink.touched,
+                    sprayed.ends().iter().copied(),
+                    *share,
+                );
             }
-            let worst = plan
-                .inner_worst(&self.capacity)
-                .expect("spraying made the middle");
-            inner_bound += share * f64::from(*flows) * worst;
+            inner_bound += share * f64::from(*flows) * sprayed.inner_worst();
         }
         let lowest = |sink: &LoadSums| {
             sink.touched
@@ -403,7 +405,7 @@ impl<'c> Fabric<'c> {
         if !inner_clear {
             // An inner hop might pace the job: add them all, in routing order.
             for (plan, share, flows) in &groups {
-                let inner = plan.sprayed().expect("spraying made the middle").inner();
+                let inner = self.router.spray_inner(self.cluster, &self.ports, plan);
                 for _ in 0..*flows {
                     add_load(
                         &mut sink.sums,
@@ -533,8 +535,15 @@ impl<'c> Fabric<'c> {
         let (s, d) = ((src_nic, src.port), (dst_nic, dst.port));
         match cfg.mode {
             RoutingMode::Adaptive => {
-                self.router
-                    .spray(cluster, &self.ports, &plan, s, d, &mut path);
+                if S::FULL_PATHS {
+                    self.router
+                        .spray(cluster, &self.ports, &self.capacity, &plan, s, d, &mut path);
+                } else {
+                    self.router
+                        .sprayed(cluster, &self.ports, &self.capacity, &plan);
+                    path.push((self.ports.resource(s.0, s.1, true), 1.0));
+                    path.push((self.ports.resource(d.0, d.1, false), 1.0));
+                }
                 flows.sprayed(&path, &plan, qps, c.fairness, share);
             }
             RoutingMode::Ecmp => {
@@ -726,13 +735,16 @@ pub fn evaluate(
 /// Where routing puts a job's flows: kept as flows ([`FlowPaths`] and their shares) or summed
 /// per resource ([`LoadSums`]).
 trait FlowSink {
+    /// Whether sprayed flows need their whole path; if not, [`FlowSink::sprayed`] gets only
+    /// their NIC ports and the plan (whose ends and inner bound are made).
+    const FULL_PATHS: bool;
     /// Room for `n` more flows.
     fn reserve(&mut self, n: usize);
     /// One flow crossing `path`, with fairness weight `fairness`, carrying `share` of the job's
     /// bus bandwidth.
     fn flow(&mut self, path: &[(u32, f64)], fairness: f64, share: f64);
-    /// `qps` flows sprayed along `path` (its NIC ports around `plan`'s sprayed middle), each
-    /// like [`FlowSink::flow`].
+    /// `qps` flows sprayed along `path`, each like [`FlowSink::flow`]: their whole path if
+    /// [`FlowSink::FULL_PATHS`], else only their two NIC ports (the middle is `plan`'s).
     fn sprayed(
         &mut self,
         path: &[(u32, f64)],
@@ -749,6 +761,8 @@ trait FlowSink {
 }
 
 impl FlowSink for (FlowPaths, Vec<f64>) {
+    const FULL_PATHS: bool = true;
+
     fn reserve(&mut self, n: usize) {
         self.1.reserve(n);
     }
@@ -772,7 +786,7 @@ const INNER_MARGIN: f64 = 1e-9;
 /// reached).
 ///
 /// Sprayed flows' hops between higher tiers (the inner part of their path,
-/// [`crate::routing::Sprayed::inner`]) are set aside: each carries a sliver of a flow spread over
+/// [`crate::routing::Sprayed`]) are set aside: each carries a sliver of a flow spread over
 /// many ports, so they rarely pace a job alone, and they are most of a large job's path. They
 /// are added (per resource in the same order as the others, so the same bits) only when a
 /// bound on them does not clear the job's lowest level elsewhere.
@@ -788,6 +802,8 @@ struct LoadSums {
 }
 
 impl FlowSink for LoadSums {
+    const FULL_PATHS: bool = false;
+
     fn reserve(&mut self, _: usize) {}
 
     fn flow(&mut self, path: &[(u32, f64)], _: f64, share: f64) {
@@ -803,13 +819,13 @@ impl FlowSink for LoadSums {
         let nics = [path[0], path[path.len() - 1]];
         let Some(groups) = &mut self.by_leaf_pair else {
             // Each flow's NIC ports and end hops now, its inner hops perhaps later.
-            let ends = plan.sprayed().expect("spraying made the middle");
+            let ends = plan.sprayed().expect("spraying made the ends").ends();
             for _ in 0..qps {
                 add_load(
                     &mut self.sums,
                     &mut self.touched,
                     std::iter::once(nics[0])
-                        .chain(ends.ends())
+                        .chain(ends.iter().copied())
                         .chain(std::iter::once(nics[1])),
                     share,
                 );

@@ -110,39 +110,47 @@ pub(crate) struct Plan {
     up: Vec<Vec<u32>>,
     /// `down[t]`: switches at tier t the descent may use (sorted); `down[0] = [dst leaf]`.
     down: Vec<Vec<u32>>,
-    /// The switch-to-switch part of [`Router::spray`]'s path, made on first use: the same for
-    /// every flow between the two leaves.
+    /// The ends of the switch-to-switch part of [`Router::spray`]'s path and a bound on its
+    /// inner part, made on first use: the same for every flow between the two leaves.
     sprayed: OnceLock<Sprayed>,
-    /// The most any resource of the sprayed path's inner part carries per unit of capacity
-    /// ([`Plan::inner_worst`]), made on first use.
-    inner_worst: OnceLock<f64>,
+    /// The inner part of that path, made only when asked for ([`Router::spray_inner`]).
+    inner: OnceLock<Vec<(u32, f64)>>,
 }
 
-/// The switch-to-switch part of a sprayed path, in three parts: the hop out of the source leaf,
+/// The switch-to-switch part of a sprayed path has three parts: the hop out of the source leaf,
 /// the hops between higher tiers (the inner part, empty below a tier-2 climb), and the hop into
-/// the destination leaf. No resource is in two parts.
+/// the destination leaf; no resource is in two of them. This keeps the first and last, and of
+/// the inner part (most of a long climb's ports, each with a sliver of the flow) only the most
+/// it puts on any resource per unit of capacity.
 #[derive(Clone, Debug)]
 pub(crate) struct Sprayed {
-    path: Vec<(u32, f64)>,
-    /// `path[..first_end]` is the hop out of the source leaf.
+    /// The hop out of the source leaf (`ends[..first_end]`), then the hop into the destination.
+    ends: Vec<(u32, f64)>,
     first_end: usize,
-    /// `path[last_start..]` is the hop into the destination leaf.
-    last_start: usize,
+    /// The largest weight ÷ capacity of the inner part (infinite if a resource of it has no
+    /// capacity, 0 if it is empty).
+    inner_worst: f64,
 }
 
 impl Sprayed {
     /// The hops out of the source leaf and into the destination leaf.
-    pub fn ends(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
-        self.path[..self.first_end]
-            .iter()
-            .chain(&self.path[self.last_start..])
-            .copied()
+    pub fn ends(&self) -> &[(u32, f64)] {
+        &self.ends
     }
 
-    /// The hops between higher tiers.
-    pub fn inner(&self) -> &[(u32, f64)] {
-        &self.path[self.first_end..self.last_start]
+    /// The largest load per unit of capacity a unit flow puts on any resource of the inner
+    /// part (infinite if one has no capacity, 0 if the part is empty).
+    pub fn inner_worst(&self) -> f64 {
+        self.inner_worst
     }
+}
+
+/// Which part of a sprayed path a hop is in ([`Sprayed`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    First,
+    Inner,
+    Last,
 }
 
 impl Plan {
@@ -151,31 +159,9 @@ impl Plan {
         (self.up[0][0], self.down[0][0])
     }
 
-    /// The switch-to-switch part of [`Router::spray`]'s path, once a spray has made it.
+    /// The ends of the sprayed path, once [`Router::sprayed`] has made them.
     pub fn sprayed(&self) -> Option<&Sprayed> {
         self.sprayed.get()
-    }
-
-    /// The largest load per unit of capacity a unit flow sprayed along the plan puts on any
-    /// resource of the inner part of its path (infinite if one has no capacity, 0 if the part
-    /// is empty), `capacity` indexed by resource; made once, so `capacity` must be the same on
-    /// every call (one fabric's). `None` before a spray has made the path.
-    pub fn inner_worst(&self, capacity: &[f64]) -> Option<f64> {
-        let sprayed = self.sprayed.get()?;
-        Some(*self.inner_worst.get_or_init(|| {
-            sprayed
-                .inner()
-                .iter()
-                .map(|&(e, w)| {
-                    let c = capacity[e as usize];
-                    if c > 0.0 {
-                        w / c
-                    } else {
-                        f64::INFINITY
-                    }
-                })
-                .fold(0.0, f64::max)
-        }))
     }
 }
 
@@ -288,7 +274,7 @@ impl Router {
             up,
             down,
             sprayed: OnceLock::new(),
-            inner_worst: OnceLock::new(),
+            inner: OnceLock::new(),
         })
     }
 
@@ -359,34 +345,86 @@ impl Router {
         out.push((ports.resource(dst_nic, dst_port, false), 1.0));
     }
 
-    /// Route one flow split evenly over all ports of all shortest next hops at every switch.
+    /// Route one flow split evenly over all ports of all shortest next hops at every switch,
+    /// appending its resources to `out` (`capacity` indexed by resource, one fabric's).
+    #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename these
     pub fn spray(
         &mut self,
         cluster: &Cluster,
         ports: &PortIndex,
+        capacity: &[f64],
         plan: &Plan,
         (src_nic, src_port): (LinkId, u32),
         (dst_nic, dst_port): (LinkId, u32),
         out: &mut Vec<(u32, f64)>,
     ) {
         out.push((ports.resource(src_nic, src_port, true), 1.0));
-        let middle = plan
-            .sprayed
-            .get_or_init(|| self.spray_between_leaves(cluster, ports, plan));
-        out.extend_from_slice(&middle.path);
+        let first_end = self.sprayed(cluster, ports, capacity, plan).first_end;
+        let ends = &plan.sprayed().expect("made above").ends;
+        out.extend_from_slice(&ends[..first_end]);
+        out.extend_from_slice(self.spray_inner(cluster, ports, plan));
+        out.extend_from_slice(&ends[first_end..]);
         out.push((ports.resource(dst_nic, dst_port, false), 1.0));
     }
 
-    /// [`Router::spray`]'s path between the two leaves of `plan`: up every shortest next hop
-    /// and down again, the flow split evenly over the ports at each switch.
-    fn spray_between_leaves(
+    /// The ends of the switch-to-switch part of [`Router::spray`]'s path between `plan`'s
+    /// leaves and the bound on its inner part, made on first use.
+    pub fn sprayed<'p>(
+        &mut self,
+        cluster: &Cluster,
+        ports: &PortIndex,
+        capacity: &[f64],
+        plan: &'p Plan,
+    ) -> &'p Sprayed {
+        plan.sprayed.get_or_init(|| {
+            let (mut first, mut last) = (Vec::new(), Vec::new());
+            let mut inner_worst = 0.0f64;
+            self.spray_walk(cluster, ports, plan, |part, e, w| match part {
+                Part::First => first.push((e, w)),
+                Part::Last => last.push((e, w)),
+                Part::Inner => {
+                    let c = capacity[e as usize];
+                    inner_worst = inner_worst.max(if c > 0.0 { w / c } else { f64::INFINITY });
+                }
+            });
+            let first_end = first.len();
+            first.extend_from_slice(&last);
+            Sprayed {
+                ends: first,
+                first_end,
+                inner_worst,
+            }
+        })
+    }
+
+    /// The inner part of [`Router::spray`]'s path between `plan`'s leaves, made on first use.
+    pub fn spray_inner<'p>(
+        &mut self,
+        cluster: &Cluster,
+        ports: &PortIndex,
+        plan: &'p Plan,
+    ) -> &'p [(u32, f64)] {
+        plan.inner.get_or_init(|| {
+            let mut inner = Vec::new();
+            self.spray_walk(cluster, ports, plan, |part, e, w| {
+                if part == Part::Inner {
+                    inner.push((e, w));
+                }
+            });
+            inner
+        })
+    }
+
+    /// Walk [`Router::spray`]'s path between the two leaves of `plan`: up every shortest next
+    /// hop and down again, the flow split evenly over the ports at each switch; `visit` gets
+    /// each resource's part, index and weight, in path order.
+    fn spray_walk(
         &mut self,
         cluster: &Cluster,
         ports: &PortIndex,
         plan: &Plan,
-    ) -> Sprayed {
-        let mut out = Vec::new();
-        let (mut first_end, mut last_start) = (0, 0);
+        mut visit: impl FnMut(Part, u32, f64),
+    ) {
         let mut layer: Vec<(u32, f64)> = vec![(plan.up[0][0], 1.0)];
         let next = &mut self.scratch;
         let cands = &mut self.up_hops;
@@ -405,23 +443,18 @@ impl Router {
                 let per_port = p / f64::from(total.max(1));
                 for &l in cands.iter() {
                     let n = cluster.link(l).ports.max(1);
+                    let part = if t == 0 { Part::First } else { Part::Inner };
                     for q in 0..n {
-                        out.push((ports.resource(l, q, true), per_port));
+                        visit(part, ports.resource(l, q, true), per_port);
                     }
                     next.push((cluster.link(l).upper.0, per_port * f64::from(n)));
                 }
-            }
-            if t == 0 {
-                first_end = out.len();
             }
             merge(next);
             std::mem::swap(&mut layer, next);
         }
         let cands = &mut self.down_hops;
         for t in (1..=plan.top).rev() {
-            if t == 1 {
-                last_start = out.len();
-            }
             next.clear();
             for &(x, p) in &layer {
                 cands.clear();
@@ -438,8 +471,9 @@ impl Router {
                 let per_port = p / f64::from(total.max(1));
                 for &(l, s) in cands.iter() {
                     let n = cluster.link(l).ports.max(1);
+                    let part = if t == 1 { Part::Last } else { Part::Inner };
                     for q in 0..n {
-                        out.push((ports.resource(l, q, false), per_port));
+                        visit(part, ports.resource(l, q, false), per_port);
                     }
                     next.push((s, per_port * f64::from(n)));
                 }
@@ -451,11 +485,6 @@ impl Router {
             layer.len() == 1 && layer[0].0 == plan.down[0][0],
             "the descent ends at the leaf"
         );
-        Sprayed {
-            path: out,
-            first_end,
-            last_start,
-        }
     }
 }
 
