@@ -57,6 +57,8 @@ pub struct FabricState<'c> {
     class: Vec<u8>,
     /// IDs of jobs whose component must be re-solved.
     dirty: Vec<u64>,
+    /// Contended resources an ended job left: the components of their users must be re-solved.
+    dirty_resources: Vec<u32>,
     /// Per resource, the solve in which it was last reached (component search).
     resource_seen: Vec<u64>,
     /// Per slot, the solve in which its job was last reached (component search).
@@ -107,6 +109,7 @@ impl<'c> FabricState<'c> {
             load_sum: vec![0.0; n_res],
             class: vec![PRIVATE; n_res],
             dirty: Vec::new(),
+            dirty_resources: Vec::new(),
             resource_seen: vec![0; n_res],
             job_seen: Vec::new(),
             generation: 0,
@@ -220,10 +223,8 @@ impl<'c> FabricState<'c> {
             self.bound[ei] -= w * 1.0 * job.most;
             self.load_sum[ei] -= w;
             self.users[ei].retain(|&u| u != slot);
-            if self.class[ei] == CONTENDED {
-                for &u in &self.users[ei] {
-                    self.dirty.push(job_of(&self.jobs, u).id);
-                }
+            if self.class[ei] == CONTENDED && !self.users[ei].is_empty() {
+                self.dirty_resources.push(e);
             }
             self.update_class(e);
         }
@@ -233,6 +234,16 @@ impl<'c> FabricState<'c> {
     /// started, or shared a binding resource with a job that ended, since the last call.
     pub fn solve(&mut self) {
         let mut dirty = std::mem::take(&mut self.dirty);
+        // The users of a resource an ended job left, now: any that ended since are gone, any
+        // that started since are seeds anyway.
+        self.dirty_resources.sort_unstable();
+        self.dirty_resources.dedup();
+        for &e in &self.dirty_resources {
+            for &u in &self.users[e as usize] {
+                dirty.push(job_of(&self.jobs, u).id);
+            }
+        }
+        self.dirty_resources.clear();
         dirty.sort_unstable();
         dirty.dedup();
         self.generation += 1;

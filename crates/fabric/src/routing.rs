@@ -173,9 +173,10 @@ pub(crate) struct Router {
     /// plan is a function of its two leaves, so a hit returns what computing it would.
     plans: Vec<Option<(u32, u32, Arc<Plan>)>>,
     scratch: Vec<(u32, f64)>,
-    /// Scratch for [`Router::spray`]'s next hops up (links) and down (links and switches).
+    /// Scratch for [`Router::spray`]'s next hops up (links) and down (layer index, link, lower
+    /// switch).
     up_hops: Vec<LinkId>,
-    down_hops: Vec<(LinkId, u32)>,
+    down_hops: Vec<(u32, LinkId, u32)>,
 }
 
 /// Slots of [`Router`]'s plan cache (bounded memory whatever the fabric's size).
@@ -379,11 +380,15 @@ impl Router {
         plan.sprayed.get_or_init(|| {
             let (mut first, mut last) = (Vec::new(), Vec::new());
             let mut inner_worst = 0.0f64;
-            self.spray_walk(cluster, ports, plan, |part, e, w| match part {
-                Part::First => first.push((e, w)),
-                Part::Last => last.push((e, w)),
+            let all_ports = |l: LinkId, up: bool, w: f64| {
+                (0..cluster.link(l).ports.max(1)).map(move |q| (ports.resource(l, q, up), w))
+            };
+            self.spray_walk(cluster, plan, |part, l, up, w| match part {
+                Part::First => first.extend(all_ports(l, up, w)),
+                Part::Last => last.extend(all_ports(l, up, w)),
                 Part::Inner => {
-                    let c = capacity[e as usize];
+                    // Every port of a link has the same capacity (Fabric::new).
+                    let c = capacity[ports.resource(l, 0, up) as usize];
                     inner_worst = inner_worst.max(if c > 0.0 { w / c } else { f64::INFINITY });
                 }
             });
@@ -406,9 +411,11 @@ impl Router {
     ) -> &'p [(u32, f64)] {
         plan.inner.get_or_init(|| {
             let mut inner = Vec::new();
-            self.spray_walk(cluster, ports, plan, |part, e, w| {
+            self.spray_walk(cluster, plan, |part, l, up, w| {
                 if part == Part::Inner {
-                    inner.push((e, w));
+                    inner.extend(
+                        (0..cluster.link(l).ports.max(1)).map(|q| (ports.resource(l, q, up), w)),
+                    );
                 }
             });
             inner
@@ -417,13 +424,12 @@ impl Router {
 
     /// Walk [`Router::spray`]'s path between the two leaves of `plan`: up every shortest next
     /// hop and down again, the flow split evenly over the ports at each switch; `visit` gets
-    /// each resource's part, index and weight, in path order.
+    /// each link's part, direction (up or not) and weight on each of its ports, in path order.
     fn spray_walk(
         &mut self,
         cluster: &Cluster,
-        ports: &PortIndex,
         plan: &Plan,
-        mut visit: impl FnMut(Part, u32, f64),
+        mut visit: impl FnMut(Part, LinkId, bool, f64),
     ) {
         let mut layer: Vec<(u32, f64)> = vec![(plan.up[0][0], 1.0)];
         let next = &mut self.scratch;
@@ -444,37 +450,40 @@ impl Router {
                 for &l in cands.iter() {
                     let n = cluster.link(l).ports.max(1);
                     let part = if t == 0 { Part::First } else { Part::Inner };
-                    for q in 0..n {
-                        visit(part, ports.resource(l, q, true), per_port);
-                    }
+                    visit(part, l, true, per_port);
                     next.push((cluster.link(l).upper.0, per_port * f64::from(n)));
                 }
             }
             merge(next);
             std::mem::swap(&mut layer, next);
         }
-        let cands = &mut self.down_hops;
+        let hops = &mut self.down_hops;
         for t in (1..=plan.top).rev() {
             next.clear();
-            for &(x, p) in &layer {
-                cands.clear();
-                cands.extend(cluster.down_links(SwitchId(x)).iter().filter_map(|&l| {
-                    match cluster.link(l).lower {
-                        Endpoint::Switch(s) if contains(&plan.down[t - 1], s.0) => Some((l, s.0)),
-                        _ => None,
+            // Each layer switch's next hops down, found from below: the links up from the valid
+            // switches of the tier under it into the layer (a wide switch has far more
+            // down-links), in ascending link ID per switch, the order of its down-links.
+            hops.clear();
+            for &y in &plan.down[t - 1] {
+                for &l in cluster.up_links(SwitchId(y)) {
+                    let x = cluster.link(l).upper.0;
+                    if let Ok(i) = layer.binary_search_by_key(&x, |&(s, _)| s) {
+                        hops.push((i as u32, l, y));
                     }
-                }));
+                }
+            }
+            hops.sort_unstable_by_key(|&(i, l, _)| (i, l));
+            for cands in hops.chunk_by(|a, b| a.0 == b.0) {
+                let p = layer[cands[0].0 as usize].1;
                 let total: u32 = cands
                     .iter()
-                    .map(|&(l, _)| cluster.link(l).ports.max(1))
+                    .map(|&(_, l, _)| cluster.link(l).ports.max(1))
                     .sum();
                 let per_port = p / f64::from(total.max(1));
-                for &(l, s) in cands.iter() {
+                for &(_, l, s) in cands {
                     let n = cluster.link(l).ports.max(1);
                     let part = if t == 1 { Part::Last } else { Part::Inner };
-                    for q in 0..n {
-                        visit(part, ports.resource(l, q, false), per_port);
-                    }
+                    visit(part, l, false, per_port);
                     next.push((s, per_port * f64::from(n)));
                 }
             }
