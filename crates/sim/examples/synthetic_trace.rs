@@ -1,8 +1,9 @@
 //! Print a seeded synthetic trace (`sim::synthetic`) as a native trace CSV on stdout, for the
 //! growth benchmark (`scripts/growth-bench.sh`).
 //!
-//! Usage: `synthetic_trace JOBS SEED CLUSTER_GPUS [on|off]` — `off` gives every job a
+//! Usage: `synthetic_trace JOBS SEED CLUSTER_GPUS [on|off] [LOAD]` — `off` gives every job a
 //! `comm_share` of 0 (network off); `on` (the default) leaves the simulator's defaults by size.
+//! LOAD is the offered load as a share of the cluster's GPUs (default 0.8).
 
 use sim::synthetic::{synthetic_trace, SyntheticSpec};
 use sim::CommProfile;
@@ -14,7 +15,7 @@ fn main() {
         args.get(i)
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| {
-                eprintln!("usage: synthetic_trace JOBS SEED CLUSTER_GPUS [on|off]: expected {what} as argument {}", i + 1);
+                eprintln!("usage: synthetic_trace JOBS SEED CLUSTER_GPUS [on|off] [LOAD]: expected {what} as argument {}", i + 1);
                 std::process::exit(2)
             })
     };
@@ -27,14 +28,22 @@ fn main() {
         None | Some("on") => false,
         Some("off") => true,
         Some(other) => {
-            eprintln!("usage: synthetic_trace JOBS SEED CLUSTER_GPUS [on|off]: expected on or off, got `{other}`");
+            eprintln!("usage: synthetic_trace JOBS SEED CLUSTER_GPUS [on|off] [LOAD]: expected on or off, got `{other}`");
+            std::process::exit(2)
+        }
+    };
+    let load = match args.get(4).map(|a| a.parse::<f64>()) {
+        None => 0.8,
+        Some(Ok(l)) if l > 0.0 && l.is_finite() => l,
+        Some(_) => {
+            eprintln!("usage: synthetic_trace JOBS SEED CLUSTER_GPUS [on|off] [LOAD]: expected LOAD as a positive number, got `{}`", args[4]);
             std::process::exit(2)
         }
     };
     let trace = synthetic_trace(&SyntheticSpec {
         jobs: jobs as usize,
         cluster_gpus: gpus,
-        load: 0.8,
+        load,
         seed,
         comm: off.then_some(CommProfile {
             comm_share: 0.0,
