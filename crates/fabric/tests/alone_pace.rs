@@ -2,56 +2,25 @@
 //! when a bound shows they cannot pace the job) against solving its routed flows alone, on a
 //! three-tier fabric whose core is thin enough to pace jobs that cross it.
 
-use fabric::{Collective, Fabric, JobTraffic, Rank, RoutingConfig, RoutingMode};
+mod common;
+
+use common::{allreduce as job, clos_100g};
+use fabric::{Fabric, JobTraffic, RoutingConfig, RoutingMode};
 use proptest::prelude::*;
-use topology::{build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, NodeId, TierSpec};
+use topology::Cluster;
 
 /// 32 hosts of 8 GPUs with one 100G port: racks of 4 under one leaf, rows of 8 under 2 spines
 /// (1:1), and a core of 2 switches oversubscribed `core`:1.
 fn three_tiers(core: f64) -> Cluster {
-    let tier = |l: &str, n, s, o| TierSpec {
-        label: l.to_owned(),
-        value_prefix: format!("{l}-"),
-        nodes_per_domain: n,
-        latency_us: 1.0,
-        switches_per_domain: Some(s),
-        oversubscription: o,
-        sharp: false,
-    };
-    build_from_spec(&ClusterSpec {
-        name: "thin-core".to_owned(),
-        node: topology::examples::node(8, 1, 1, 100.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes: 32,
-                rail_optimized: false,
-                host_label: topology::HOSTNAME_LABEL.to_owned(),
-                tiers: vec![
-                    tier("rack", 4, 1, None),
-                    tier("row", 8, 2, None),
-                    tier("core", 32, 2, Some(core)),
-                ],
-            }),
-        },
-    })
-    .expect("valid")
-}
-
-/// All-reduce over `gpus` GPUs of each of these hosts (distinct, in this ring order).
-fn job(nodes: &[u32], gpus: u32) -> JobTraffic {
-    JobTraffic {
-        ranks: nodes
-            .iter()
-            .flat_map(|&n| {
-                (0..gpus).map(move |gpu| Rank {
-                    node: NodeId::from_index(n as usize),
-                    gpu,
-                })
-            })
-            .collect(),
-        collective: Collective::AllReduce,
-    }
+    clos_100g(
+        "thin-core",
+        32,
+        &[
+            ("rack", 4, 1, None),
+            ("row", 8, 2, None),
+            ("core", 32, 2, Some(core)),
+        ],
+    )
 }
 
 fn adaptive(qps: u32) -> RoutingConfig {

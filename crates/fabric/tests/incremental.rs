@@ -2,45 +2,26 @@
 //! batch of starts and ends, every running job's achieved and ideal bus bandwidth are the same
 //! f64 bits as routing all running jobs again and solving them together.
 
-use fabric::{
-    Collective, Fabric, FabricState, JobTraffic, Rank, RoutedJob, RoutingConfig, RoutingMode,
-};
+mod common;
+
+use common::{allreduce, clos_100g};
+use fabric::{Fabric, FabricState, JobTraffic, RoutedJob, RoutingConfig, RoutingMode};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use topology::{
-    build_from_spec, ClosSpec, Cluster, ClusterSpec, FabricSpec, FatTreeSpec, NodeId, TierSpec,
-};
+use topology::{build_from_spec, Cluster, ClusterSpec, FabricSpec, FatTreeSpec};
 
 /// 32 hosts of 8 GPUs with one 100G port, racks of 4 under one leaf, rows of 16 under 4 spines
 /// at 2:1, a core tier of 4 switches at 2:1: several paths, oversubscribed, so jobs contend.
 fn oversubscribed() -> Cluster {
-    let tier = |l: &str, n, s, o| TierSpec {
-        label: l.to_owned(),
-        value_prefix: format!("{l}-"),
-        nodes_per_domain: n,
-        latency_us: 1.0,
-        switches_per_domain: Some(s),
-        oversubscription: o,
-        sharp: false,
-    };
-    build_from_spec(&ClusterSpec {
-        name: "over".to_owned(),
-        node: topology::examples::node(8, 1, 1, 100.0),
-        fabric: FabricSpec {
-            fat_tree: None,
-            clos: Some(ClosSpec {
-                nodes: 32,
-                rail_optimized: false,
-                host_label: topology::HOSTNAME_LABEL.to_owned(),
-                tiers: vec![
-                    tier("rack", 4, 1, None),
-                    tier("row", 16, 4, Some(2.0)),
-                    tier("core", 32, 4, Some(2.0)),
-                ],
-            }),
-        },
-    })
-    .expect("valid")
+    clos_100g(
+        "over",
+        32,
+        &[
+            ("rack", 4, 1, None),
+            ("row", 16, 4, Some(2.0)),
+            ("core", 32, 4, Some(2.0)),
+        ],
+    )
 }
 
 /// A k = 4 fat-tree of 16 hosts with two rails of 200G.
@@ -87,18 +68,7 @@ fn traffic(cluster: &Cluster, nodes: &[u32], gpus: u32) -> JobTraffic {
     if seen.len() == 1 {
         seen.push((seen[0] + 1) % cluster.nodes.len() as u32);
     }
-    JobTraffic {
-        ranks: seen
-            .iter()
-            .flat_map(|&n| {
-                (0..gpus).map(move |gpu| Rank {
-                    node: NodeId::from_index(n as usize),
-                    gpu,
-                })
-            })
-            .collect(),
-        collective: Collective::AllReduce,
-    }
+    allreduce(&seen, gpus)
 }
 
 /// (achieved, ideal) bus bandwidth bits per running job, from scratch.
