@@ -2157,13 +2157,16 @@ fn pass(
     // When only placement can start a job (nobody is stopped for another), the pass is over
     // once every pending job's class is known not to place in the current state.
     let only_placement = !by_level && !may_preempt && !network_aware;
+    // Then a job whose class is known not to place does nothing, and unless FIFO stops at it,
+    // the walk may step over it.
+    let skip_known = only_placement && st.config.policy.order != Order::Fifo;
     loop {
         if only_placement && st.memo.none_starts(st.changes) {
             break;
         }
         let next = match &mut listed {
             Some(order) => order.next(),
-            None => next_submitted(st, &mut cursor),
+            None => next_submitted(st, &mut cursor, skip_known),
         };
         let Some(i) = next else {
             break;
@@ -2287,23 +2290,26 @@ fn unqueue_pending(st: &mut State<'_>, i: usize) {
 }
 
 /// The next pending job in submission order after `cursor` (moved to it), skipping jobs that
-/// went back to the list during this pass: the pass tries the jobs pending when it began.
-fn next_submitted(st: &State<'_>, cursor: &mut Option<(SimTime, usize)>) -> Option<usize> {
-    loop {
-        let next = match *cursor {
-            None => st.pending.keys().next(),
-            Some(after) => st
-                .pending
-                .range((Bound::Excluded(after), Bound::Unbounded))
-                .next()
-                .map(|(k, _)| k),
-        };
-        let &(submitted, i) = next?;
+/// went back to the list during this pass (the pass tries the jobs pending when it began) and,
+/// if `skip_known`, jobs whose class is known not to start in the current state: one walk of
+/// the list however many it steps over.
+fn next_submitted(
+    st: &State<'_>,
+    cursor: &mut Option<(SimTime, usize)>,
+    skip_known: bool,
+) -> Option<usize> {
+    let from = match *cursor {
+        None => Bound::Unbounded,
+        Some(after) => Bound::Excluded(after),
+    };
+    for &(submitted, i) in st.pending.range((from, Bound::Unbounded)).map(|(k, _)| k) {
         *cursor = Some((submitted, i));
-        if !st.requeued.contains(&i) {
+        let known = skip_known && st.memo.known(st.class[i] as usize, st.changes);
+        if !known && !st.requeued.contains(&i) {
             return Some(i);
         }
     }
+    None
 }
 
 /// `sched::place_with` for job `i` in the current state, unless its class is known to fail
