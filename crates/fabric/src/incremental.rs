@@ -45,16 +45,8 @@ pub struct FabricState<'c> {
     jobs: Vec<Option<StateJob>>,
     /// Free slots, reused last-freed first.
     free: Vec<u32>,
-    /// Per resource, the slots of the running jobs whose rows cross it, in ascending job ID.
-    users: Vec<Vec<u32>>,
-    /// Per resource, the bound its users put on it (each at its most), summed as they come and
-    /// go: decides its class unless too close to call ([`FabricState::update_class`]).
-    bound: Vec<f64>,
-    /// Per resource, its users' loads per unit pace summed as they come and go: where it fills
-    /// if all of them run at one pace ([`FabricState::provisional`]).
-    load_sum: Vec<f64>,
-    /// Per resource, its class as a byte ([`PRIVATE`], [`SLACK`] or [`CONTENDED`]) (kept small for the reduced-row rebuilds).
-    class: Vec<u8>,
+    /// Per resource, what a start or an end reads and writes there ([`Res`]).
+    res: Vec<Res>,
     /// IDs of jobs whose component must be re-solved.
     dirty: Vec<u64>,
     /// Contended resources an ended job left: the components of their users must be re-solved.
@@ -67,6 +59,24 @@ pub struct FabricState<'c> {
     generation: u64,
     /// Ideal paces by [`Fabric::alone_pace_grouped`] (approximate runs).
     grouped_ideal: bool,
+}
+
+/// What the state keeps of one resource, side by side: all that a start or an end reads and
+/// writes there (one memory fetch where four arrays took four).
+#[derive(Clone, Debug, Default)]
+struct Res {
+    /// The slots of the running jobs whose rows cross it, in ascending job ID.
+    users: Vec<u32>,
+    /// The bound its users put on it (each at its most), summed as they come and go: decides
+    /// its class unless too close to call ([`FabricState::update_class`]).
+    bound: f64,
+    /// Its users' loads per unit pace summed as they come and go: where it fills if all of them
+    /// run at one pace ([`FabricState::provisional`]).
+    load_sum: f64,
+    /// Its capacity (the fabric's).
+    capacity: f64,
+    /// Its class ([`PRIVATE`], [`SLACK`] or [`CONTENDED`]).
+    class: u8,
 }
 
 /// A running job: what [`Fabric::job_result`] needs (flows dropped), its row and its pace.
@@ -97,6 +107,14 @@ impl<'c> FabricState<'c> {
     pub fn new(cluster: &'c Cluster, cfg: RoutingConfig) -> Self {
         let fabric = Fabric::new(cluster);
         let n_res = fabric.n_resources();
+        let res = fabric
+            .capacity()
+            .iter()
+            .map(|&capacity| Res {
+                capacity,
+                ..Res::default()
+            })
+            .collect();
         Self {
             fabric,
             cfg,
@@ -104,10 +122,7 @@ impl<'c> FabricState<'c> {
             slots: BTreeMap::new(),
             jobs: Vec::new(),
             free: Vec::new(),
-            users: vec![Vec::new(); n_res],
-            bound: vec![0.0; n_res],
-            load_sum: vec![0.0; n_res],
-            class: vec![PRIVATE; n_res],
+            res,
             dirty: Vec::new(),
             dirty_resources: Vec::new(),
             resource_seen: vec![0; n_res],
@@ -139,10 +154,9 @@ impl<'c> FabricState<'c> {
             }
             Some(ideal_cfg) => Some(self.fabric.alone_pace(job, &ideal_cfg, id)?),
         };
-        let capacity = self.fabric.capacity();
         let levels: Vec<f64> = row
             .iter()
-            .map(|&(e, w)| alone_level(capacity[e as usize], w * 1.0))
+            .map(|&(e, w)| alone_level(self.res[e as usize].capacity, w * 1.0))
             .collect();
         // One job alone is paced by its lowest level: what the solver returns for it alone.
         let most = levels.iter().copied().fold(f64::INFINITY, f64::min);
@@ -184,16 +198,17 @@ impl<'c> FabricState<'c> {
         self.job_seen[slot as usize] = 0;
         self.slots.insert(id, slot);
         for (e, w, load) in resources {
-            self.bound[e as usize] += load;
-            self.load_sum[e as usize] += w;
-            let users = &mut self.users[e as usize];
+            let r = &mut self.res[e as usize];
+            r.bound += load;
+            r.load_sum += w;
+            let users = &mut r.users;
             let at = users
                 .binary_search_by_key(&id, |&s| job_of(&self.jobs, s).id)
                 .unwrap_err();
             users.insert(at, slot);
-            let before = self.class[e as usize];
+            let before = self.res[e as usize].class;
             self.update_class(e);
-            if before == CONTENDED && self.class[e as usize] == CONTENDED {
+            if before == CONTENDED && self.res[e as usize].class == CONTENDED {
                 // Unchanged class: the other users' lists have it already, the new row not.
                 let job = self.job_mut(slot);
                 let k = job
@@ -220,10 +235,11 @@ impl<'c> FabricState<'c> {
         self.free.push(slot);
         for &(e, w) in &job.row {
             let ei = e as usize;
-            self.bound[ei] -= w * 1.0 * job.most;
-            self.load_sum[ei] -= w;
-            self.users[ei].retain(|&u| u != slot);
-            if self.class[ei] == CONTENDED && !self.users[ei].is_empty() {
+            let r = &mut self.res[ei];
+            r.bound -= w * 1.0 * job.most;
+            r.load_sum -= w;
+            r.users.retain(|&u| u != slot);
+            if r.class == CONTENDED && !r.users.is_empty() {
                 self.dirty_resources.push(e);
             }
             self.update_class(e);
@@ -239,7 +255,7 @@ impl<'c> FabricState<'c> {
         self.dirty_resources.sort_unstable();
         self.dirty_resources.dedup();
         for &e in &self.dirty_resources {
-            for &u in &self.users[e as usize] {
+            for &u in &self.res[e as usize].users {
                 dirty.push(job_of(&self.jobs, u).id);
             }
         }
@@ -270,7 +286,7 @@ impl<'c> FabricState<'c> {
                         continue;
                     }
                     self.resource_seen[ei] = generation;
-                    for &u in &self.users[ei] {
+                    for &u in &self.res[ei].users {
                         if self.job_seen[u as usize] != generation {
                             self.job_seen[u as usize] = generation;
                             stack.push(u);
@@ -307,11 +323,13 @@ impl<'c> FabricState<'c> {
     /// bottleneck fills first. For jobs started between network rounds. `None` if not running.
     pub fn provisional(&self, id: u64) -> Option<JobResult> {
         let job = job_of(&self.jobs, *self.slots.get(&id)?);
-        let capacity = self.fabric.capacity();
         let pace = job
             .row
             .iter()
-            .map(|&(e, w)| alone_level(capacity[e as usize], self.load_sum[e as usize].max(w)))
+            .map(|&(e, w)| {
+                let r = &self.res[e as usize];
+                alone_level(r.capacity, r.load_sum.max(w))
+            })
             .fold(job.most, f64::min);
         let busbw = if pace.is_finite() { pace } else { 0.0 };
         Some(self.fabric.job_result(&job.routed, busbw))
@@ -341,30 +359,31 @@ impl<'c> FabricState<'c> {
     /// both agree).
     fn update_class(&mut self, e: u32) {
         let ei = e as usize;
-        let capacity = self.fabric.capacity()[ei];
-        let class = if self.users[ei].len() < 2 {
-            if self.users[ei].is_empty() {
-                self.bound[ei] = 0.0; // no drift carried over
-                self.load_sum[ei] = 0.0;
+        let r = &mut self.res[ei];
+        let capacity = r.capacity;
+        let class = if r.users.len() < 2 {
+            if r.users.is_empty() {
+                r.bound = 0.0; // no drift carried over
+                r.load_sum = 0.0;
             }
             PRIVATE
         } else {
             // The running sum differs from the ordered one by rounding only (far below
             // CLOSE_CALL); near the threshold, the ordered sum decides.
             let threshold = capacity.max(0.0);
-            let close = !self.bound[ei].is_finite()
-                || (self.bound[ei] - threshold).abs()
-                    <= CLOSE_CALL * self.bound[ei].abs().max(threshold);
+            let bound = r.bound;
+            let close = !bound.is_finite()
+                || (bound - threshold).abs() <= CLOSE_CALL * bound.abs().max(threshold);
             let binding = if close || cfg!(debug_assertions) {
                 let exact = self.ordered_bound(e);
                 debug_assert!(
-                    close || is_binding(exact, capacity) == is_binding(self.bound[ei], capacity),
+                    close || is_binding(exact, capacity) == is_binding(bound, capacity),
                     "the running bound decides as the ordered one"
                 );
-                self.bound[ei] = exact;
+                self.res[ei].bound = exact;
                 is_binding(exact, capacity)
             } else {
-                is_binding(self.bound[ei], capacity)
+                is_binding(bound, capacity)
             };
             if binding {
                 CONTENDED
@@ -372,11 +391,11 @@ impl<'c> FabricState<'c> {
                 SLACK
             }
         };
-        let before = self.class[ei];
+        let before = self.res[ei].class;
         if class != before {
-            self.class[ei] = class;
-            for i in 0..self.users[ei].len() {
-                let u = self.users[ei][i];
+            self.res[ei].class = class;
+            for i in 0..self.res[ei].users.len() {
+                let u = self.res[ei].users[i];
                 let job = self.job_mut(u);
                 job.stale = true;
                 if class == CONTENDED {
@@ -404,7 +423,7 @@ impl<'c> FabricState<'c> {
     /// Resource `e`'s bound summed over its users in ascending ID.
     fn ordered_bound(&self, e: u32) -> f64 {
         let mut bound = 0.0f64;
-        for &u in &self.users[e as usize] {
+        for &u in &self.res[e as usize].users {
             let job = job_of(&self.jobs, u);
             let k = job
                 .row
@@ -427,11 +446,11 @@ impl<'c> FabricState<'c> {
                         .row
                         .iter()
                         .copied()
-                        .filter(|&(e, _)| self.class[e as usize] == CONTENDED)
+                        .filter(|&(e, _)| self.res[e as usize].class == CONTENDED)
                         .collect::<Vec<_>>(),
                 "a job's contended entries are its row's entries on contended resources"
             );
-            reduced_row(job, &self.class);
+            reduced_row(job, &self.res);
             job.stale = false;
         }
     }
@@ -445,12 +464,12 @@ impl<'c> FabricState<'c> {
 /// the full row would, and the job's other private resources are never reached while it is
 /// unfrozen; resources that are not binding never freeze anyone. So the paces are the same bits,
 /// and a solve costs the contended resources plus one per job.
-fn reduced_row(job: &mut StateJob, class: &[u8]) {
+fn reduced_row(job: &mut StateJob, res: &[Res]) {
     let private = job
         .by_level
         .iter()
         .map(|&k| job.row[k as usize])
-        .find(|&(e, _)| class[e as usize] == PRIVATE);
+        .find(|&(e, _)| res[e as usize].class == PRIVATE);
     job.reduced.clear();
     job.reduced.extend_from_slice(&job.contended);
     if let Some((e, w)) = private {
