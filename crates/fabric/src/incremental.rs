@@ -164,12 +164,19 @@ impl<'c> FabricState<'c> {
         let ideal_busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
         let resources: Vec<(u32, f64, f64)> =
             row.iter().map(|&(e, w)| (e, w, w * 1.0 * most)).collect();
-        let mut by_level: Vec<u32> = (0..row.len() as u32).collect();
-        by_level.sort_unstable_by(|&a, &b| {
-            levels[a as usize]
-                .total_cmp(&levels[b as usize])
-                .then(row[a as usize].0.cmp(&row[b as usize].0))
-        });
+        // Sorted on the keys themselves, not through the indices (the same order: levels are
+        // never negative nor NaN, so their bits order as they do).
+        let mut keyed: Vec<(u64, u32, u32)> = levels
+            .iter()
+            .zip(&row)
+            .enumerate()
+            .map(|(k, (&level, &(e, _)))| {
+                debug_assert!(level >= 0.0, "a level alone is never negative nor NaN");
+                (level.to_bits(), e, k as u32)
+            })
+            .collect();
+        keyed.sort_unstable();
+        let by_level: Vec<u32> = keyed.into_iter().map(|(_, _, k)| k).collect();
         self.end(id);
         let slot = match self.free.pop() {
             Some(s) => s,
