@@ -162,8 +162,8 @@ impl<'c> FabricState<'c> {
         let most = levels.iter().copied().fold(f64::INFINITY, f64::min);
         let pace = ideal_pace.unwrap_or(most);
         let ideal_busbw_gbps = if pace.is_finite() { pace } else { 0.0 };
-        let resources: Vec<(u32, f64, f64)> =
-            row.iter().map(|&(e, w)| (e, w, w * 1.0 * most)).collect();
+        // The row moves into the job; its entries are still needed below.
+        let entries = row.clone();
         // Sorted on the keys themselves, not through the indices (the same order: levels are
         // never negative nor NaN, so their bits order as they do).
         let mut keyed: Vec<(u64, u32, u32)> = levels
@@ -204,9 +204,9 @@ impl<'c> FabricState<'c> {
         });
         self.job_seen[slot as usize] = 0;
         self.slots.insert(id, slot);
-        for (e, w, load) in resources {
+        for (e, w) in entries {
             let r = &mut self.res[e as usize];
-            r.bound += load;
+            r.bound += w * 1.0 * most;
             r.load_sum += w;
             let users = &mut r.users;
             let at = users
@@ -217,13 +217,7 @@ impl<'c> FabricState<'c> {
             self.update_class(e);
             if before == CONTENDED && self.res[e as usize].class == CONTENDED {
                 // Unchanged class: the other users' lists have it already, the new row not.
-                let job = self.job_mut(slot);
-                let k = job
-                    .row
-                    .binary_search_by_key(&e, |&(r, _)| r)
-                    .expect("the row crosses its own resource");
-                let entry = job.row[k];
-                job.contended.push(entry);
+                self.job_mut(slot).contended.push((e, w));
             }
         }
         self.dirty.push(id);
