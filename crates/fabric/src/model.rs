@@ -342,7 +342,7 @@ impl<'c> Fabric<'c> {
         cfg: &RoutingConfig,
         job_id: u64,
     ) -> Result<f64, FabricError> {
-        self.alone_pace_summed(job, cfg, job_id, None)
+        self.alone_pace_summed(job, cfg, job_id, SetAside::PerFlow(Vec::new()))
     }
 
     /// [`Fabric::alone_pace`] with each leaf pair's sprayed switch-to-switch load summed once
@@ -354,7 +354,7 @@ impl<'c> Fabric<'c> {
         cfg: &RoutingConfig,
         job_id: u64,
     ) -> Result<f64, FabricError> {
-        self.alone_pace_summed(job, cfg, job_id, Some(BTreeMap::new()))
+        self.alone_pace_summed(job, cfg, job_id, SetAside::ByLeafPair(BTreeMap::new()))
     }
 
     fn alone_pace_summed(
@@ -362,24 +362,25 @@ impl<'c> Fabric<'c> {
         job: &JobTraffic,
         cfg: &RoutingConfig,
         job_id: u64,
-        by_leaf_pair: Option<LeafPairLoads>,
+        set_aside: SetAside,
     ) -> Result<f64, FabricError> {
         let mut sink = LoadSums {
             sums: std::mem::take(&mut self.sums),
             touched: Vec::new(),
-            by_leaf_pair,
-            inner: Vec::new(),
+            set_aside,
         };
         sink.sums.resize(self.capacity.len(), 0.0);
         let routed = self.route_into(job, Algorithm::Ring, cfg, job_id, &mut sink);
         // The sprayed flows' inner hops were left out: bound what they could add first.
         // Grouped, a leaf pair's hops out of and into its leaves are added now; flow by flow,
         // routing added them.
-        let (groups, add_ends): (Vec<(Arc<Plan>, f64, u32)>, bool) = match sink.by_leaf_pair.take()
-        {
-            Some(pairs) => (pairs.into_values().map(|(p, s)| (p, s, 1)).collect(), true),
-            None => (std::mem::take(&mut sink.inner), false),
-        };
+        let (groups, add_ends) =
+            match std::mem::replace(&mut sink.set_aside, SetAside::PerFlow(Vec::new())) {
+                SetAside::ByLeafPair(pairs) => {
+                    (pairs.into_values().map(|(p, s)| (p, s, 1)).collect(), true)
+                }
+                SetAside::PerFlow(connections) => (connections, false),
+            };
         let mut inner_bound = 0.0f64;
         for (plan, share, flows) in &groups {
             let sprayed = plan.sprayed().expect("spraying made the ends");
@@ -773,9 +774,17 @@ impl FlowSink for (FlowPaths, Vec<f64>) {
     }
 }
 
-/// Per leaf pair, its plan (with the sprayed switch-to-switch path) and the summed share of its
-/// flows.
-type LeafPairLoads = BTreeMap<(u32, u32), (Arc<Plan>, f64)>;
+/// What [`LoadSums`] sets aside of sprayed flows while routing, to add after.
+enum SetAside {
+    /// Flow by flow ([`Fabric::alone_pace`]): each sprayed connection's plan, per-flow share and
+    /// flows, in routing order; their NIC ports and end hops are added as they come, their
+    /// inner hops perhaps after.
+    PerFlow(Vec<(Arc<Plan>, f64, u32)>),
+    /// Grouped ([`Fabric::alone_pace_grouped`]): per leaf pair (source, destination), its plan
+    /// and the summed share of its flows; their NIC ports are added as they come, the pair's
+    /// end hops once after, its inner hops perhaps after.
+    ByLeafPair(BTreeMap<(u32, u32), (Arc<Plan>, f64)>),
+}
 
 /// Relative margin by which the bound on a job's inner-hop loads must clear its lowest level
 /// for those hops to be left out of its pace alone: far above rounding in the sums.
@@ -793,12 +802,8 @@ const INNER_MARGIN: f64 = 1e-9;
 struct LoadSums {
     sums: Vec<f64>,
     touched: Vec<u32>,
-    /// Grouped sums ([`Fabric::alone_pace_grouped`]): per leaf pair, its sprayed middle and the
-    /// shares of its flows, added once at the end.
-    by_leaf_pair: Option<LeafPairLoads>,
-    /// Flow by flow: each sprayed connection's plan, per-flow share and flows, in routing order,
-    /// whose inner hops are set aside.
-    inner: Vec<(Arc<Plan>, f64, u32)>,
+    /// What sprayed flows left to add.
+    set_aside: SetAside,
 }
 
 impl FlowSink for LoadSums {
@@ -817,23 +822,26 @@ impl FlowSink for LoadSums {
 
     fn sprayed(&mut self, path: &[(u32, f64)], plan: &Arc<Plan>, qps: u32, _: f64, share: f64) {
         let nics = [path[0], path[path.len() - 1]];
-        let Some(groups) = &mut self.by_leaf_pair else {
-            // Each flow's NIC ports and end hops now, its inner hops perhaps later.
-            let ends = plan.sprayed().expect("spraying made the ends").ends();
-            for _ in 0..qps {
-                add_load(
-                    &mut self.sums,
-                    &mut self.touched,
-                    std::iter::once(nics[0])
-                        .chain(ends.iter().copied())
-                        .chain(std::iter::once(nics[1])),
-                    share,
-                );
+        let groups = match &mut self.set_aside {
+            SetAside::ByLeafPair(groups) => groups,
+            SetAside::PerFlow(connections) => {
+                // Each flow's NIC ports and end hops now, its inner hops perhaps later.
+                let ends = plan.sprayed().expect("spraying made the ends").ends();
+                for _ in 0..qps {
+                    add_load(
+                        &mut self.sums,
+                        &mut self.touched,
+                        std::iter::once(nics[0])
+                            .chain(ends.iter().copied())
+                            .chain(std::iter::once(nics[1])),
+                        share,
+                    );
+                }
+                connections.push((Arc::clone(plan), share, qps));
+                return;
             }
-            self.inner.push((Arc::clone(plan), share, qps));
-            return;
         };
-        // The NIC ports now; the middle once per leaf pair, with the pair's summed share.
+        // The NIC ports now; the rest once per leaf pair, with the pair's summed share.
         for _ in 0..qps {
             add_load(
                 &mut self.sums,

@@ -380,12 +380,9 @@ impl Router {
         plan.sprayed.get_or_init(|| {
             let (mut first, mut last) = (Vec::new(), Vec::new());
             let mut inner_worst = 0.0f64;
-            let all_ports = |l: LinkId, up: bool, w: f64| {
-                (0..cluster.link(l).ports.max(1)).map(move |q| (ports.resource(l, q, up), w))
-            };
             self.spray_walk(cluster, plan, |part, l, up, w| match part {
-                Part::First => first.extend(all_ports(l, up, w)),
-                Part::Last => last.extend(all_ports(l, up, w)),
+                Part::First => first.extend(link_ports(cluster, ports, l, up, w)),
+                Part::Last => last.extend(link_ports(cluster, ports, l, up, w)),
                 Part::Inner => {
                     // Every port of a link has the same capacity (Fabric::new).
                     let c = capacity[ports.resource(l, 0, up) as usize];
@@ -413,9 +410,7 @@ impl Router {
             let mut inner = Vec::new();
             self.spray_walk(cluster, plan, |part, l, up, w| {
                 if part == Part::Inner {
-                    inner.extend(
-                        (0..cluster.link(l).ports.max(1)).map(|q| (ports.resource(l, q, up), w)),
-                    );
+                    inner.extend(link_ports(cluster, ports, l, up, w));
                 }
             });
             inner
@@ -495,6 +490,17 @@ impl Router {
             "the descent ends at the leaf"
         );
     }
+}
+
+/// Each port of link `l` in one direction (`up` or not) as a resource with weight `w`.
+fn link_ports<'a>(
+    cluster: &'a Cluster,
+    ports: &'a PortIndex,
+    l: LinkId,
+    up: bool,
+    w: f64,
+) -> impl Iterator<Item = (u32, f64)> + 'a {
+    (0..cluster.link(l).ports.max(1)).map(move |q| (ports.resource(l, q, up), w))
 }
 
 fn merge(v: &mut Vec<(u32, f64)>) {
