@@ -351,21 +351,36 @@ pub(crate) fn sharp_plans(
 pub(crate) fn connections(
     cluster: &Cluster,
     ranks: &[Rank],
+    nodes: &NcclNodes,
+    plan: &ChannelPlan,
     collective: Collective,
     algorithm: Algorithm,
-    cfg: &NcclConfig,
+    qps: u32,
 ) -> Result<Vec<Connection>, FabricError> {
     match collective {
-        Collective::AllReduce if algorithm == Algorithm::Tree => Ok(tree(cluster, ranks, cfg)),
-        Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter => {
-            Ok(ring(cluster, ranks, cfg))
+        Collective::AllReduce if algorithm == Algorithm::Tree => {
+            Ok(tree(cluster, ranks.len(), nodes, plan))
         }
-        Collective::AllToAll => all_to_all(cluster, ranks, cfg.qps_per_connection),
+        Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter => {
+            Ok(ring(cluster, nodes, plan))
+        }
+        Collective::AllToAll => all_to_all(cluster, ranks, qps),
     }
 }
 
-fn ring(cluster: &Cluster, ranks: &[Rank], cfg: &NcclConfig) -> Vec<Connection> {
-    let nodes = nccl_nodes(cluster, ranks);
+/// [`entry_of`] for every search channel of every node, node by node: `search` entries each.
+fn entries(cluster: &Cluster, nodes: &NcclNodes, search: usize) -> Vec<(NicPort, usize)> {
+    nodes
+        .ranks
+        .iter()
+        .zip(&nodes.ports)
+        .flat_map(|(node_ranks, ports)| {
+            (0..search).map(|s| entry_of(cluster, node_ranks, ports, s))
+        })
+        .collect()
+}
+
+fn ring(cluster: &Cluster, nodes: &NcclNodes, plan: &ChannelPlan) -> Vec<Connection> {
     let mut out = Vec::new();
     if nodes.ranks.len() == 1 {
         let s = &nodes.ranks[0];
@@ -381,18 +396,21 @@ fn ring(cluster: &Cluster, ranks: &[Rank], cfg: &NcclConfig) -> Vec<Connection> 
         }
         return out;
     }
-    let (_, plan) = plan_channels(cluster, &nodes, cfg);
     let channels = plan.channels as usize;
     let search = plan.search_channels.max(1) as usize;
     let share = 1.0 / channels as f64;
     let n_nodes = nodes.ranks.len();
+    let entries = entries(cluster, nodes, search);
+    let entry = |ni: usize, c: usize| entries[ni * search + c % search];
+    let mut entering = Vec::new();
+    out.reserve(n_nodes * (channels + nodes.ranks[0].len()));
     for (ni, node_ranks) in nodes.ranks.iter().enumerate() {
         let len = node_ranks.len();
         // Channels entering at each rank position: their NVLink chains skip the hop into it.
-        let mut entering = vec![0u32; len];
+        entering.clear();
+        entering.resize(len, 0u32);
         for c in 0..channels {
-            let (_, entry) = entry_of(cluster, node_ranks, &nodes.ports[ni], c % search);
-            entering[entry] += 1;
+            entering[entry(ni, c).1] += 1;
         }
         if len > 1 {
             for j in 0..len {
@@ -412,8 +430,8 @@ fn ring(cluster: &Cluster, ranks: &[Rank], cfg: &NcclConfig) -> Vec<Connection> 
         }
         let nj = (ni + 1) % n_nodes;
         for c in 0..channels {
-            let (src, _) = entry_of(cluster, node_ranks, &nodes.ports[ni], c % search);
-            let (dst, _) = entry_of(cluster, &nodes.ranks[nj], &nodes.ports[nj], c % search);
+            let (src, _) = entry(ni, c);
+            let (dst, _) = entry(nj, c);
             out.push(Connection {
                 hop: Hop::Network { src, dst },
                 share,
@@ -461,18 +479,23 @@ pub(crate) fn dtree_second_parent(i: usize, n: usize) -> Option<usize> {
     }
 }
 
-fn tree(cluster: &Cluster, ranks: &[Rank], cfg: &NcclConfig) -> Vec<Connection> {
-    let nodes = nccl_nodes(cluster, ranks);
+fn tree(
+    cluster: &Cluster,
+    n_ranks: usize,
+    nodes: &NcclNodes,
+    plan: &ChannelPlan,
+) -> Vec<Connection> {
     let n_nodes = nodes.ranks.len();
     if n_nodes == 1 {
-        return ring(cluster, ranks, cfg);
+        return ring(cluster, nodes, plan);
     }
-    let (_, plan) = plan_channels(cluster, &nodes, cfg);
     let channels = plan.channels as usize;
     let search = plan.search_channels.max(1) as usize;
+    let entries = entries(cluster, nodes, search);
+    let entry = |ni: usize, c: usize| entries[ni * search + c % search];
     // Bus bytes of an AllReduce: 2(n−1)/n of the buffer. A tree channel moves its 1/channels
     // of the buffer up and down every edge.
-    let n = ranks.len() as f64;
+    let n = n_ranks as f64;
     let per_channel = (1.0 / channels as f64) / (2.0 * (n - 1.0) / n);
     let mut out = Vec::new();
     // Chains inside nodes: the head (entry rank) to the others in order, both directions.
@@ -483,8 +506,7 @@ fn tree(cluster: &Cluster, ranks: &[Rank], cfg: &NcclConfig) -> Vec<Connection> 
         }
         let mut entering = vec![0u32; len];
         for c in 0..channels {
-            let (_, e) = entry_of(cluster, node_ranks, &nodes.ports[ni], c % search);
-            entering[e] += 1;
+            entering[entry(ni, c).1] += 1;
         }
         for j in 0..len {
             let next = (j + 1) % len;
@@ -513,18 +535,8 @@ fn tree(cluster: &Cluster, ranks: &[Rank], cfg: &NcclConfig) -> Vec<Connection> 
                 btree_parent(child, n_nodes)
             };
             let Some(parent) = parent else { continue };
-            let (a, _) = entry_of(
-                cluster,
-                &nodes.ranks[child],
-                &nodes.ports[child],
-                c % search,
-            );
-            let (b, _) = entry_of(
-                cluster,
-                &nodes.ranks[parent],
-                &nodes.ports[parent],
-                c % search,
-            );
+            let (a, _) = entry(child, c);
+            let (b, _) = entry(parent, c);
             for (src, dst) in [(a, b), (b, a)] {
                 out.push(Connection {
                     hop: Hop::Network { src, dst },

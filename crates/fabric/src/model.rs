@@ -448,14 +448,16 @@ impl<'c> Fabric<'c> {
         let nodes = nccl_nodes(self.cluster, &job.ranks);
         let (arch, plan) = plan_channels(self.cluster, &nodes, &cfg.nccl);
         let n_nodes = nodes.ranks.len();
-        drop(nodes);
         let conns = connections(
             self.cluster,
             &job.ranks,
+            &nodes,
+            &plan,
             job.collective,
             algorithm,
-            &cfg.nccl,
+            cfg.nccl.qps_per_connection,
         )?;
+        drop(nodes);
         let n_flows: u64 = conns
             .iter()
             .map(|c| match c.hop {
