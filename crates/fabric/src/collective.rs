@@ -142,6 +142,19 @@ pub(crate) struct Connection {
 
 /// Check ranks against the cluster: known nodes and GPUs, no GPU twice, at least two ranks.
 pub fn validate_ranks(cluster: &Cluster, ranks: &[Rank]) -> Result<(), FabricError> {
+    // Ranks in ascending (host, GPU) order on known GPUs, as placements make them, are valid
+    // with no map; anything else gets the full check, which names the first problem.
+    let ascending_known = ranks.len() >= 2
+        && ranks.windows(2).all(|w| w[0] < w[1])
+        && ranks.iter().all(|r| {
+            cluster
+                .nodes
+                .get(r.node.index())
+                .is_some_and(|node| r.gpu < node.gpus)
+        });
+    if ascending_known {
+        return Ok(());
+    }
     let mut seen: std::collections::HashMap<Rank, usize> = std::collections::HashMap::new();
     for (i, r) in ranks.iter().enumerate() {
         let Some(node) = cluster.nodes.get(r.node.index()) else {
@@ -184,12 +197,18 @@ pub(crate) struct NcclNodes {
 pub(crate) fn nccl_nodes(cluster: &Cluster, ranks: &[Rank]) -> NcclNodes {
     let mut index: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
     let mut groups: Vec<Vec<Rank>> = Vec::new();
+    let mut last: Option<(u32, usize)> = None;
     for r in ranks {
         let d = cluster.node(r.node).nvlink_domain.0;
-        let i = *index.entry(d).or_insert_with(|| {
-            groups.push(Vec::new());
-            groups.len() - 1
-        });
+        // Ranks of one domain mostly come together: no lookup for the next one.
+        let i = match last {
+            Some((ld, li)) if ld == d => li,
+            _ => *index.entry(d).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            }),
+        };
+        last = Some((d, i));
         groups[i].push(*r);
     }
     let ports = groups

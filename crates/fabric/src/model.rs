@@ -175,6 +175,23 @@ pub struct Fabric<'c> {
     sums: Vec<f64>,
     /// Scratch for one flow's path (kept to save its growth on every connection).
     path: Vec<(u32, f64)>,
+    /// The last job's connections: a job routed twice in a row (its flows, then its ideal
+    /// pace) is planned once.
+    connections: Option<JobConnections>,
+}
+
+/// A job's NCCL connections and what they were planned from (all of what they depend on
+/// besides the cluster).
+#[derive(Debug)]
+struct JobConnections {
+    ranks: Vec<Rank>,
+    collective: Collective,
+    algorithm: Algorithm,
+    nccl: crate::nccl::NcclConfig,
+    arch: GpuArch,
+    channels: u32,
+    n_nodes: usize,
+    conns: Vec<Connection>,
 }
 
 impl<'c> Fabric<'c> {
@@ -214,6 +231,7 @@ impl<'c> Fabric<'c> {
             spare: FlowPaths::new(),
             sums: Vec::new(),
             path: Vec::new(),
+            connections: None,
         }
     }
 
@@ -439,25 +457,77 @@ impl<'c> Fabric<'c> {
         if qps == 0 {
             return Err(FabricError::ZeroQps);
         }
-        validate_ranks(self.cluster, &job.ranks)?;
         let algorithm = if job.collective == Collective::AllReduce {
             algorithm
         } else {
             Algorithm::Ring
         };
-        let nodes = nccl_nodes(self.cluster, &job.ranks);
-        let (arch, plan) = plan_channels(self.cluster, &nodes, &cfg.nccl);
-        let n_nodes = nodes.ranks.len();
-        let conns = connections(
-            self.cluster,
-            &job.ranks,
-            &nodes,
-            &plan,
-            job.collective,
+        let cached = self.connections.take().filter(|c| {
+            c.collective == job.collective
+                && c.algorithm == algorithm
+                && c.nccl == cfg.nccl
+                && c.ranks == job.ranks
+        });
+        let cached = match cached {
+            Some(c) => c,
+            None => {
+                validate_ranks(self.cluster, &job.ranks)?;
+                let nodes = nccl_nodes(self.cluster, &job.ranks);
+                let (arch, plan) = plan_channels(self.cluster, &nodes, &cfg.nccl);
+                let conns = connections(
+                    self.cluster,
+                    &job.ranks,
+                    &nodes,
+                    &plan,
+                    job.collective,
+                    algorithm,
+                    cfg.nccl.qps_per_connection,
+                )?;
+                JobConnections {
+                    ranks: job.ranks.clone(),
+                    collective: job.collective,
+                    algorithm,
+                    nccl: cfg.nccl,
+                    arch,
+                    channels: plan.channels,
+                    n_nodes: nodes.ranks.len(),
+                    conns,
+                }
+            }
+        };
+        let (arch, channels, n_nodes) = (cached.arch, cached.channels, cached.n_nodes);
+        let result = self.route_connections(job, &cached.conns, cfg, job_id, flows);
+        self.connections = Some(cached);
+        let (network_flows, latency_ns) = result?;
+        Ok(RoutedJob {
+            n_ranks: job.ranks.len(),
+            collective: job.collective,
+            flows: FlowPaths::new(),
+            shares: Vec::new(),
+            network_flows,
             algorithm,
-            cfg.nccl.qps_per_connection,
-        )?;
-        drop(nodes);
+            channels: if job.collective == Collective::AllToAll {
+                1
+            } else {
+                channels
+            },
+            n_nodes,
+            arch,
+            ideal_busbw_gbps: 0.0,
+            latency_ns,
+        })
+    }
+
+    /// Route a job's connections into `flows`: its network flow count and latency.
+    fn route_connections<S: FlowSink>(
+        &mut self,
+        job: &JobTraffic,
+        conns: &[Connection],
+        cfg: &RoutingConfig,
+        job_id: u64,
+        flows: &mut S,
+    ) -> Result<(usize, f64), FabricError> {
+        let qps = cfg.qps();
         let n_flows: u64 = conns
             .iter()
             .map(|c| match c.hop {
@@ -497,23 +567,7 @@ impl<'c> Fabric<'c> {
         if job.collective == Collective::AllToAll {
             latency_ns = worst_pair_latency_ns(self.cluster, &job.ranks);
         }
-        Ok(RoutedJob {
-            n_ranks: job.ranks.len(),
-            collective: job.collective,
-            flows: FlowPaths::new(),
-            shares: Vec::new(),
-            network_flows,
-            algorithm,
-            channels: if job.collective == Collective::AllToAll {
-                1
-            } else {
-                plan.channels
-            },
-            n_nodes,
-            arch,
-            ideal_busbw_gbps: 0.0,
-            latency_ns,
-        })
+        Ok((network_flows, latency_ns))
     }
 
     #[allow(clippy::too_many_arguments)] // private helper of route_flows
