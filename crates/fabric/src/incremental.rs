@@ -65,8 +65,8 @@ pub struct FabricState<'c> {
 /// writes there (one memory fetch where four arrays took four).
 #[derive(Clone, Debug, Default)]
 struct Res {
-    /// The slots of the running jobs whose rows cross it, in ascending job ID.
-    users: Vec<u32>,
+    /// The running jobs whose rows cross it, in ascending job ID.
+    users: Vec<User>,
     /// The bound its users put on it (each at its most), summed as they come and go: decides
     /// its class unless too close to call ([`FabricState::update_class`]).
     bound: f64,
@@ -77,6 +77,14 @@ struct Res {
     capacity: f64,
     /// Its class ([`PRIVATE`], [`SLACK`] or [`CONTENDED`]).
     class: u8,
+}
+
+/// A user of a resource: a running job's slot and where the resource is in its row (what a
+/// change of class reads of each user, without a search of its row).
+#[derive(Clone, Copy, Debug)]
+struct User {
+    slot: u32,
+    k: u32,
 }
 
 /// A running job: what [`Fabric::job_result`] needs (flows dropped), its row and its pace.
@@ -204,15 +212,15 @@ impl<'c> FabricState<'c> {
         });
         self.job_seen[slot as usize] = 0;
         self.slots.insert(id, slot);
-        for (e, w) in entries {
+        for (k, (e, w)) in entries.into_iter().enumerate() {
             let r = &mut self.res[e as usize];
             r.bound += w * 1.0 * most;
             r.load_sum += w;
             let users = &mut r.users;
             let at = users
-                .binary_search_by_key(&id, |&s| job_of(&self.jobs, s).id)
+                .binary_search_by_key(&id, |u| job_of(&self.jobs, u.slot).id)
                 .unwrap_err();
-            users.insert(at, slot);
+            users.insert(at, User { slot, k: k as u32 });
             let before = self.res[e as usize].class;
             self.update_class(e);
             if before == CONTENDED && self.res[e as usize].class == CONTENDED {
@@ -239,7 +247,7 @@ impl<'c> FabricState<'c> {
             let r = &mut self.res[ei];
             r.bound -= w * 1.0 * job.most;
             r.load_sum -= w;
-            r.users.retain(|&u| u != slot);
+            r.users.retain(|u| u.slot != slot);
             if r.class == CONTENDED && !r.users.is_empty() {
                 self.dirty_resources.push(e);
             }
@@ -256,8 +264,8 @@ impl<'c> FabricState<'c> {
         self.dirty_resources.sort_unstable();
         self.dirty_resources.dedup();
         for &e in &self.dirty_resources {
-            for &u in &self.res[e as usize].users {
-                dirty.push(job_of(&self.jobs, u).id);
+            for u in &self.res[e as usize].users {
+                dirty.push(job_of(&self.jobs, u.slot).id);
             }
         }
         self.dirty_resources.clear();
@@ -287,10 +295,10 @@ impl<'c> FabricState<'c> {
                         continue;
                     }
                     self.resource_seen[ei] = generation;
-                    for &u in &self.res[ei].users {
-                        if self.job_seen[u as usize] != generation {
-                            self.job_seen[u as usize] = generation;
-                            stack.push(u);
+                    for u in &self.res[ei].users {
+                        if self.job_seen[u.slot as usize] != generation {
+                            self.job_seen[u.slot as usize] = generation;
+                            stack.push(u.slot);
                         }
                     }
                 }
@@ -397,18 +405,15 @@ impl<'c> FabricState<'c> {
             self.res[ei].class = class;
             for i in 0..self.res[ei].users.len() {
                 let u = self.res[ei].users[i];
-                let job = self.job_mut(u);
+                let job = self.job_mut(u.slot);
                 job.stale = true;
                 if class == CONTENDED {
                     let at = job.contended.partition_point(|&(r, _)| r < e);
                     if job.contended.get(at).is_some_and(|&(r, _)| r == e) {
                         continue; // listed already
                     }
-                    let k = job
-                        .row
-                        .binary_search_by_key(&e, |&(r, _)| r)
-                        .expect("a user's row crosses the resource");
-                    let entry = job.row[k];
+                    let entry = job.row[u.k as usize];
+                    debug_assert_eq!(entry.0, e, "a user's row crosses the resource there");
                     job.contended.insert(at, entry);
                 } else if before == CONTENDED {
                     // A user that joined in this very change may not list it yet.
@@ -424,13 +429,11 @@ impl<'c> FabricState<'c> {
     /// Resource `e`'s bound summed over its users in ascending ID.
     fn ordered_bound(&self, e: u32) -> f64 {
         let mut bound = 0.0f64;
-        for &u in &self.res[e as usize].users {
-            let job = job_of(&self.jobs, u);
-            let k = job
-                .row
-                .binary_search_by_key(&e, |&(r, _)| r)
-                .expect("a user's row crosses the resource");
-            bound += job.row[k].1 * 1.0 * job.most;
+        for u in &self.res[e as usize].users {
+            let job = job_of(&self.jobs, u.slot);
+            let (r, w) = job.row[u.k as usize];
+            debug_assert_eq!(r, e, "a user's row crosses the resource there");
+            bound += w * 1.0 * job.most;
         }
         bound
     }
