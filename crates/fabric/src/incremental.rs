@@ -26,6 +26,8 @@
 
 use std::collections::BTreeMap;
 
+use smallvec::SmallVec;
+
 use topology::Cluster;
 
 use crate::error::FabricError;
@@ -65,8 +67,9 @@ pub struct FabricState<'c> {
 /// writes there (one memory fetch where four arrays took four).
 #[derive(Clone, Debug, Default)]
 struct Res {
-    /// The running jobs whose rows cross it, in ascending job ID.
-    users: Vec<User>,
+    /// The running jobs whose rows cross it, in ascending job ID; most resources have one or
+    /// two, kept in place (no second memory fetch for them).
+    users: SmallVec<[User; 3]>,
     /// The bound its users put on it (each at its most), summed as they come and go: decides
     /// its class unless too close to call ([`FabricState::update_class`]).
     bound: f64,
@@ -81,7 +84,7 @@ struct Res {
 
 /// A user of a resource: a running job's slot and where the resource is in its row (what a
 /// change of class reads of each user, without a search of its row).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct User {
     slot: u32,
     k: u32,
