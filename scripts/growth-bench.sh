@@ -23,7 +23,7 @@ BIN=target/release/railyard
 GEN=target/release/examples/synthetic_trace
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-printf 'cluster\tload\tjobs\tnetwork\tround_s\twall_s\tcpu_s\tpeak_rss_mib\tavg_network_slowdown\n' | tee "$OUT"
+printf 'cluster\tload\tjobs\tnetwork\tround_s\twall_s\tcpu_s\tpeak_rss_mib\tavg_network_slowdown\tavg_wait_s\n' | tee "$OUT"
 for cluster in $CLUSTERS; do
   gpus=$("$BIN" -q topo show --cluster "preset:$cluster" --output json |
     sed -n 's/.*"gpus": *\([0-9]*\).*/\1/p' | head -1)
