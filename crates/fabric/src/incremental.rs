@@ -67,8 +67,8 @@ pub struct FabricState<'c> {
 /// writes there (one memory fetch where four arrays took four).
 #[derive(Clone, Debug, Default)]
 struct Res {
-    /// The running jobs whose rows cross it, in ascending job ID; most resources have one or
-    /// two, kept in place (no second memory fetch for them).
+    /// The running jobs whose rows cross it, in ascending job ID; most resources have one to
+    /// three, kept in place (no second memory fetch for them).
     users: SmallVec<[User; 3]>,
     /// The bound its users put on it (each at its most), summed as they come and go: decides
     /// its class unless too close to call ([`FabricState::update_class`]).
