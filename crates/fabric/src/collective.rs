@@ -388,7 +388,7 @@ pub(crate) fn connections(
 }
 
 /// [`entry_of`] for every search channel of every node, node by node: `search` entries each.
-fn entries(cluster: &Cluster, nodes: &NcclNodes, search: usize) -> Vec<(NicPort, usize)> {
+fn entry_ports(cluster: &Cluster, nodes: &NcclNodes, search: usize) -> Vec<(NicPort, usize)> {
     nodes
         .ranks
         .iter()
@@ -419,7 +419,7 @@ fn ring(cluster: &Cluster, nodes: &NcclNodes, plan: &ChannelPlan) -> Vec<Connect
     let search = plan.search_channels.max(1) as usize;
     let share = 1.0 / channels as f64;
     let n_nodes = nodes.ranks.len();
-    let entries = entries(cluster, nodes, search);
+    let entries = entry_ports(cluster, nodes, search);
     let entry = |ni: usize, c: usize| entries[ni * search + c % search];
     let mut entering = Vec::new();
     out.reserve(n_nodes * (channels + nodes.ranks[0].len()));
@@ -510,7 +510,7 @@ fn tree(
     }
     let channels = plan.channels as usize;
     let search = plan.search_channels.max(1) as usize;
-    let entries = entries(cluster, nodes, search);
+    let entries = entry_ports(cluster, nodes, search);
     let entry = |ni: usize, c: usize| entries[ni * search + c % search];
     // Bus bytes of an AllReduce: 2(n−1)/n of the buffer. A tree channel moves its 1/channels
     // of the buffer up and down every edge.
