@@ -4,7 +4,10 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::commands::{cables, doctor, fabric, launch, lint, place, queues, simulate, topo, trace};
+use crate::args::command_line;
+use crate::commands::{
+    cables, doctor, fabric, launch, lint, place, queues, schema, simulate, topo, trace,
+};
 use crate::error::CliError;
 
 /// railyard's command line.
@@ -203,23 +206,9 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Queues(QueuesCommand::Share(a)) => queues::share(&a),
         Command::Completions(a) => Ok(completions(a.shell)),
         Command::Man(a) => man(&a),
-        Command::Schema(a) => crate::commands::schema::schema(&a.name),
+        Command::Schema(a) => schema::schema(&a.name),
         Command::Trace(TraceCommand::Synth(a)) => trace::synth(&a),
     }
-}
-
-/// The command line as typed (set by `main`), recorded in simulate and collective results.
-static COMMAND_LINE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-
-/// Record the process's command line (`main` calls it once).
-pub fn set_command_line(words: impl Iterator<Item = String>) {
-    let words = std::iter::once("railyard".to_owned()).chain(words.skip(1));
-    let _ = COMMAND_LINE.set(words.collect());
-}
-
-/// The command line [`set_command_line`] recorded, or nothing.
-pub fn command_line() -> Vec<String> {
-    COMMAND_LINE.get().cloned().unwrap_or_default()
 }
 
 /// A shell completion script for `railyard`.

@@ -3,6 +3,7 @@
 //! `sim`, `sched`, `fabric`, `topology`); `main.rs` only parses arguments and maps errors to
 //! exit codes, so every command can be tested without spawning a process.
 
+pub mod args;
 pub mod cli;
 pub mod cluster_arg;
 pub mod commands;

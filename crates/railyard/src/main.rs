@@ -13,7 +13,7 @@ use railyard::CliError;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     railyard::cli::init_stderr_log(&cli.verbosity);
-    railyard::cli::set_command_line(std::env::args());
+    railyard::args::set_command_line(std::env::args());
     match run(cli) {
         Ok(text) => {
             let mut stdout = std::io::stdout().lock();

@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use clap::ArgGroup;
 use fabric::ecmp::{expected_max_load, simulate_max_load, MAX_EXACT_BALLS};
 use fabric::{
-    Collective, Comparison, Fabric, HashFn, HotLinkGroup, JobTraffic, NcclConfig, RoutedJob,
-    RoutingConfig, RoutingMode, SweepRow, SwitchSeeds,
+    Collective, Comparison, Fabric, HashFn, HotLinkGroup, JobTraffic, RoutedJob, RoutingConfig,
+    SweepRow, SwitchSeeds,
 };
 use serde::Serialize;
 use topology::{roce, Cluster, NodeId};
 
+// The parts of `JobArgs` that `simulate` shares, where callers building a `JobArgs` find them.
+pub use crate::args::{NcclArgs, RoutingArg};
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
 use crate::output::OutputFormat;
@@ -21,24 +23,6 @@ use formats::{nccl_tests, placement};
 use ops::place::{self, PlaceInputs};
 use report::fmt::trim_float;
 use report::table::Table;
-
-/// `--routing`: how switches spread flows over equal-cost paths.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum RoutingArg {
-    /// Per-flow ECMP: every switch hashes the RoCEv2 5-tuple.
-    Ecmp,
-    /// Adaptive routing: every switch sprays a flow evenly over all shortest next hops.
-    Adaptive,
-}
-
-impl From<RoutingArg> for RoutingMode {
-    fn from(r: RoutingArg) -> Self {
-        match r {
-            RoutingArg::Ecmp => RoutingMode::Ecmp,
-            RoutingArg::Adaptive => RoutingMode::Adaptive,
-        }
-    }
-}
 
 /// `--hash`: the switches' ECMP hash.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -59,27 +43,6 @@ impl From<HashArg> for HashFn {
             HashArg::Crc32 => HashFn::Crc32,
             HashArg::Xor => HashFn::Xor,
         }
-    }
-}
-
-/// NCCL settings, shared by `fabric collective`, `fabric compare` and `simulate`.
-#[derive(Clone, Debug, Default, clap::Args)]
-pub struct NcclArgs {
-    /// An NCCL setting NAME=VALUE (repeatable): NCCL_IB_QPS_PER_CONNECTION,
-    /// NCCL_IB_SPLIT_DATA_ON_QPS, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_ALGO, NCCL_PROTO,
-    /// NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE. Unset: NCCL's defaults (1 QP per connection,
-    /// NCCL's own channel count, NVLS where the hardware has it, CollNet off).
-    #[arg(long = "nccl", value_name = "NAME=VALUE")]
-    pub nccl: Vec<String>,
-    /// Shorthand for --nccl NCCL_IB_QPS_PER_CONNECTION=N (both given must agree).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=128))]
-    pub qps: Option<u32>,
-}
-
-impl NcclArgs {
-    /// The configuration: every bad setting in one line naming `--nccl` (exit 2).
-    pub fn config(&self) -> Result<NcclConfig, CliError> {
-        ops::nccl_settings::config(&self.nccl, self.qps).map_err(CliError::Usage)
     }
 }
 
@@ -388,7 +351,7 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
     let ideal = p.routed.ideal_busbw_gbps / 8.0;
     Ok(CollectiveReport {
         railyard_version: env!("CARGO_PKG_VERSION"),
-        command: crate::cli::command_line(),
+        command: crate::args::command_line(),
         cluster: p.cluster_name.clone(),
         collective: p.routed.collective.name().to_owned(),
         routing: format!("{:?}", args.job.routing).to_ascii_lowercase(),

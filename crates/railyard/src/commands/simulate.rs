@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use fabric::RoutingConfig;
 use ops::simulate::{RunMeta, SimulateJson, SimulateOptions, Simulated};
 
+use crate::args::{NcclArgs, RoutingArg};
 use crate::cluster_arg::{load_cluster, ClusterArgs};
-use crate::commands::fabric::{NcclArgs, RoutingArg};
 use crate::error::CliError;
 use crate::output::OutputFormat;
 use formats::trace::{read_trace, TraceFormat};
