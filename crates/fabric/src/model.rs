@@ -88,6 +88,9 @@ pub struct RoutedJob {
     pub algorithm: Algorithm,
     /// NCCL channels ([`crate::nccl::channel_plan`]; 1 for AllToAll).
     pub channels: u32,
+    /// Channels of NCCL's ring/tree search graph ([`crate::nccl::ChannelPlan::graph_channels`];
+    /// 1 for AllToAll).
+    pub graph_channels: u32,
     /// NCCL nodes (NVLink domains) of the job.
     pub n_nodes: usize,
     /// The job's GPU generation (its oldest GPU).
@@ -190,6 +193,7 @@ struct JobConnections {
     nccl: crate::nccl::NcclConfig,
     arch: GpuArch,
     channels: u32,
+    graph_channels: u32,
     n_nodes: usize,
     conns: Vec<Connection>,
 }
@@ -490,12 +494,18 @@ impl<'c> Fabric<'c> {
                     nccl: cfg.nccl,
                     arch,
                     channels: plan.channels,
+                    graph_channels: plan.graph_channels,
                     n_nodes: nodes.ranks.len(),
                     conns,
                 }
             }
         };
-        let (arch, channels, n_nodes) = (cached.arch, cached.channels, cached.n_nodes);
+        let (arch, n_nodes) = (cached.arch, cached.n_nodes);
+        let (channels, graph_channels) = if job.collective == Collective::AllToAll {
+            (1, 1)
+        } else {
+            (cached.channels, cached.graph_channels)
+        };
         let result = self.route_connections(job, &cached.conns, cfg, job_id, flows);
         self.connections = Some(cached);
         let (network_flows, latency_ns) = result?;
@@ -506,11 +516,8 @@ impl<'c> Fabric<'c> {
             shares: Vec::new(),
             network_flows,
             algorithm,
-            channels: if job.collective == Collective::AllToAll {
-                1
-            } else {
-                channels
-            },
+            channels,
+            graph_channels,
             n_nodes,
             arch,
             ideal_busbw_gbps: 0.0,

@@ -504,6 +504,12 @@ pub struct ChannelPlan {
     pub search_channels: u32,
     /// Per-channel speed of the search, GB/s.
     pub speed_gb_s: f64,
+    /// Channels of the ring (and tree) search graph after `ncclTopoDupChannels`, before
+    /// `ncclTopoPostset`: NCCL's `graphs[a]->nChannels`, which the tuner multiplies its
+    /// per-channel caps by (`ncclTopoTuneModel`, src/graph/tuning.cc). The tree search is held
+    /// to the ring's count (`treeGraph->minChannels = maxChannels = ringGraph->nChannels`,
+    /// `initTransportsRank`, src/init.cc).
+    pub graph_channels: u32,
     /// Channels after NCCL's duplications and the `NCCL_MIN/MAX_NCHANNELS` limits; channel
     /// `c` runs the ring of search channel `c mod search_channels`.
     pub channels: u32,
@@ -518,7 +524,12 @@ pub struct ChannelPlan {
 ///    NVLink; a NIC carries ⌊NIC / speed⌋ channels; at most
 ///    `MAXCHANNELS / 2` = 32 (`ringGraph->maxChannels`, src/init.cc). Speeds are tried from
 ///    the fastest down, while above 0.49 of the best solution's speed; the most total
-///    bandwidth wins (ties: the faster speed, tried first).
+///    bandwidth wins (ties: the faster speed, tried first). On one node (`n_nodes` 1) the
+///    search has no network: `ncclTopoTrimSystem` (src/graph/paths.cc) marks the system
+///    intra-node (`inter = 0`) when every rank is local, and `ncclTopoCompute` then tries the
+///    intra-node speed array ([`GpuArch::intra_speeds`]); the ring closes over NVLink, so
+///    every GPU sends every channel over it: channels × speed ≤ NVLink, and NICs do not count.
+///    8 × H100 (370.8 GB/s): 6 channels at 60 GB/s.
 /// 2. `ncclTopoDupChannels` (src/graph/search.cc): doubles the channels when the speed is at
 ///    least 25 GB/s, unless the GPU is newer than SM80, the speed is below 50 and there are
 ///    more than 4 channels.
@@ -539,7 +550,9 @@ pub fn channel_plan(
 ) -> ChannelPlan {
     let max_search = MAX_CHANNELS / 2;
     let mut best = (0u32, 0.0f64);
-    if nics_per_node > 0 && nic_gb_s > 0.0 {
+    if n_nodes == 1 {
+        best = intra_node_search(arch, gpus_per_node, nvlink_gb_s, max_search);
+    } else if nics_per_node > 0 && nic_gb_s > 0.0 {
         for &speed in arch.inter_speeds() {
             if speed > nic_gb_s + 1e-9 {
                 continue;
@@ -564,7 +577,12 @@ pub fn channel_plan(
     let (search, speed) = if best.0 == 0 {
         // Nothing fits (no NIC, or NVLink slower than the slowest speed): NCCL falls back to
         // one channel at the slowest speed.
-        (1, arch.inter_speeds()[arch.inter_speeds().len() - 1])
+        let speeds = if n_nodes == 1 {
+            arch.intra_speeds()
+        } else {
+            arch.inter_speeds()
+        };
+        (1, speeds[speeds.len() - 1])
     } else {
         best
     };
@@ -577,6 +595,7 @@ pub fn channel_plan(
         speed_now /= f64::from(dup.div_ceil(channels));
         channels = dup;
     }
+    let graph_channels = channels;
     // ncclTopoPostset (src/graph/connect.cc): ×2, then ×2 again on SM90+ over several nodes
     // when the per-channel speed is above 45 GB/s and there are fewer than 16 channels.
     channels = (2 * channels).min(MAX_CHANNELS);
@@ -592,8 +611,30 @@ pub fn channel_plan(
     ChannelPlan {
         search_channels: search,
         speed_gb_s: speed,
+        graph_channels,
         channels: channels.clamp(1, MAX_CHANNELS),
     }
+}
+
+/// The ring search inside one node (no network): the (channels, speed) with the most total
+/// bandwidth over [`GpuArch::intra_speeds`], tried from the fastest down while above 0.49 of the
+/// best solution's speed, each channel sending `speed` out of every GPU over NVLink. (0, 0)
+/// when nothing fits.
+fn intra_node_search(arch: GpuArch, gpus: u32, nvlink_gb_s: f64, max_search: u32) -> (u32, f64) {
+    let mut best = (0u32, 0.0f64);
+    if gpus < 2 || nvlink_gb_s <= 0.0 {
+        return best;
+    }
+    for &speed in arch.intra_speeds() {
+        if best.0 > 0 && speed / best.1 <= 0.49 {
+            break;
+        }
+        let n = (((nvlink_gb_s + 1e-9) / speed).floor() as u32).min(max_search);
+        if n > 0 && f64::from(n) * speed > f64::from(best.0) * best.1 + 1e-9 {
+            best = (n, speed);
+        }
+    }
+    best
 }
 
 /// Base latency per algorithm and protocol, µs (`baseLatencies`, src/graph/tuning.cc):
@@ -772,14 +813,18 @@ pub struct TunerInput {
     pub n_ranks: usize,
     /// Nodes (NVLink domains).
     pub n_nodes: usize,
-    /// Channels ([`ChannelPlan::channels`]).
+    /// Channels ([`ChannelPlan::channels`]): the communicator's, after `ncclTopoPostset`.
     pub channels: u32,
+    /// Channels of the ring/tree search graph ([`ChannelPlan::graph_channels`]), by which the
+    /// tuner multiplies its per-channel caps.
+    pub graph_channels: u32,
     /// Ring bus bandwidth with the Simple protocol, GB/s: what the fabric model gives the
     /// job's rings (NCCL's `nChannels × bw`).
     pub ring_busbw_gb_s: f64,
     /// Bus bandwidth of the job's double binary tree between nodes with the Simple protocol
-    /// before NCCL's tree refinements, GB/s (0 when the collective has no tree): Tree's
-    /// bandwidth, and the network side of NVLSTree.
+    /// before NCCL's tree refinements, GB/s, in nccl-tests' convention (algorithm bandwidth ×
+    /// 2(n − 1)/n; 0 when the collective has no tree): Tree's bandwidth, and the network side
+    /// of NVLSTree.
     pub tree_busbw_gb_s: f64,
     /// NVLink SHARP's channels ([`nvls_plan`]); `None` without NVSwitches, before Hopper, or
     /// with `NCCL_NVLS_ENABLE=0`.
@@ -846,10 +891,14 @@ fn considered(input: &TunerInput, algo: Algorithm, proto: Protocol) -> bool {
 /// protocol `cfg` allows and the communicator supports (`considered`), with the bandwidth
 /// railyard's fabric model gives in place of NCCL's `nChannels × bw` for Ring and Tree.
 ///
-/// Refinements: Ring LL ×0.5 capped by `llMaxBw`; Ring LL128 ×0.92 capped by channels ×
-/// `perChMaxRingLL128Bw`; Tree AllReduce ×0.92 capped by channels × `perChMaxTreeBw`, then Tree
-/// LL ×1/3.8 capped by `llMaxBw` and Tree LL128 ×120/128 capped by channels ×
-/// `perChMaxTreeLL128Bw`. NVLS and NVLSTree: per head, the search speed × `nvlsEfficiency` ×
+/// Tree's bandwidth is NCCL's `nChannels × bw`, which the tuner halves into algorithm
+/// bandwidth: twice the modelled tree's algorithm bandwidth, i.e. its nccl-tests bus bandwidth
+/// × n/(n − 1).
+///
+/// Refinements: Ring LL ×0.5 capped by `llMaxBw`; Ring LL128 ×0.92 capped by search-graph
+/// channels ([`TunerInput::graph_channels`]) × `perChMaxRingLL128Bw`; Tree AllReduce ×0.92
+/// capped by graph channels × `perChMaxTreeBw`, then Tree LL ×1/3.8 capped by `llMaxBw` and
+/// Tree LL128 ×120/128 (7/9 on one node) capped by graph channels × `perChMaxTreeLL128Bw`. NVLS and NVLSTree: per head, the search speed × `nvlsEfficiency` ×
 /// (heads − 1)/heads, ×2 for AllReduce (two operations pipelined) or ×(ppn − 1)/ppn; NVLS
 /// across nodes at most the NIC's channel speed per head; NVLSTree at most the modelled tree's
 /// bandwidth and heads × `perChMaxNVLSTreeBw`. CollNet: heads × the NIC's channel speed;
@@ -871,7 +920,9 @@ pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate
     let col = if nodes <= 2 { nodes - 1 } else { 2 };
     let ll_row = if nodes == 1 { gen } else { 0 };
     let ll_max = LL_MAX_BW[ll_row][col];
-    let ch = f64::from(input.channels.max(1));
+    // The per-channel caps multiply the search graph's channels (`graphs[a]->nChannels`),
+    // not the communicator's doubled count.
+    let ch = f64::from(input.graph_channels.max(1));
     let nsteps = match input.collective {
         Collective::AllReduce => 2 * (n - 1),
         Collective::AllGather | Collective::ReduceScatter => n - 1,
@@ -900,7 +951,10 @@ pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate
             let heads = input.nvls.map_or(0.0, |v| f64::from(v.heads));
             let mut bus = match algo {
                 Algorithm::Ring => input.ring_busbw_gb_s,
-                Algorithm::Tree => input.tree_busbw_gb_s,
+                // NCCL's tree figure (`nChannels × bw`) is twice the algorithm bandwidth (the
+                // tree's ratio is 0.5, with no (n − 1)/n): the modelled tree's algorithm
+                // bandwidth × 2 = its nccl-tests bus bandwidth × n/(n − 1).
+                Algorithm::Tree => input.tree_busbw_gb_s * n as f64 / (n as f64 - 1.0),
                 Algorithm::Nvls => {
                     let net = match (nodes > 1, input.collnet) {
                         (true, Some(c)) => c.bw_gb_s,
@@ -1167,6 +1221,7 @@ mod tests {
             n_ranks: 64,
             n_nodes: 8,
             channels: 16,
+            graph_channels: 8,
             ring_busbw_gb_s: 384.0,
             tree_busbw_gb_s: 384.0,
             nvls: None,

@@ -83,6 +83,7 @@ pub fn input_for(ring: &RoutedJob, ring_busbw_gb_s: f64, tree_busbw_gb_s: f64) -
         n_ranks: ring.n_ranks,
         n_nodes: ring.n_nodes,
         channels: ring.channels,
+        graph_channels: ring.graph_channels,
         ring_busbw_gb_s,
         tree_busbw_gb_s,
         nvls: None,
