@@ -23,6 +23,8 @@
 //! the mirror image (even node count) or the first shifted by one (odd); channel `c` uses the
 //! first tree, channel `c + channels/2` the second. Inside a node the tree is a chain over
 //! NVLink. Every tree edge carries the channel's data up (reduce) and down (broadcast).
+//! NVLSTree AllReduce: the same tree between nodes without the chains (NVLink SHARP does the
+//! reduction inside each node; it is priced by NCCL's formula, not as flows).
 //!
 //! AllToAll: every pair of ranks in one NVLink domain talks over NVLink; between domains, a rank
 //! reaches a peer through the NIC on the *peer's* rail (NCCL's PXN), and the connections from one
@@ -378,7 +380,10 @@ pub(crate) fn connections(
 ) -> Result<Vec<Connection>, FabricError> {
     match collective {
         Collective::AllReduce if algorithm == Algorithm::Tree => {
-            Ok(tree(cluster, ranks.len(), nodes, plan))
+            Ok(tree(cluster, ranks.len(), nodes, plan, true))
+        }
+        Collective::AllReduce if algorithm == Algorithm::NvlsTree => {
+            Ok(tree(cluster, ranks.len(), nodes, plan, false))
         }
         Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter => {
             Ok(ring(cluster, nodes, plan))
@@ -498,11 +503,14 @@ pub(crate) fn dtree_second_parent(i: usize, n: usize) -> Option<usize> {
     }
 }
 
+/// The double binary tree; `chains` false leaves out the NVLink chains inside nodes, which
+/// NVLSTree replaces by NVLink SHARP: only its tree between nodes is left on the fabric.
 fn tree(
     cluster: &Cluster,
     n_ranks: usize,
     nodes: &NcclNodes,
     plan: &ChannelPlan,
+    chains: bool,
 ) -> Vec<Connection> {
     let n_nodes = nodes.ranks.len();
     if n_nodes == 1 {
@@ -520,7 +528,7 @@ fn tree(
     // Chains inside nodes: the head (entry rank) to the others in order, both directions.
     for (ni, node_ranks) in nodes.ranks.iter().enumerate() {
         let len = node_ranks.len();
-        if len < 2 {
+        if len < 2 || !chains {
             continue;
         }
         let mut entering = vec![0u32; len];

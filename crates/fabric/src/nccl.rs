@@ -823,9 +823,13 @@ pub struct TunerInput {
     pub ring_busbw_gb_s: f64,
     /// Bus bandwidth of the job's double binary tree between nodes with the Simple protocol
     /// before NCCL's tree refinements, GB/s, in nccl-tests' convention (algorithm bandwidth ×
-    /// 2(n − 1)/n; 0 when the collective has no tree): Tree's bandwidth, and the network side
-    /// of NVLSTree.
+    /// 2(n − 1)/n; 0 when the collective has no tree or `NCCL_ALGO` excludes Tree): Tree's
+    /// bandwidth.
     pub tree_busbw_gb_s: f64,
+    /// Bus bandwidth of the same tree between nodes without its NVLink chains, GB/s, in
+    /// nccl-tests' convention (0 when NVLSTree does not apply): NVLSTree's network side, where
+    /// NCCL counts `bwInter` per channel (`ncclTopoTuneModel`, src/graph/tuning.cc).
+    pub nvls_tree_busbw_gb_s: f64,
     /// NVLink SHARP's channels ([`nvls_plan`]); `None` without NVSwitches, before Hopper, or
     /// with `NCCL_NVLS_ENABLE=0`.
     pub nvls: Option<NvlsPlan>,
@@ -875,7 +879,7 @@ fn considered(input: &TunerInput, algo: Algorithm, proto: Protocol) -> bool {
                 }
         }
         Algorithm::NvlsTree => {
-            simple && allreduce && multi && input.nvls.is_some() && input.tree_busbw_gb_s > 0.0
+            simple && allreduce && multi && input.nvls.is_some() && input.nvls_tree_busbw_gb_s > 0.0
         }
         Algorithm::CollNetDirect | Algorithm::CollNetChain => {
             simple
@@ -900,8 +904,9 @@ fn considered(input: &TunerInput, algo: Algorithm, proto: Protocol) -> bool {
 /// capped by graph channels × `perChMaxTreeBw`, then Tree LL ×1/3.8 capped by `llMaxBw` and
 /// Tree LL128 ×120/128 (7/9 on one node) capped by graph channels × `perChMaxTreeLL128Bw`. NVLS and NVLSTree: per head, the search speed × `nvlsEfficiency` ×
 /// (heads − 1)/heads, ×2 for AllReduce (two operations pipelined) or ×(ppn − 1)/ppn; NVLS
-/// across nodes at most the NIC's channel speed per head; NVLSTree at most the modelled tree's
-/// bandwidth and heads × `perChMaxNVLSTreeBw`. CollNet: heads × the NIC's channel speed;
+/// across nodes at most the NIC's channel speed per head; NVLSTree at most the modelled tree
+/// between nodes without its NVLink chains ([`TunerInput::nvls_tree_busbw_gb_s`]) and heads ×
+/// `perChMaxNVLSTreeBw`. CollNet: heads × the NIC's channel speed;
 /// Direct divided by the GPU-to-NIC factor f − (f − 1)/2 with f = ppn / heads, ×0.85 on SM90
 /// and newer. Bus to algorithm bandwidth ×n/steps for Ring, NVLS and NVLSTree, ×0.5 for Tree
 /// and CollNet (AllGather/ReduceScatter other than Ring: none).
@@ -963,7 +968,7 @@ pub fn tuner_estimates(input: &TunerInput, cfg: &NcclConfig) -> Vec<AlgoEstimate
                     heads * nvls_intra.min(net)
                 }
                 Algorithm::NvlsTree => (heads * nvls_intra)
-                    .min(input.tree_busbw_gb_s)
+                    .min(input.nvls_tree_busbw_gb_s)
                     .min(heads * PER_CH_MAX_NVLS_TREE_BW[gen][col]),
                 Algorithm::CollNetDirect | Algorithm::CollNetChain => input
                     .collnet
@@ -1224,6 +1229,7 @@ mod tests {
             graph_channels: 8,
             ring_busbw_gb_s: 384.0,
             tree_busbw_gb_s: 384.0,
+            nvls_tree_busbw_gb_s: 0.0,
             nvls: None,
             collnet: None,
         };

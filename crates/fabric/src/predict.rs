@@ -55,27 +55,33 @@ pub fn tuner_input_with(
     };
     let ring = fabric.route_flows(job, cfg, 0)?;
     let ring_busbw = shared(fabric, &ring);
-    let tree_busbw = if job.collective == Collective::AllReduce
-        && ring.n_nodes > 1
-        && (cfg.nccl.allows_algorithm(Algorithm::Tree)
-            || cfg.nccl.allows_algorithm(Algorithm::NvlsTree))
-    {
+    let multi_allreduce = job.collective == Collective::AllReduce && ring.n_nodes > 1;
+    let tree_busbw = if multi_allreduce && cfg.nccl.allows_algorithm(Algorithm::Tree) {
         let tree = fabric.route_flows_algorithm(job, Algorithm::Tree, cfg, 0)?;
         shared(fabric, &tree)
     } else {
         0.0
     };
     let (nvls, collnet) = sharp_plans(fabric.cluster(), &job.ranks, &cfg.nccl);
+    let nvls_tree_busbw =
+        if multi_allreduce && nvls.is_some() && cfg.nccl.allows_algorithm(Algorithm::NvlsTree) {
+            let tree = fabric.route_flows_algorithm(job, Algorithm::NvlsTree, cfg, 0)?;
+            shared(fabric, &tree)
+        } else {
+            0.0
+        };
     Ok(TunerInput {
         nvls,
         collnet,
+        nvls_tree_busbw_gb_s: nvls_tree_busbw,
         ..input_for(&ring, ring_busbw, tree_busbw)
     })
 }
 
 /// The tuner's input from a routed Ring job and the bus bandwidths (GB/s) it achieves, e.g.
 /// from a solve shared with other jobs. NVLS and CollNet are left out (`None`):
-/// [`tuner_input_with`] adds them from the cluster.
+/// [`tuner_input_with`] adds them from the cluster, and NVLSTree's network side, which this
+/// sets to the Tree's figure.
 pub fn input_for(ring: &RoutedJob, ring_busbw_gb_s: f64, tree_busbw_gb_s: f64) -> TunerInput {
     TunerInput {
         collective: ring.collective,
@@ -86,6 +92,7 @@ pub fn input_for(ring: &RoutedJob, ring_busbw_gb_s: f64, tree_busbw_gb_s: f64) -
         graph_channels: ring.graph_channels,
         ring_busbw_gb_s,
         tree_busbw_gb_s,
+        nvls_tree_busbw_gb_s: tree_busbw_gb_s,
         nvls: None,
         collnet: None,
     }

@@ -88,6 +88,7 @@ fn tree_algbw_is_the_modelled_trees_at_the_tuners_efficiency() {
             graph_channels: 8,
             ring_busbw_gb_s: 384.0,
             tree_busbw_gb_s: algbw * 2.0 * (n - 1.0) / n,
+            nvls_tree_busbw_gb_s: 0.0,
             nvls: None,
             collnet: None,
         };
@@ -168,4 +169,23 @@ fn one_node_searches_nvlink_with_the_intra_node_speeds() {
     let cfg = adaptive(parse_nccl_env(["NCCL_ALGO=Ring"]).expect("valid"));
     let input = tuner_input(&mut Fabric::new(&c), &allreduce(1, 8), &cfg).expect("valid job");
     assert_eq!((input.graph_channels, input.channels), (12, 24));
+}
+
+/// Found on the way (the 2 × H100 sweep of NVIDIA/nccl-tests#309 reaches 468 GB/s at 8 GiB):
+/// NVLSTree's per-channel bandwidth is the least of NVLink SHARP's, the network's (`bwInter`,
+/// doubled on two nodes) and `perChMaxNVLSTreeBw` (`ncclTopoTuneModel`, src/graph/tuning.cc);
+/// NVLink SHARP reduces inside the node, so the Tree algorithm's NVLink chains are not on its
+/// path. On 2 × 8 H100 the chains bind the modelled Tree at about 397 GB/s, while the tree
+/// between nodes alone is far above NCCL's cap, which then binds: 8 heads × 57.7 (Hopper, 2
+/// nodes) = 461.6 GB/s bus bandwidth, NCCL's own figure.
+#[test]
+fn nvls_tree_is_bounded_by_the_tree_between_nodes_not_its_nvlink_chains() {
+    let c = dgx_h100(2);
+    let cfg = adaptive(NcclConfig::default());
+    let input = tuner_input(&mut Fabric::new(&c), &allreduce(2, 8), &cfg).expect("valid job");
+    assert!(input.tree_busbw_gb_s < 400.0, "{input:?}");
+    assert!(input.nvls_tree_busbw_gb_s > 8.0 * 57.7, "{input:?}");
+    let nvls_tree = estimate(&input, &cfg.nccl, Algorithm::NvlsTree, Protocol::Simple);
+    let want = 8.0 * 57.7 * 16.0 / 30.0;
+    assert!((nvls_tree - want).abs() < 1e-9, "{nvls_tree} vs {want}");
 }
