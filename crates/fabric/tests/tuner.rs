@@ -158,6 +158,20 @@ fn one_node_searches_nvlink_with_the_intra_node_speeds() {
         ),
         (6, 40.0, 12, 24)
     );
+    // 8 × H800 (8 NVLinks: 164.8 GB/s): 4 × 40 (ties with 8 × 20 go to the faster speed, tried
+    // first), duplicated (4 channels are not more than 4) to 8, then 16 — the "16 coll
+    // channels" NCCL logged on one 8 × H800 node in NVIDIA/nccl#892.
+    let h800 = 8.0 * GpuArch::Hopper.nvlink_link_gb_s();
+    let p = channel_plan(GpuArch::Hopper, 1, 8, 50.0, 8, h800, &d);
+    assert_eq!(
+        (
+            p.search_channels,
+            p.speed_gb_s,
+            p.graph_channels,
+            p.channels
+        ),
+        (4, 40.0, 8, 16)
+    );
     // Across nodes the network search is unchanged: 8 × 48, 16 channels.
     let p = channel_plan(GpuArch::Hopper, 2, 8, 50.0, 8, h100, &d);
     assert_eq!(
