@@ -1,0 +1,29 @@
+//! Training layouts: what a parallel layout's communicators are, what they move, and what a
+//! step costs on a railyard fabric.
+//!
+//! A training job is data ([`Training`]: a [`Model`], a [`Layout`], batch, precision, optimizer
+//! sharding, recomputation, overlap). [`groups`] turns the layout into rank groups by
+//! Megatron-Core's rank-order rule, [`traffic`] says what each kind of group moves per step,
+//! [`compute`] counts FLOPs and the pipeline bubble, and [`price_step`] prices all of it on a
+//! [`fabric::Fabric`] for one rank-to-GPU mapping, with the running jobs' traffic. [`advise`]
+//! ranks the exposed costs with the change that would cut each.
+//!
+//! This crate is pure: no I/O, no clock. It knows nothing about placement, queues or files:
+//! the caller says which GPU each rank runs on.
+
+pub mod advice;
+pub mod compute;
+mod error;
+pub mod groups;
+pub mod layout;
+pub mod model;
+pub mod price;
+pub mod traffic;
+
+pub use advice::{advise, Advice};
+pub use error::LayoutError;
+pub use groups::{groups, Kind};
+pub use layout::{Dim, Layout, Optimizer, Precision, Recompute, Training};
+pub use model::{preset, Model, PRESETS};
+pub use price::{price_step, PricedComm, Step, StepInput};
+pub use traffic::{traffic, Op, Traffic};
