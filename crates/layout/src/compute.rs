@@ -58,10 +58,10 @@ pub fn efficiency(arch: GpuArch, precision: Precision) -> Option<f64> {
 }
 
 /// A100 FP16/BF16 efficiency (see [`efficiency`]).
-pub const A100_EFFICIENCY: f64 = 0.60;
+pub const A100_EFFICIENCY: f64 = 0.619;
 
 /// H100 BF16 efficiency (see [`efficiency`]).
-pub const H100_BF16_EFFICIENCY: f64 = 0.50;
+pub const H100_BF16_EFFICIENCY: f64 = 0.566;
 
 /// The pipeline bubble as a fraction of the ideal (bubble-free) time: (p − 1)/m for 1F1B,
 /// (p − 1)/(v·m) interleaved with v stages per rank (Narayanan et al., SC '21, §2.2.1–2.2.2).

@@ -328,7 +328,15 @@ impl Training {
         divides("tp", l.tp, "attention heads", m.heads)?;
         divides("tp", l.tp, "KV heads", m.kv_heads)?;
         divides("tp", l.tp, "FFN width", m.ffn)?;
-        divides("pp", l.pp * l.vp, "layers (pp × vp)", m.layers)?;
+        if m.layers < l.pp * l.vp {
+            return Err(LayoutError::new(
+                "layout.pp",
+                format!(
+                    "pp × vp = {} × {} model chunks for {} layers; each chunk needs a layer",
+                    l.pp, l.vp, m.layers
+                ),
+            ));
+        }
         divides("cp", l.cp, "tokens of a sequence", m.seq)?;
         if l.ep > 1 {
             if m.experts <= 1 {
@@ -414,8 +422,8 @@ mod tests {
             "layout.ep: ep = 2 needs an MoE model; llama3-8b is dense"
         );
         assert_eq!(
-            check("llama3-70b", "tp=8,pp=3,dp=2", 6, 48),
-            "layout.pp: 3 does not divide the model's 80 layers (pp × vp)"
+            check("llama3-8b", "tp=8,pp=8,vp=8,dp=1", 8, 64),
+            "layout.pp: pp × vp = 8 × 8 model chunks for 32 layers; each chunk needs a layer"
         );
         assert_eq!(
             check("llama3-70b", "tp=8,pp=4,dp=4", 6, 128),

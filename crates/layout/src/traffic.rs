@@ -68,8 +68,8 @@ pub struct Traffic {
 }
 
 /// The traffic of every communicator kind whose groups have more than one rank, in
-/// [`Kind::ALL`] order. `m` micro-batches of `b` sequences per rank; `L = layers / pp` layers
-/// per rank; `r` = 1 with full recomputation. Sources:
+/// [`Kind::ALL`] order. `m` micro-batches of `b` sequences per rank; `L = ⌈layers / pp⌉` layers
+/// on the busiest rank; `r` = 1 with full recomputation. Sources:
 ///
 /// - TP (Shoeybi et al. 2019, §3; Narayanan et al., SC '21, §3.3): two AllReduces of the
 ///   b·s·h activations per layer in the forward pass and two in the backward; recomputation
@@ -91,7 +91,7 @@ pub fn traffic(t: &Training) -> Vec<Traffic> {
     let r = u64::from(t.recompute == Recompute::Full);
     let b = f64::from(t.micro_batch);
     let h = f64::from(m.hidden);
-    let local_layers = u64::from(m.layers / l.pp);
+    let local_layers = u64::from(m.layers.div_ceil(l.pp));
     let local_moe = u64::from(m.moe_layers().div_ceil(l.pp));
     let tokens = b * f64::from(m.seq) / f64::from(l.cp);
     let size = |k: Kind| -> u32 { k.dims().iter().map(|&d| l.size(d)).product() };
@@ -194,7 +194,7 @@ mod tests {
 
     /// Llama 3 405B with CP 16 at 131,072 tokens (Dubey et al., Table 4, last row), by hand:
     /// K and V of 8 KV heads / TP 8 = 1 head of 128 → 131072·2·128·2 = 67,108,864 bytes per
-    /// layer AllGather, 126/16 = 7 layers a rank (Megatron rounds down), m = 16.
+    /// layer AllGather, ⌈126/16⌉ = 8 layers on the busiest rank, m = 16.
     #[test]
     fn llama3_context_parallel_bytes_by_hand() {
         let mut m = preset("llama3-405b").unwrap();
@@ -203,7 +203,7 @@ mod tests {
         t.global_batch = 128;
         let x = traffic(&t);
         let cp = find(&x, Kind::Cp, Op::AllGather);
-        assert_eq!((cp.bytes, cp.calls), (67_108_864.0, 16 * 7));
+        assert_eq!((cp.bytes, cp.calls), (67_108_864.0, 16 * 8));
         // TP moves this rank's 131072/16 tokens.
         assert_eq!(
             find(&x, Kind::Tp, Op::AllReduce).bytes,
