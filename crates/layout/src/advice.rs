@@ -49,10 +49,12 @@ pub fn advise(cluster: &Cluster, t: &Training, step: &Step) -> Vec<Advice> {
         });
     }
     for c in step.comms.iter().filter(|c| c.exposed_s > 0.0) {
-        let oversubscribed = c
-            .tier_index
-            .and_then(|ti| cluster.tiers.get(usize::from(ti) + 1))
-            .is_some_and(|up| up.oversubscription > 1.0);
+        // Crossing tier t climbs the links below tiers 1..=t, whose ratios those tiers hold.
+        let oversubscribed = c.tier_index.is_some_and(|ti| {
+            cluster.tiers[1..=usize::from(ti).min(cluster.tiers.len() - 1)]
+                .iter()
+                .any(|t| t.oversubscription > 1.0)
+        });
         let collisions = c.ideal_busbw_gb_s > 0.0 && c.busbw_gb_s < 0.8 * c.ideal_busbw_gb_s;
         let change = match c.kind {
             Kind::Tp if c.tier_index.is_some() => format!(
@@ -63,15 +65,18 @@ pub fn advise(cluster: &Cluster, t: &Training, step: &Step) -> Vec<Advice> {
             Kind::Dp | Kind::ExpertDp if !t.overlap_dp => {
                 "turn on DP gradient overlap (it hides behind the last micro-batch's backward)".to_owned()
             }
+            Kind::Pp if oversubscribed => format!(
+                "pp crosses the oversubscribed {}: keep the job in fewer blocks",
+                c.tier
+            ),
+            _ if oversubscribed => format!(
+                "{} crosses the oversubscribed {}: keep the job in fewer blocks, or order ranks so PP takes that tier instead (order=tp-cp-ep-dp-pp puts PP outermost)",
+                c.kind.name(),
+                c.tier
+            ),
             _ if collisions => format!(
                 "ECMP collisions: {:.0} of an ideal {:.0} GB/s; more QPs per connection (--qps 4) or adaptive routing",
                 c.busbw_gb_s, c.ideal_busbw_gb_s
-            ),
-            _ if oversubscribed => format!(
-                "{} crosses the oversubscribed {}: place the job in fewer blocks, or order ranks so PP (not {}) takes that tier",
-                c.kind.name(),
-                c.tier,
-                c.kind.name()
             ),
             Kind::Pp => "fewer pipeline stages, or keep neighbouring stages under one leaf".to_owned(),
             Kind::Cp => "a smaller cp (shorter sequences per step) or CP inside fewer blocks".to_owned(),

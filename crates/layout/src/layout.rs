@@ -213,6 +213,14 @@ impl Precision {
             Precision::Fp8 => "fp8",
         }
     }
+
+    /// The precision with this name (bf16, fp16, fp8).
+    pub fn from_name(name: &str) -> Result<Precision, String> {
+        [Precision::Bf16, Precision::Fp16, Precision::Fp8]
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| format!("expected bf16, fp16 or fp8, got `{name}`"))
+    }
 }
 
 /// How the optimizer state and weights are sharded over the data-parallel group.
@@ -227,6 +235,18 @@ pub enum Optimizer {
     Fsdp,
 }
 
+impl Optimizer {
+    /// The sharding with this name (dp, distributed, fsdp).
+    pub fn from_name(name: &str) -> Result<Optimizer, String> {
+        match name {
+            "dp" => Ok(Optimizer::Dp),
+            "distributed" => Ok(Optimizer::Distributed),
+            "fsdp" => Ok(Optimizer::Fsdp),
+            _ => Err(format!("expected dp, distributed or fsdp, got `{name}`")),
+        }
+    }
+}
+
 /// Activation recomputation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -235,6 +255,17 @@ pub enum Recompute {
     None,
     /// Full: every layer's forward runs again in the backward pass (Megatron SC '21).
     Full,
+}
+
+impl Recompute {
+    /// The setting with this name (none, full).
+    pub fn from_name(name: &str) -> Result<Recompute, String> {
+        match name {
+            "none" => Ok(Recompute::None),
+            "full" => Ok(Recompute::Full),
+            _ => Err(format!("expected none or full, got `{name}`")),
+        }
+    }
 }
 
 /// A training job: model, layout and the settings that decide its traffic and compute.

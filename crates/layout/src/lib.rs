@@ -25,5 +25,5 @@ pub use error::LayoutError;
 pub use groups::{groups, Kind};
 pub use layout::{Dim, Layout, Optimizer, Precision, Recompute, Training};
 pub use model::{preset, Model, PRESETS};
-pub use price::{price_step, PricedComm, Step, StepInput};
+pub use price::{first_gpus, price_step, PricedComm, Step, StepInput};
 pub use traffic::{traffic, Op, Traffic};

@@ -91,6 +91,37 @@ pub struct PricedComm {
     pub hot_links: Vec<HotLinkGroup>,
 }
 
+impl PricedComm {
+    /// The first group's first eight ranks (`0,8,16,…`).
+    pub fn group_summary(&self) -> String {
+        let head: Vec<String> = self
+            .example_group
+            .iter()
+            .take(8)
+            .map(u32::to_string)
+            .collect();
+        let more = if self.example_group.len() > 8 {
+            ",…"
+        } else {
+            ""
+        };
+        format!("{}{more}", head.join(","))
+    }
+
+    /// The hot link groups in a few words (`tier 1 up 87%; tier 0 up 60%`).
+    pub fn hot_summary(&self) -> String {
+        let groups: Vec<String> = self
+            .hot_links
+            .iter()
+            .map(|h| {
+                let dir = if h.up { "up" } else { "down" };
+                format!("tier {} {dir} {:.0}%", h.tier, h.max_utilization * 100.0)
+            })
+            .collect();
+        groups.join("; ")
+    }
+}
+
 /// A priced step.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Step {
@@ -313,6 +344,20 @@ pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step,
         mfu: model_flops / (step * n * peak),
         comms,
     })
+}
+
+/// The first `gpus` GPUs of `cluster` in cluster order (hosts, then GPU index), one rank each:
+/// the ranks of a job given no placement.
+pub fn first_gpus(cluster: &topology::Cluster, gpus: usize) -> Vec<Rank> {
+    (0..cluster.nodes.len())
+        .flat_map(|n| {
+            (0..cluster.nodes[n].gpus).map(move |gpu| Rank {
+                node: topology::NodeId::from_index(n),
+                gpu,
+            })
+        })
+        .take(gpus)
+        .collect()
 }
 
 /// The collective a kind's groups are routed as (its first traffic entry's).

@@ -64,7 +64,11 @@ fn megatron_table_1_within_10_percent_on_8_of_10_rows() {
 #[test]
 fn a100_efficiency_reproduces_its_row() {
     let (name, tp, pp, gpus, batch, published) = MEGATRON_TABLE_1[6];
-    let step = common::price(&common::selene(), &megatron(name, tp, pp, gpus, batch), None);
+    let step = common::price(
+        &common::selene(),
+        &megatron(name, tp, pp, gpus, batch),
+        None,
+    );
     println!("145B row: {:.2} TFLOP/s", step.tflops_per_gpu);
     assert!((step.tflops_per_gpu / published - 1.0).abs() < 0.005);
 }
@@ -133,8 +137,19 @@ fn print_calibration() {
     let (name, tp, pp, gpus, batch, published) = MEGATRON_TABLE_1[6];
     let t = megatron(name, tp, pp, gpus, batch);
     let cfg = fabric::RoutingConfig::default();
-    println!("A100: {:.4}", common::calibrate(&common::selene(), &t, &cfg, published));
-    println!("H100: {:.4}", common::calibrate(&common::meta_roce(), &llama3(1, 64, 8192), &meta_routing(), 430.0));
+    println!(
+        "A100: {:.4}",
+        common::calibrate(&common::selene(), &t, &cfg, published)
+    );
+    println!(
+        "H100: {:.4}",
+        common::calibrate(
+            &common::meta_roce(),
+            &llama3(1, 64, 8192),
+            &meta_routing(),
+            430.0
+        )
+    );
 }
 
 #[test]

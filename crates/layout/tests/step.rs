@@ -46,18 +46,33 @@ fn every_group_inside_one_node_costs_no_network() {
         },
     )
     .unwrap();
-    assert!(spread.comms.iter().all(|c| c.tier == "tier 0" && !c.hot_links.is_empty()));
-    assert!(spread.step_s > step.step_s * 1.5, "{} vs {}", spread.step_s, step.step_s);
+    assert!(spread
+        .comms
+        .iter()
+        .all(|c| c.tier == "tier 0" && !c.hot_links.is_empty()));
+    assert!(
+        spread.step_s > step.step_s * 1.5,
+        "{} vs {}",
+        spread.step_s,
+        step.step_s
+    );
 }
 
 /// The step is compute + bubble + exposed communication, and tokens/s and TFLOP/s follow.
 #[test]
 fn step_is_compute_plus_bubble_plus_exposed() {
-    let step = common::price(&common::selene(), &job("llama3-8b", "tp=8,pp=2,dp=2", 16), Some(0.5));
+    let step = common::price(
+        &common::selene(),
+        &job("llama3-8b", "tp=8,pp=2,dp=2", 16),
+        Some(0.5),
+    );
     let sum = step.compute_s + step.bubble_s + step.exposed_s;
     assert!((step.step_s - sum).abs() < 1e-12 * sum);
     assert!((step.tokens_per_s - 16.0 * 8192.0 / step.step_s).abs() < 1e-6);
-    assert!((step.bubble_fraction - 1.0 / 8.0).abs() < 1e-12, "pp 2, m = 8");
+    assert!(
+        (step.bubble_fraction - 1.0 / 8.0).abs() < 1e-12,
+        "pp 2, m = 8"
+    );
     let exposed: f64 = step.comms.iter().map(|c| c.exposed_s).sum();
     assert!((exposed - step.exposed_s).abs() < 1e-12);
     assert!(step.comms.iter().any(|c| c.kind == Kind::Pp));
@@ -74,7 +89,10 @@ fn overlap_hides_time() {
         overlap_tp: true,
         ..off.clone()
     };
-    let (a, b) = (common::price(&selene, &off, None), common::price(&selene, &on, None));
+    let (a, b) = (
+        common::price(&selene, &off, None),
+        common::price(&selene, &on, None),
+    );
     assert!(b.step_s < a.step_s);
     assert!((a.compute_s - b.compute_s).abs() < 1e-12);
     let dp = |s: &layout::Step| s.comms.iter().find(|c| c.kind == Kind::Dp).unwrap().clone();

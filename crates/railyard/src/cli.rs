@@ -6,7 +6,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::args::command_line;
 use crate::commands::{
-    cables, doctor, fabric, launch, lint, place, queues, schema, simulate, topo, trace,
+    cables, doctor, fabric, launch, lint, place, queues, schema, simulate, step, topo, trace,
 };
 use crate::error::CliError;
 
@@ -182,6 +182,8 @@ pub enum FabricCommand {
     Ecmp(fabric::EcmpArgs),
     /// The active RoCE MTU a netdev MTU allows and the wire frame size.
     Mtu(fabric::MtuArgs),
+    /// One training step of a model under a parallel layout: communicators, step time, why slow.
+    Step(Box<step::StepArgs>),
 }
 
 /// Run a parsed command line; the text to print, or the error.
@@ -197,6 +199,7 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Fabric(FabricCommand::Compare(a)) => fabric::compare(&a),
         Command::Fabric(FabricCommand::Ecmp(a)) => fabric::ecmp(&a),
         Command::Fabric(FabricCommand::Mtu(a)) => fabric::mtu(&a),
+        Command::Fabric(FabricCommand::Step(a)) => step::step(&a),
         Command::Doctor(a) => doctor::doctor(&a),
         Command::Launch(a) => launch::launch(&a),
         Command::Lint(a) => lint::lint(&a),

@@ -3,10 +3,10 @@
 
 #![allow(dead_code)]
 
-use fabric::{Fabric, Rank, RoutingConfig};
+use fabric::{Fabric, RoutingConfig};
 use layout::{price_step, Step, StepInput, Training};
+use topology::{build_from_spec, Cluster};
 use topology::{ClosSpec, ClusterSpec, FabricSpec, NodeSpec, TierSpec};
-use topology::{build_from_spec, Cluster, NodeId};
 
 fn tier(label: &str, nodes: u32, latency_us: f64, switches: u32, over: Option<f64>) -> TierSpec {
     TierSpec {
@@ -83,18 +83,7 @@ pub fn meta_roce() -> Cluster {
     build_from_spec(&spec).expect("valid spec")
 }
 
-/// The first `gpus` GPUs in cluster order, one rank each.
-pub fn first_gpus(cluster: &Cluster, gpus: usize) -> Vec<Rank> {
-    (0..cluster.nodes.len())
-        .flat_map(|n| {
-            (0..cluster.nodes[n].gpus).map(move |gpu| Rank {
-                node: NodeId::from_index(n),
-                gpu,
-            })
-        })
-        .take(gpus)
-        .collect()
-}
+pub use layout::first_gpus;
 
 /// `t` priced alone on `cluster`'s first GPUs with railyard's default routing (ECMP, NCCL's
 /// defaults).

@@ -9,5 +9,6 @@ pub mod place;
 pub mod queues;
 pub mod schema;
 pub mod simulate;
+pub mod step;
 pub mod topo;
 pub mod trace;

@@ -19,6 +19,7 @@ mod queues;
 mod scheduler_traces;
 mod simulate;
 mod slurm_cluster;
+mod step;
 mod tidy;
 mod topo;
 mod trace;

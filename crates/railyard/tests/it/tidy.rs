@@ -70,7 +70,7 @@ fn core_crates_do_no_io_and_read_no_clock() {
         "eprintln!",
         "thread_rng",
     ];
-    for krate in ["topology", "sched", "fabric", "sim"] {
+    for krate in ["topology", "sched", "fabric", "layout", "sim"] {
         let src = crates_dir().join(krate).join("src");
         if !src.exists() {
             continue;
