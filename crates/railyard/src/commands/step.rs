@@ -144,7 +144,7 @@ pub fn step(args: &StepArgs) -> Result<String, CliError> {
             )
         }
         (None, None) => {
-            let note = format!("the first {gpus} GPUs in cluster order (no --placement or --job)");
+            let note = format!("the first {gpus} in cluster order, no --placement or --job");
             let ranks = layout::first_gpus(&cluster, usize::try_from(gpus).unwrap_or(usize::MAX));
             return finish(args, &cluster, &t, note, &ranks, nccl, &[]);
         }
