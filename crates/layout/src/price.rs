@@ -262,7 +262,7 @@ pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step,
                 let t_us = rep.latency_ns / 1000.0 + x.bytes / (shared_gb_s * 1e3);
                 (t_us, "p2p".to_owned())
             } else {
-                let mut ti = alone.clone();
+                let mut ti = alone;
                 ti.collective = x.op.collective();
                 ti.ring_busbw_gb_s = shared_gb_s;
                 ti.tree_busbw_gb_s *= scale;

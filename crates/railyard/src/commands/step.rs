@@ -171,6 +171,9 @@ pub fn step(args: &StepArgs) -> Result<String, CliError> {
     )
 }
 
+/// A running job of `--state`: its name and its pods' GPUs.
+type Running = (String, Vec<(topology::NodeId, Vec<u32>)>);
+
 fn finish(
     args: &StepArgs,
     cluster: &topology::Cluster,
@@ -178,7 +181,7 @@ fn finish(
     ranks_from: String,
     ranks: &[Rank],
     nccl: fabric::NcclConfig,
-    running: &[(String, Vec<(topology::NodeId, Vec<u32>)>)],
+    running: &[Running],
 ) -> Result<String, CliError> {
     let cfg = RoutingConfig {
         mode: args.routing.into(),
