@@ -359,7 +359,7 @@ impl Training {
         divides("tp", l.tp, "attention heads", m.heads)?;
         divides("tp", l.tp, "KV heads", m.kv_heads)?;
         divides("tp", l.tp, "FFN width", m.ffn)?;
-        if m.layers < l.pp * l.vp {
+        if u64::from(m.layers) < u64::from(l.pp) * u64::from(l.vp) {
             return Err(LayoutError::new(
                 "layout.pp",
                 format!(
@@ -461,6 +461,13 @@ mod tests {
             "batch.global: 6 is not a multiple of micro-batch × dp = 1 × 4 = 4"
         );
         assert_eq!(check("llama3-70b", "tp=8,pp=4,dp=4", 64, 128), "ok");
+    }
+
+    /// Sizes whose products overflow 32 bits are refused, not wrapped.
+    #[test]
+    fn huge_sizes_are_refused_without_overflow() {
+        assert!(check("llama3-8b", "pp=70000,vp=70000", 1, 70_000).starts_with("layout.pp:"));
+        assert!(check("llama3-8b", "tp=65536,dp=65536", 65536, 1 << 32).starts_with("layout.tp:"));
     }
 
     #[test]

@@ -146,6 +146,10 @@ pub fn step(args: &StepArgs) -> Result<String, CliError> {
         (None, None) => {
             let note = format!("the first {gpus} in cluster order, no --placement or --job");
             let ranks = layout::first_gpus(&cluster, usize::try_from(gpus).unwrap_or(usize::MAX));
+            if (ranks.len() as u64) < gpus {
+                let msg = format!("needs {gpus} GPUs; {} has {}", cluster.name, ranks.len());
+                return Err(CliError::input("--layout", msg));
+            }
             return finish(args, &cluster, &t, note, &ranks, nccl, &[]);
         }
     };

@@ -69,6 +69,10 @@ fn bad_input_is_one_line_and_exit_1_bad_flags_exit_2() {
     let run = crate::railyard(&[&unknown[..], &["--layout", "tp=8"]].concat());
     crate::assert_one_line_error(&run, "--model: unknown preset `gpt-5`");
     crate::assert_one_line_error(&step(&["--global-batch", "100"]), "batch.global");
+    crate::assert_one_line_error(
+        &step_with("tp=8,pp=16,dp=2048", &[]),
+        "--layout: needs 262144 GPUs; oci-h100-16k-4to1 has 16384",
+    );
     assert_eq!(step(&["--precision", "fp4"]).code, 2);
     assert_eq!(step_with("tp=8,pp=4,dp=16,xp=2", &[]).code, 1);
 }
