@@ -76,3 +76,63 @@ fn bad_input_is_one_line_and_exit_1_bad_flags_exit_2() {
     assert_eq!(step(&["--precision", "fp4"]).code, 2);
     assert_eq!(step_with("tp=8,pp=4,dp=16,xp=2", &[]).code, 1);
 }
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let run = crate::railyard(
+        &[
+            &["fabric", "step", "--model", "llama3-8b", "-o", "json"],
+            args,
+        ]
+        .concat(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    serde_json::from_str(&run.stdout).expect("JSON")
+}
+
+/// A placement of the cluster's first 16 GPUs prices exactly as no placement; a job placed
+/// beside a running job on 4:1 uplinks gets less DP bandwidth than the same job alone.
+#[test]
+fn placement_and_job_with_running_jobs() {
+    let two = [
+        "--cluster",
+        "tests/fixtures/fabric/dgx-h100-2n.yaml",
+        "--layout",
+        "tp=8,dp=2",
+    ];
+    let placed = json(
+        &[
+            &two[..],
+            &[
+                "--placement",
+                "tests/fixtures/fabric/dgx-h100-2n-placement.json",
+            ],
+        ]
+        .concat(),
+    );
+    let default = json(&two);
+    assert_eq!(placed["step"], default["step"]);
+    assert_eq!(placed["step"]["comms"][1]["tier"], "tier 0");
+    let four = [
+        "--cluster",
+        "tests/fixtures/fabric/two-leaves-4to1.yaml",
+        "--layout",
+        "tp=8,dp=4",
+    ];
+    let job = ["--job", "tests/fixtures/fabric/job-b.yaml"];
+    let alone = json(&[&four[..], &job].concat());
+    let beside = json(
+        &[
+            &four[..],
+            &job,
+            &["--state", "tests/fixtures/fabric/job-a-state.yaml"],
+        ]
+        .concat(),
+    );
+    let dp_busbw = |v: &serde_json::Value| v["step"]["comms"][1]["busbw_gb_s"].as_f64().unwrap();
+    assert!(
+        dp_busbw(&beside) < dp_busbw(&alone),
+        "{} vs {}",
+        dp_busbw(&beside),
+        dp_busbw(&alone)
+    );
+}
