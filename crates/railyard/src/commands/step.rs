@@ -9,7 +9,7 @@ use report::fmt::fmt_bytes;
 use report::table::Table;
 use serde::Serialize;
 
-use super::fabric::{NcclArgs, RoutingArg};
+use crate::args::{NcclArgs, RoutingArg};
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
 use crate::output::OutputFormat;
