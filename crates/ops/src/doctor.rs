@@ -19,7 +19,8 @@ pub use crate::Severity;
 /// One result of one check.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
-    /// info (the check passed), warning or error; any error makes `doctor` exit 1.
+    /// skipped (the check did not run; `seen` says why), info (the check passed), warning or
+    /// error; any error makes `doctor` exit 1.
     pub severity: Severity,
     /// Which check: `rdma.devices`, `rdma.port`, `roce.mtu`, `hostname`, `pcie.link`,
     /// `rails.balance`, `sysfs.read`.
@@ -758,7 +759,27 @@ fn has_roce_lag(facts: &NodeFacts) -> bool {
         .any(|d| d.name.contains("_bond_"))
 }
 
+/// A check that did not run, and why: distinct from one that passed.
+fn skipped(check: &'static str, subject: &str, reason: &str, needs: &str) -> Finding {
+    Finding {
+        severity: Severity::Skipped,
+        check,
+        subject: subject.to_owned(),
+        seen: format!("skipped: {reason}"),
+        why: format!("this check needs {needs}"),
+        action: "nothing, if this node has none; otherwise see why they are not visible".to_owned(),
+    }
+}
+
+const NO_RDMA: &str = "no RDMA devices (see rdma.devices)";
+const NO_GPU: &str = "no NVIDIA GPU on the PCI bus (vendor 0x10de, display class)";
+
 fn check_ports(facts: &NodeFacts, out: &mut Vec<Finding>) {
+    if facts.rdma.as_deref().unwrap_or_default().is_empty() {
+        out.push(skipped("rdma.port", "RDMA ports", NO_RDMA, "RDMA devices"));
+        out.push(skipped("roce.mtu", "RoCE ports", NO_RDMA, "RoCE ports"));
+        return;
+    }
     let mut mtu_findings = Vec::new();
     for dev in facts.rdma.as_deref().unwrap_or_default() {
         if dev.ports.is_empty() {
@@ -951,6 +972,19 @@ fn check_pcie(facts: &NodeFacts, out: &mut Vec<Finding>) {
             PciKind::Nic => "NIC",
         };
         let mut full: Vec<String> = Vec::new();
+        if !facts.pci.iter().any(|d| d.kind == kind) {
+            let reason = match kind {
+                PciKind::Gpu => NO_GPU,
+                PciKind::Nic => "no Mellanox/NVIDIA NIC on the PCI bus (vendor 0x15b3)",
+            };
+            out.push(skipped(
+                "pcie.link",
+                &format!("{what}s"),
+                reason,
+                &format!("{what}s on the PCI bus"),
+            ));
+            continue;
+        }
         for d in facts.pci.iter().filter(|d| d.kind == kind) {
             let current = fmt_link(d.current_gt_s, d.current_width);
             let max = fmt_link(d.max_gt_s, d.max_width);
@@ -1028,7 +1062,18 @@ fn check_rails(facts: &NodeFacts, out: &mut Vec<Finding>) {
     let gpus = facts.pci.iter().filter(|d| d.kind == PciKind::Gpu).count();
     let nics = facts.rdma.as_deref().map_or(0, <[RdmaDevice]>::len);
     if nics == 0 {
-        return; // reported by rdma.devices
+        let reason = if gpus == 0 {
+            format!("{NO_GPU} and {NO_RDMA}")
+        } else {
+            NO_RDMA.to_owned()
+        };
+        out.push(skipped(
+            "rails.balance",
+            "GPUs and RDMA devices",
+            &reason,
+            "GPUs and RDMA devices to pair",
+        ));
+        return;
     }
     if gpus == 0 {
         out.push(Finding {

@@ -1,5 +1,6 @@
 //! `doctor`'s findings rendered for people (text) and for Prometheus (the node-exporter
-//! textfile-collector format), and the structured report with a count per severity.
+//! textfile-collector format), and the structured report with a count per severity. A skipped
+//! check (nothing to look at on this node) is counted apart from the passed ones everywhere.
 
 use report::table::Table;
 use serde::Serialize;
@@ -13,7 +14,7 @@ pub fn render_text(findings: &[Finding], wide: bool) -> String {
     for f in findings {
         let mut finding = format!("{}: {}", f.subject, f.seen);
         // Why and what to do are in the JSON; people need them for problems.
-        if wide || f.severity != Severity::Info {
+        if wide || matches!(f.severity, Severity::Warning | Severity::Error) {
             if !f.why.is_empty() {
                 finding.push_str(&format!("\nwhy: {}", f.why));
             }
@@ -28,12 +29,24 @@ pub fn render_text(findings: &[Finding], wide: bool) -> String {
         ]);
     }
     let mut out = t.render();
-    let (info, warning, error) = counts(findings);
+    let (skipped, info, warning, error) = counts(findings);
     out.push_str(&format!(
-        "\n{info} info, {warning} warning{}, {error} error{}\n",
+        "\n{info} info, {warning} warning{}, {error} error{}",
         if warning == 1 { "" } else { "s" },
         if error == 1 { "" } else { "s" }
     ));
+    if skipped > 0 {
+        out.push_str(&format!(
+            "; {skipped} check{} skipped (not passed: what {} not on this node)",
+            if skipped == 1 { "" } else { "s" },
+            if skipped == 1 {
+                "it looks at is"
+            } else {
+                "they look at is"
+            }
+        ));
+    }
+    out.push('\n');
     out
 }
 
@@ -42,6 +55,8 @@ pub fn render_text(findings: &[Finding], wide: bool) -> String {
 pub struct Report<'a> {
     /// Every finding, in check order.
     pub findings: &'a [Finding],
+    /// Checks that did not run (their findings say why): not passed.
+    pub skipped: usize,
     /// Passed checks.
     pub info: usize,
     /// Warnings.
@@ -52,18 +67,24 @@ pub struct Report<'a> {
 
 /// The report of these findings: the findings and their counts.
 pub fn report_of(findings: &[Finding]) -> Report<'_> {
-    let (info, warning, error) = counts(findings);
+    let (skipped, info, warning, error) = counts(findings);
     Report {
         findings,
+        skipped,
         info,
         warning,
         error,
     }
 }
 
-fn counts(findings: &[Finding]) -> (usize, usize, usize) {
+fn counts(findings: &[Finding]) -> (usize, usize, usize, usize) {
     let n = |l: Severity| findings.iter().filter(|f| f.severity == l).count();
-    (n(Severity::Info), n(Severity::Warning), n(Severity::Error))
+    (
+        n(Severity::Skipped),
+        n(Severity::Info),
+        n(Severity::Warning),
+        n(Severity::Error),
+    )
 }
 
 /// A Prometheus label value: backslash, double quote and newline escaped.
@@ -82,9 +103,9 @@ pub fn render_prometheus(findings: &[Finding]) -> String {
         "# HELP railyard_doctor_check Result of one railyard doctor check: 0 info (passed), 1 warning, 2 error.\n# TYPE railyard_doctor_check gauge\n",
     );
     let mut seen: std::collections::BTreeMap<(String, String), usize> = Default::default();
-    for f in findings {
+    for f in findings.iter().filter(|f| f.severity != Severity::Skipped) {
         let value = match f.severity {
-            Severity::Info => 0,
+            Severity::Skipped | Severity::Info => 0,
             Severity::Warning => 1,
             Severity::Error => 2,
         };
@@ -113,11 +134,34 @@ pub fn render_prometheus(findings: &[Finding]) -> String {
             labels.join(",")
         ));
     }
-    let (info, warning, error) = counts(findings);
+    let skipped: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Skipped)
+        .collect();
+    if !skipped.is_empty() {
+        out.push_str(
+            "# HELP railyard_doctor_skipped A railyard doctor check that did not run (not a pass): what it looks at is not on this node.\n# TYPE railyard_doctor_skipped gauge\n",
+        );
+        for f in skipped {
+            let reason = f.seen.strip_prefix("skipped: ").unwrap_or(&f.seen);
+            out.push_str(&format!(
+                "railyard_doctor_skipped{{check=\"{}\",subject=\"{}\",reason=\"{}\"}} 1\n",
+                label_value(f.check),
+                label_value(&f.subject),
+                label_value(reason)
+            ));
+        }
+    }
+    let (skipped, info, warning, error) = counts(findings);
     out.push_str(
-        "# HELP railyard_doctor_findings Findings of the last railyard doctor run, by severity.\n# TYPE railyard_doctor_findings gauge\n",
+        "# HELP railyard_doctor_findings Findings of the last railyard doctor run, by severity (skipped: checks that did not run).\n# TYPE railyard_doctor_findings gauge\n",
     );
-    for (severity, n) in [("info", info), ("warning", warning), ("error", error)] {
+    for (severity, n) in [
+        ("skipped", skipped),
+        ("info", info),
+        ("warning", warning),
+        ("error", error),
+    ] {
         out.push_str(&format!(
             "railyard_doctor_findings{{severity=\"{severity}\"}} {n}\n"
         ));

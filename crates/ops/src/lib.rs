@@ -26,10 +26,13 @@ pub mod synth;
 use serde::Serialize;
 
 /// How serious a finding is, in every command's JSON (doctor, lint) and doctor's Prometheus
-/// labels: one vocabulary, `info`, `warning`, `error`.
+/// labels: one vocabulary, `skipped` (doctor only), `info`, `warning`, `error`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// The check did not run: what it looks at is not there (no GPU on a CPU node); the finding
+    /// says why. Never "passed".
+    Skipped,
     /// As it should be, or a suggestion.
     Info,
     /// Works, but slower than it should, or likely fragile.
@@ -42,6 +45,7 @@ impl Severity {
     /// The severity as one word: info, warning, error.
     pub fn word(self) -> &'static str {
         match self {
+            Severity::Skipped => "skipped",
             Severity::Info => "info",
             Severity::Warning => "warning",
             Severity::Error => "error",

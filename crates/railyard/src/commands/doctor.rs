@@ -33,14 +33,15 @@ pub enum DoctorOutput {
     /// One line per finding, with why and what to do under each problem.
     #[default]
     Text,
-    /// `{"findings": [...], "info": n, "warning": n, "error": n}`.
+    /// `{"findings": [...], "skipped": n, "info": n, "warning": n, "error": n}`.
     Json,
     /// The JSON document as YAML.
     Yaml,
     /// Text with why and what to do under every finding, passed checks included.
     Wide,
     /// Prometheus text exposition (node-exporter textfile collector): `railyard_doctor_check`
-    /// per check (0 info, 1 warning, 2 error) and `railyard_doctor_findings` per severity.
+    /// per check that ran (0 info, 1 warning, 2 error), `railyard_doctor_skipped` per check that
+    /// did not (with its reason) and `railyard_doctor_findings` per severity.
     Prometheus,
 }
 
@@ -76,7 +77,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<String, CliError> {
 
 pub use ops::doctor_report::{render_prometheus, render_text};
 
-/// The findings as JSON: `{"findings": [...], "info": n, "warning": n, "error": n}`.
+/// The findings as JSON: `{"findings": [...], "skipped": n, "info": n, "warning": n, "error": n}`.
 pub fn render_json(findings: &[Finding]) -> String {
     to_json(&report_of(findings))
 }

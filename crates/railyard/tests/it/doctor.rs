@@ -168,3 +168,71 @@ fn prometheus_label_values_are_escaped() {
         "{text}"
     );
 }
+
+#[test]
+fn a_node_without_gpus_says_which_checks_were_skipped_and_why() {
+    // A CPU machine: no GPU, no RDMA NIC, no RDMA stack. Every GPU- and RDMA-dependent check
+    // is a `skipped` finding with its reason, in every output, never counted as passed.
+    let findings = diagnose(&fixture("doctor/no-gpus"), None).expect("fixture reads");
+    let skipped: Vec<(&str, &str)> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Skipped)
+        .map(|f| (f.check, f.subject.as_str()))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("rdma.port", "RDMA ports"),
+            ("roce.mtu", "RoCE ports"),
+            ("pcie.link", "GPUs"),
+            ("pcie.link", "NICs"),
+            ("rails.balance", "GPUs and RDMA devices"),
+        ]
+    );
+    // The one passed check is the host name's.
+    let passed: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Info)
+        .map(|f| f.check)
+        .collect();
+    assert_eq!(passed, ["hostname"]);
+    let text = render_text(&findings, false);
+    assert!(
+        text.lines().any(|l| l.starts_with("skipped ")
+            && l.contains(" pcie.link ")
+            && l.ends_with(
+                "GPUs: skipped: no NVIDIA GPU on the PCI bus (vendor 0x10de, display class)"
+            )),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 info, 0 warnings, 1 error; 5 checks skipped"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render_json(&findings)).unwrap();
+    assert_eq!(
+        (json["skipped"].as_u64(), json["info"].as_u64()),
+        (Some(5), Some(1))
+    );
+    assert_eq!(json["findings"][1]["severity"], "skipped");
+    let prom = render_prometheus(&findings);
+    assert!(
+        prom.contains("railyard_doctor_findings{severity=\"skipped\"} 5"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains("railyard_doctor_skipped{check=\"rails.balance\",subject=\"GPUs and RDMA devices\",reason=\"no NVIDIA GPU on the PCI bus"),
+        "{prom}"
+    );
+    // Skipped checks are not in the pass/fail gauge.
+    assert!(
+        !prom.contains("railyard_doctor_check{check=\"pcie.link\""),
+        "{prom}"
+    );
+    let run = railyard(&["doctor", "--root", "tests/fixtures/doctor/no-gpus"]);
+    assert_eq!(
+        run.code, 1,
+        "no RDMA stack is still an error: {}",
+        run.stderr
+    );
+}
