@@ -134,9 +134,11 @@ pub struct Agent {
     pub address: IpAddr,
     /// Processes (GPUs) of this agent.
     pub nproc: u32,
-    /// GPU indices when the pod does not use the whole node (for CUDA_VISIBLE_DEVICES).
+    /// GPU indices when the pod does not use the whole node: `CUDA_VISIBLE_DEVICES` on a host
+    /// ([`host_env`]); never in a pod, where the device plugin chooses the devices and the
+    /// container sees its GPUs as 0..n−1.
     pub visible_gpus: Option<Vec<u32>>,
-    /// Environment, in output order.
+    /// Environment, in output order (without `CUDA_VISIBLE_DEVICES`: see [`host_env`]).
     pub env: Vec<(String, String)>,
     /// torchrun arguments after `torchrun` (flags then the script).
     pub args: Vec<String>,
@@ -417,16 +419,6 @@ pub fn plan(
                 env.push((k.clone(), v.clone()));
             }
         }
-        if !whole_node {
-            env.push((
-                "CUDA_VISIBLE_DEVICES".to_owned(),
-                pod.gpu_ids
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ));
-        }
         let args = vec![
             "--nnodes".to_owned(),
             nnodes.to_string(),
@@ -471,7 +463,7 @@ pub fn plan(
 /// The comment every format starts with: why an IP, and what NCCL_IB_HCA assumes.
 fn header(plan: &LaunchPlan) -> String {
     format!(
-        "# railyard launch: {} pods, {} GPUs, rendezvous {} (id {}).\n\
+        "# railyard launch: {}, {}, rendezvous {} (id {}).\n\
          # The rendezvous endpoint is the rank-0 node's IP address, not its host name: with host\n\
          # networking a node resolves its own name to 127.0.1.1 (the Debian/Ubuntu /etc/hosts\n\
          # default) and other nodes cannot resolve it at all, so a name-based rendezvous hangs.\n\
@@ -479,8 +471,8 @@ fn header(plan: &LaunchPlan) -> String {
          # timeouts), else one RDMA device per NIC port named PREFIX0..PREFIX(n-1) rail-major\n\
          # (override with --hca); the leading `=` makes NCCL match names exactly (`mlx5_1` would\n\
          # otherwise also select mlx5_10..mlx5_19). Check the names with `ibv_devices`.\n{}",
-        plan.n_pods,
-        plan.n_gpus,
+        report::fmt::count_of(plan.n_pods, "pod"),
+        report::fmt::count_of(plan.n_gpus as usize, "GPU"),
         plan.endpoint,
         plan.rdzv_id,
         plan.nccl_sources
@@ -488,6 +480,19 @@ fn header(plan: &LaunchPlan) -> String {
             .map(|s| format!("# NCCL settings: {}\n", comment_text(s)))
             .collect::<String>()
     )
+}
+
+/// The environment of an agent started on its host (shell and env formats): [`Agent::env`],
+/// then `CUDA_VISIBLE_DEVICES` when the agent uses part of the node.
+pub fn host_env(a: &Agent) -> Vec<(String, String)> {
+    let mut env = a.env.clone();
+    if let Some(ids) = &a.visible_gpus {
+        env.push((
+            "CUDA_VISIBLE_DEVICES".to_owned(),
+            ids.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+        ));
+    }
+    env
 }
 
 /// One line per pod: `VAR=… torchrun …`, to run on that pod's node.
@@ -501,8 +506,7 @@ pub fn render_shell(plan: &LaunchPlan) -> String {
             comment_text(&a.node),
             a.address
         ));
-        let env: Vec<String> = a
-            .env
+        let env: Vec<String> = host_env(a)
             .iter()
             .map(|(k, v)| format!("{k}={}", shell_quote(v)))
             .collect();
@@ -527,7 +531,7 @@ fn env_vars(a: &Agent) -> Vec<(String, String)> {
             ));
         }
     }
-    vars.extend(a.env.iter().cloned());
+    vars.extend(host_env(a));
     vars
 }
 
@@ -558,7 +562,9 @@ pub fn render_k8s_patch(plan: &LaunchPlan, container: &str) -> String {
     let mut out = header(plan);
     out.push_str(
         "# One Pod-spec patch per pod (strategic merge: containers merge by name). hostNetwork\n\
-         # puts NCCL's bootstrap on the node addresses; ClusterFirstWithHostNet keeps cluster DNS.\n",
+         # puts NCCL's bootstrap on the node addresses; ClusterFirstWithHostNet keeps cluster DNS.\n\
+         # No CUDA_VISIBLE_DEVICES: the device plugin chooses the pod's GPUs (the nvidia.com/gpu\n\
+         # limit) and the container sees them as 0..n-1.\n",
     );
     for a in &plan.agents {
         let mut command = vec!["torchrun".to_owned()];

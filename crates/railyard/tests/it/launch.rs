@@ -227,6 +227,36 @@ fn pods_sharing_a_node() {
 }
 
 #[test]
+fn a_pod_patch_leaves_the_devices_to_the_device_plugin() {
+    // In a pod limited to `nvidia.com/gpu: 4` the device plugin mounts 4 GPUs and the container
+    // sees them as 0..3; CUDA_VISIBLE_DEVICES=4,5,6,7 (the host's indices) would hide them all.
+    use serde::Deserialize;
+    let p = "tests/fixtures/launch/placement-shared-node.json";
+    let text = launch(&["--placement", p, "--format", "k8s-patch"]);
+    let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&text)
+        .map(serde_json::Value::deserialize)
+        .collect::<Result<_, _>>()
+        .expect("YAML");
+    let containers: Vec<&serde_json::Value> = docs
+        .iter()
+        .filter(|d| !d.is_null())
+        .map(|d| &d["spec"]["containers"][0])
+        .collect();
+    assert_eq!(containers.len(), 3);
+    for c in containers {
+        assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], 4);
+        let names: Vec<&str> = c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"NCCL_IB_HCA"), "{names:?}");
+        assert!(!names.contains(&"CUDA_VISIBLE_DEVICES"), "{names:?}");
+    }
+}
+
+#[test]
 fn addresses_file_overrides_and_fills_in() {
     let p = "tests/fixtures/launch/placement-no-address.json";
     let text = launch(&[
