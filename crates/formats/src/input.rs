@@ -428,7 +428,7 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<Value>, FormatError
     let mut docs = Vec::new();
     for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
         let v = StrictSeed::root().deserialize(doc).map_err(|e| {
-            let m = one_line(&e.to_string());
+            let m = tab_hint(text, &one_line(&e.to_string()));
             FormatError::input(file, format!("document {}: invalid YAML: {m}", i + 1))
         })?;
         if !v.is_null() {
@@ -436,6 +436,29 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<Value>, FormatError
         }
     }
     Ok(docs)
+}
+
+/// A parser message about `line N column C` of `text`, with the reason said plainly when that
+/// line is indented with a tab: YAML indents with spaces only, and the scanner's own words
+/// ("found character that cannot start any token") do not say "tab".
+fn tab_hint(text: &str, message: &str) -> String {
+    let line = message
+        .split_once("at line ")
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse::<usize>().ok());
+    let indented_by_tab = line
+        .and_then(|n| text.lines().nth(n.checked_sub(1)?))
+        .is_some_and(|l| {
+            l.chars()
+                .take_while(|c| c.is_whitespace())
+                .any(|c| c == '\t')
+        });
+    match line {
+        Some(n) if indented_by_tab => {
+            format!("line {n} is indented with a tab; YAML indents with spaces only ({message})")
+        }
+        _ => message.to_owned(),
+    }
 }
 
 /// Parse a single YAML (or JSON) document into a typed value, with the parser's line and field
@@ -469,7 +492,7 @@ pub fn parse_typed<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, For
                 ),
             );
         }
-        let m = one_line(&e.to_string());
+        let m = tab_hint(text, &one_line(&e.to_string()));
         // Syntax errors from the scanner/parser read better with what failed to parse.
         if m.contains("while scanning") || m.contains("while parsing") {
             FormatError::input(file, format!("invalid YAML/JSON: {m}"))
@@ -688,6 +711,27 @@ mod tests {
 
     fn err(text: &str) -> String {
         parse_documents("f.yaml", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_tab_in_the_indentation_is_named() {
+        // The scanner says "found character that cannot start any token" for a leading tab.
+        let m = err("name: x\nnode:\n\tgpus: 8\n");
+        assert!(
+            m.contains("line 3 is indented with a tab; YAML indents with spaces only"),
+            "{m}"
+        );
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            a: u32,
+        }
+        let m = parse_typed::<T>("f.yaml", "a: 1\n\tb: 2\n")
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("indented with a tab"), "{m}");
+        // A tab inside a value is no indentation.
+        assert!(!err("a: [1,\n  2\t, {]\n").contains("tab"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use report::fmt::{fmt_count, fmt_gbps, trim_float};
+use report::fmt::{count_of, fmt_count, fmt_gbps, trim_float};
 use report::table::Table;
 
 use crate::cables::{CableKind, CablePlan, LinkCables};
@@ -13,10 +13,10 @@ use crate::cables::{CableKind, CablePlan, LinkCables};
 pub fn render_text(cluster_name: &str, plan: &CablePlan, with_layout: bool, wide: bool) -> String {
     let cables: u64 = plan.links.iter().map(|l| u64::from(l.cables)).sum();
     let mut out = format!(
-        "cables for {}: {} links, {} cables; lengths {}\n\n",
+        "cables for {}: {}, {}; lengths {}\n\n",
         cluster_name,
-        fmt_count(plan.links.len() as u64),
-        fmt_count(cables),
+        count_of(plan.links.len(), "link"),
+        count_of(cables as usize, "cable"),
         if with_layout {
             "from the layout where both ends are placed, else per-tier defaults"
         } else {
@@ -29,8 +29,9 @@ pub fn render_text(cluster_name: &str, plan: &CablePlan, with_layout: bool, wide
     } else {
         links_grouped(&plan.links)
     });
-    out.push_str("\nbill of materials\n");
-    let mut t = Table::new(&["type", "speed", "length", "count", "W/end", "W total"]);
+    out.push_str("\nbill of materials (buy: the stock length at or above each run)\n");
+    // The lengths to buy: the `buy` column of the links table, not the runs' `length`.
+    let mut t = Table::new(&["type", "speed", "buy", "count", "W/end", "W total"]);
     let mut total_w = 0.0;
     for b in &plan.bom {
         total_w += b.power_total_w;
@@ -62,7 +63,7 @@ const SOURCE: [&str; 2] = ["default", "layout"];
 
 /// Links grouped by tier, speed, cables per link, length and cable: one row per group.
 fn links_grouped(links: &[LinkCables]) -> String {
-    type Key = (u8, u64, u64, u64, u64, CableKind, bool);
+    type Key = (u8, u64, u64, u64, u64, Option<u64>, CableKind, bool);
     let mut groups: BTreeMap<Key, u64> = BTreeMap::new();
     for l in links {
         *groups
@@ -72,6 +73,7 @@ fn links_grouped(links: &[LinkCables]) -> String {
                 u64::from(l.cables),
                 (l.cable_gbps * 1000.0) as u64,
                 (l.length_m * 1000.0) as u64,
+                l.buy_length_m.map(|m| (m * 1000.0) as u64),
                 l.cable,
                 l.measured,
             ))
@@ -84,10 +86,11 @@ fn links_grouped(links: &[LinkCables]) -> String {
         "cables/link",
         "cable",
         "length",
+        "buy",
         "source",
         "type",
     ]);
-    for ((tier, link_gbps, n_cables, cable_gbps, len, cable, measured), n) in &groups {
+    for ((tier, link_gbps, n_cables, cable_gbps, len, buy, cable, measured), n) in &groups {
         t.row(vec![
             tier.to_string(),
             fmt_count(*n),
@@ -95,6 +98,10 @@ fn links_grouped(links: &[LinkCables]) -> String {
             n_cables.to_string(),
             fmt_gbps(*cable_gbps as f64 / 1000.0),
             format!("{} m", trim_float(*len as f64 / 1000.0)),
+            buy.map_or_else(
+                || "-".to_owned(),
+                |m| format!("{} m", trim_float(m as f64 / 1000.0)),
+            ),
             SOURCE[usize::from(*measured)].to_owned(),
             cable.label().to_owned(),
         ]);

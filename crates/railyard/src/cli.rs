@@ -28,7 +28,8 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The default verbosity: notes (info) shown; `-q` warnings only, `-v` debug, `-vv` trace.
+/// The default verbosity: notes (info) shown; `-q` warnings only, `-v` debug. railyard has no
+/// level beyond `-v`: `-vv` is refused ([`run`]) rather than accepted and ignored.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Notes;
 
@@ -37,7 +38,7 @@ impl clap_verbosity_flag::LogLevel for Notes {
         clap_verbosity_flag::VerbosityFilter::Info
     }
     fn verbose_help() -> Option<&'static str> {
-        Some("More detail on stderr (-v debug, -vv trace)")
+        Some("More detail on stderr: -v adds debug notes (there is no -vv)")
     }
     fn quiet_help() -> Option<&'static str> {
         Some("No notes on stderr (what railyard detected or assumed); errors still printed")
@@ -125,8 +126,8 @@ pub enum TraceCommand {
 /// Arguments of `schema`.
 #[derive(Debug, clap::Args)]
 pub struct SchemaArgs {
-    /// cluster-spec, overlay, job, state or layout.
-    #[arg(value_name = "NAME")]
+    /// The format (the names are listed in `--help`)
+    #[arg(value_name = "NAME", long_help = schema::names_help())]
     pub name: String,
 }
 
@@ -188,6 +189,12 @@ pub enum FabricCommand {
 
 /// Run a parsed command line; the text to print, or the error.
 pub fn run(cli: Cli) -> Result<String, CliError> {
+    if cli.verbosity.tracing_level_filter() == tracing::level_filters::LevelFilter::TRACE {
+        return Err(CliError::Usage(
+            "-vv: railyard has one level of detail beyond the notes, -v (debug notes); drop the second v"
+                .to_owned(),
+        ));
+    }
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
@@ -224,8 +231,12 @@ pub fn completions(shell: clap_complete::Shell) -> String {
 /// The manual: one roff page on standard output, or one page per command in a directory.
 fn man(args: &ManArgs) -> Result<String, CliError> {
     let root = Cli::command();
+    // NAME reads `railyard-place - …` (the page's name), SYNOPSIS `railyard place …`.
     let render = |title: &str, cmd: clap::Command| {
         let mut out = Vec::new();
+        let cmd = cmd
+            .display_name(title.to_owned())
+            .bin_name(title.replace('-', " "));
         clap_mangen::Man::new(cmd)
             .title(title.to_ascii_uppercase())
             .render(&mut out)

@@ -15,7 +15,7 @@ use crate::error::CliError;
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct ClusterArgs {
     /// The cluster: `preset:NAME`, a railyard spec (YAML), `kubectl get nodes -o json|yaml`, or a Slurm topology.conf (with --shape)
-    #[arg(long, value_name = "preset:NAME|FILE")]
+    #[arg(long, value_name = "preset:NAME|FILE", long_help = cluster_help())]
     pub cluster: String,
     /// A Kueue (`kueue.x-k8s.io`) or KAI (`kai.scheduler`) Topology giving the levels of a NodeList.
     #[arg(long, value_name = "FILE")]
@@ -32,6 +32,15 @@ pub struct ClusterArgs {
     /// Hardware and fabric facts for an imported cluster (YAML; schema in the README).
     #[arg(long, value_name = "FILE")]
     pub overlay: Option<PathBuf>,
+}
+
+/// `--cluster --help`: the short help and every preset name.
+fn cluster_help() -> String {
+    let names: Vec<&str> = formats::cluster::PRESETS.iter().map(|(n, _)| *n).collect();
+    format!(
+        "The cluster: `preset:NAME`, a railyard spec (YAML), `kubectl get nodes -o json|yaml`, or a Slurm topology.conf (with --shape)\n\nPresets: {}",
+        names.join(", ")
+    )
 }
 
 /// `--label-preset` values (`formats::k8s::LabelPreset`).
@@ -60,10 +69,10 @@ pub fn load_cluster(args: &ClusterArgs) -> Result<Cluster, CliError> {
         tracing::info!("{n}");
     }
     tracing::debug!(
-        "cluster {}: {} nodes, {} GPUs",
+        "cluster {}: {}, {}",
         loaded.cluster.name,
-        loaded.cluster.nodes.len(),
-        loaded.cluster.gpu_count()
+        report::fmt::count_of(loaded.cluster.nodes.len(), "node"),
+        report::fmt::count_of(loaded.cluster.gpu_count() as usize, "GPU")
     );
     Ok(loaded.cluster)
 }

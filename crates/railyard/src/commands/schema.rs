@@ -19,6 +19,15 @@ pub const SCHEMAS: &[(&str, &str)] = &[
     ("layout", "a rack layout (cables plan --layout)"),
 ];
 
+/// `schema --help`: every name [`SCHEMAS`] holds, with what it is.
+pub fn names_help() -> String {
+    let names: Vec<String> = SCHEMAS
+        .iter()
+        .map(|(n, what)| format!("{n} ({what})"))
+        .collect();
+    format!("The format: {}", names.join(", "))
+}
+
 /// The schema named `name`, as JSON.
 pub fn schema(name: &str) -> Result<String, CliError> {
     let s = match name {
@@ -32,13 +41,12 @@ pub fn schema(name: &str) -> Result<String, CliError> {
                 .iter()
                 .map(|(n, what)| format!("{n} ({what})"))
                 .collect();
-            return Err(CliError::input(
-                "schema",
-                format!(
-                    "unknown schema `{other}`; expected one of {}",
-                    known.join(", ")
-                ),
-            ));
+            // A bad command-line value: a usage error (exit 2), as clap gives for flags.
+            return Err(CliError::Usage(format!(
+                "schema: unknown schema `{}`; expected one of {}",
+                formats::excerpt(other),
+                known.join(", ")
+            )));
         }
     };
     Ok(to_json(&s))

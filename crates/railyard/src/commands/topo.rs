@@ -9,7 +9,7 @@ use crate::error::CliError;
 use crate::output::{to_json, OutputFormat};
 use formats::k8s::{self, TopologyFlavor};
 use formats::slurm;
-use report::fmt::{fmt_count, fmt_gbps, trim_float};
+use report::fmt::{count_of, fmt_count, fmt_gbps, trim_float};
 use report::table::Table;
 
 /// Arguments of `topo show`.
@@ -67,12 +67,13 @@ pub fn show(args: &ShowArgs) -> Result<String, CliError> {
 fn show_text(cluster: &Cluster) -> String {
     let s = cluster.summary();
     let mut out = format!(
-        "cluster {}: {} nodes, {} GPUs, {} switches, {} links\n",
+        "cluster {}: {}, {}, {} switch{}, {}\n",
         s.name,
-        fmt_count(s.nodes as u64),
-        fmt_count(s.gpus),
+        count_of(s.nodes, "node"),
+        count_of(s.gpus as usize, "GPU"),
         fmt_count(s.switches as u64),
-        fmt_count(s.links as u64)
+        if s.switches == 1 { "" } else { "es" },
+        count_of(s.links, "link")
     );
     out.push_str(&format!(
         "NIC injection {}, bisection {}; leaves {}rail-optimized",
@@ -88,8 +89,8 @@ fn show_text(cluster: &Cluster) -> String {
     }
     if s.unavailable_nodes > 0 {
         out.push_str(&format!(
-            "; {} nodes not schedulable (NotReady, cordoned or tainted)",
-            fmt_count(s.unavailable_nodes as u64)
+            "; {} not schedulable (NotReady, cordoned or tainted)",
+            count_of(s.unavailable_nodes, "node")
         ));
     }
     out.push_str("\n\nlevels (top first)\n");

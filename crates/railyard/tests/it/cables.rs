@@ -136,3 +136,66 @@ fn bad_layouts_are_one_line_errors() {
         assert!(run.stderr.contains(name), "names the file: {}", run.stderr);
     }
 }
+
+/// A table of text as rows of cells: columns are separated by two spaces or more.
+fn cells(block: &str) -> Vec<Vec<String>> {
+    block
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|row| row.len() >= 6)
+        .collect()
+}
+
+#[test]
+fn the_bill_of_materials_and_the_links_table_agree_on_lengths() {
+    // A 60 m run is bought as a 70 m cable: the links table says both, the bill the 70 m, and
+    // every bill row is the sum of the links rows of its type and length.
+    for args in [
+        vec!["cables", "plan", "--cluster", "preset:fat-tree-k8"],
+        vec![
+            "cables",
+            "plan",
+            "--cluster",
+            "preset:fat-tree-k8",
+            "--layout",
+            LAYOUT,
+        ],
+    ] {
+        let run = railyard(&args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let out = run.stdout;
+        let links_at = out.find("\nlinks\n").unwrap() + "\nlinks\n".len();
+        let bom_at = out.find("\nbill of materials").unwrap();
+        let bom_block = &out[bom_at + 1..];
+        let bom_block = &bom_block[bom_block.find('\n').unwrap() + 1..];
+        // links: tier, links, link, cables/link, cable, length, buy, source, type
+        let links = cells(&out[links_at..bom_at]);
+        // bill: type, speed, buy, count, W/end, W total
+        let bom = cells(bom_block);
+        assert!(!bom.is_empty() && !links.is_empty(), "{out}");
+        let n = |s: &str| s.replace(',', "").parse::<u64>().unwrap();
+        for row in &bom {
+            let (kind, speed, buy, count) = (&row[0], &row[1], &row[2], n(&row[3]));
+            let from_links: u64 = links
+                .iter()
+                .filter(|l| &l[8] == kind && &l[4] == speed && &l[6] == buy)
+                .map(|l| n(&l[1]) * n(&l[3]))
+                .sum();
+            assert_eq!(from_links, count, "{kind} {buy}: {out}");
+        }
+        if args.len() == 4 {
+            assert!(
+                links.iter().any(|l| l[5] == "60 m" && l[6] == "70 m"),
+                "{out}"
+            );
+        }
+    }
+}

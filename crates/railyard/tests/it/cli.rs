@@ -69,6 +69,60 @@ fn the_manual_has_a_page_per_command() {
     }
     let place = std::fs::read_to_string(out_dir.join("railyard-place.1")).unwrap();
     assert!(place.contains("\\-\\-state"), "flags are documented");
+    // NAME is the page's name, as man(7) and `apropos` expect; SYNOPSIS the command line.
+    let name = place
+        .split(".SH NAME\n")
+        .nth(1)
+        .and_then(|s| s.lines().next());
+    assert_eq!(
+        name.map(|l| l.split(" \\- ").next().unwrap_or(l)),
+        Some("railyard\\-place"),
+        "{place}"
+    );
+    assert!(place.contains("\\fBrailyard place\\fR"), "{place}");
+    let export = std::fs::read_to_string(out_dir.join("railyard-topo-export.1")).unwrap();
+    assert!(
+        export.contains(".SH NAME\nrailyard\\-topo\\-export \\- "),
+        "{export}"
+    );
+}
+
+#[test]
+fn schema_and_cluster_help_list_the_names_they_accept() {
+    let help = ok(&["schema", "--help"]);
+    for (name, _) in railyard::commands::schema::SCHEMAS {
+        assert!(help.contains(name), "{name} not in schema --help:\n{help}");
+    }
+    let help = ok(&["topo", "show", "--help"]);
+    for (name, _) in formats::cluster::PRESETS {
+        assert!(help.contains(name), "{name} not in --cluster help:\n{help}");
+    }
+    // The short help stays short.
+    let short = ok(&["topo", "show", "-h"]);
+    assert!(!short.contains("philly-2560"), "{short}");
+}
+
+#[test]
+fn one_of_a_thing_is_singular() {
+    let dir = temp_dir("one-node");
+    let spec = dir.join("one.yaml");
+    std::fs::write(
+        &spec,
+        "name: one\nnode: {gpus: 8, gpu_memory_gib: 80, rails: 1, ports_per_rail: 1, port_gbps: 400, nvlink_gbps: 3600}\nfabric:\n  clos:\n    nodes: 1\n    rail_optimized: false\n    host_label: kubernetes.io/hostname\n    tiers:\n      - {label: block, value_prefix: b, nodes_per_domain: 1, latency_us: 2.0}\n",
+    )
+    .unwrap();
+    let out = ok(&["topo", "show", "--cluster", spec.to_str().unwrap()]);
+    let first = out.lines().next().unwrap();
+    assert_eq!(
+        first, "cluster one: 1 node, 8 GPUs, 1 switch, 1 link",
+        "{out}"
+    );
+    let run = crate::railyard(&["-v", "topo", "show", "--cluster", spec.to_str().unwrap()]);
+    assert!(
+        run.stderr.contains("debug: cluster one: 1 node, 8 GPUs"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -134,7 +188,8 @@ fn the_schemas_accept_every_bundled_file_and_refuse_typos() {
         serde_norway::from_str::<serde_json::Value>(formats::cluster::PRESETS[0].1).unwrap();
     typo["node"]["gpuz"] = serde_json::json!(8);
     assert!(validates("cluster-spec", &typo).is_err());
-    let line = crate::fails(&["schema", "nodelist"]);
+    // An unknown name is a usage error (exit 2), and the error lists the names.
+    let line = crate::usage_fails(&["schema", "nodelist"]);
     assert!(
         line.contains("unknown schema `nodelist`; expected one of cluster-spec"),
         "{line}"

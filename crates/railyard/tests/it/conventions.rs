@@ -447,7 +447,7 @@ fn wide_adds_columns_where_a_command_has_more_to_say() {
             &["cables", "plan", "--cluster", "preset:fat-tree-k8"],
             "tier",
             "tier",
-            &["lower end", "upper end", "cables", "buy"],
+            &["lower end", "upper end", "cables"],
         ),
         (
             &[
