@@ -40,6 +40,16 @@ pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A number as a message shows it: plain (`0.5`, `1000`), or in exponent form when plain
+/// notation would run to hundreds of digits (`1e-300`, `1e300`).
+pub fn show_number(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-6..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// The input text `s` as an error message may repeat it: on one line (control characters shown
 /// as `\u{…}` escapes), at most [`MAX_ECHO_CHARS`] characters, `…` marking a cut. The one helper
 /// every echo of input goes through.

@@ -171,14 +171,16 @@ pub fn import_nodes_with_overlay(
     let mut notes = Vec::new();
     let overlay_file = overlay_name(file, options);
     if let Some(o) = &overlay.oversubscription {
-        if let Some((t, x)) = o
-            .iter()
-            .enumerate()
-            .find(|(_, x)| !(x.is_finite() && **x > 0.0 && **x <= 1000.0))
-        {
+        if let Some((t, x)) = o.iter().enumerate().find(|(_, x)| {
+            !(x.is_finite() && (topology::MIN_OVERSUBSCRIPTION..=1000.0).contains(*x))
+        }) {
             return Err(FormatError::input(
                 &overlay_file,
-                format!("oversubscription[{t}]: expected a ratio in (0, 1000], got {x}"),
+                format!(
+                    "oversubscription[{t}]: expected a ratio in {}..=1000 (below 1: more up-link than down-link capacity), got {}",
+                    topology::MIN_OVERSUBSCRIPTION,
+                    crate::show_number(*x)
+                ),
             ));
         }
     }
@@ -285,16 +287,42 @@ pub fn import_nodes_with_overlay(
         |s| s.to_string_lossy().into_owned(),
     );
     let cluster = assemble(&name, records, &params).map_err(|e| FormatError::input(file, e))?;
+    // Entries past the cluster's tiers would be dropped without a word: refuse them.
+    let tiers = cluster.tiers.len();
+    for (field, given) in [
+        (
+            "tier_latency_us",
+            overlay.tier_latency_us.as_ref().map(Vec::len),
+        ),
+        (
+            "oversubscription",
+            overlay.oversubscription.as_ref().map(Vec::len),
+        ),
+    ] {
+        if let Some(n) = given.filter(|&n| n > tiers) {
+            return Err(FormatError::input(
+                &overlay_file,
+                format!(
+                    "{field}: {n} entries, but the cluster has {tiers} switch tier{} (leaf first); give one per tier",
+                    if tiers == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+    }
     Ok(LoadedCluster { cluster, notes })
 }
 
 fn check_positive(file: &str, what: &str, us: f64) -> Result<f64, FormatError> {
-    if us.is_finite() && us > 0.0 && us <= 1.0e6 {
+    let min = topology::MIN_LATENCY_US;
+    if us.is_finite() && (min..=1.0e6).contains(&us) {
         Ok(us * 1000.0)
     } else {
         Err(FormatError::input(
             file,
-            format!("{what}: expected a positive latency in µs, got {us}"),
+            format!(
+                "{what}: expected a latency of {min}..=1000000 µs (1 ns is the resolution), got {}",
+                crate::show_number(us)
+            ),
         ))
     }
 }

@@ -25,4 +25,4 @@ pub mod trace;
 pub mod trace_model;
 pub mod workloads;
 
-pub use error::{cut_echoes, excerpt, one_line, FormatError};
+pub use error::{cut_echoes, excerpt, one_line, show_number, FormatError};

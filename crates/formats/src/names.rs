@@ -23,6 +23,27 @@ pub fn check_dns_subdomain(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Check an RFC 1123 DNS label (a Kubernetes container name, a Service name): 1..=63
+/// lowercase letters, digits and `-`, starting and ending with a letter or digit. Returns why
+/// not.
+pub fn check_dns_label(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` is not an RFC 1123 label (1..=63 lowercase letters, digits and `-`, starting and ending with a letter or digit)",
+            crate::excerpt(name)
+        ))
+    }
+}
+
 /// Check a Kubernetes label value: empty, or at most 63 characters of letters, digits, `-`,
 /// `_` and `.`, starting and ending with a letter or digit. Returns why not.
 pub fn check_label_value(value: &str) -> Result<(), String> {
@@ -106,6 +127,18 @@ mod tests {
             assert!(check_label_value(bad).is_err(), "{bad:?}");
         }
         assert!(check_label_value("lb-3").is_ok());
+        for bad in [
+            "",
+            "Trainer",
+            "my_trainer",
+            "-a",
+            "a-",
+            &"a".repeat(64),
+            "a.b",
+        ] {
+            assert!(check_dns_label(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_dns_label("trainer-0").is_ok());
         assert!(check_host_name("a;b").is_err());
         assert_eq!(shell_quote("$(id)"), "'$(id)'");
         assert_eq!(shell_quote("a\nb"), "'a\nb'");

@@ -192,7 +192,12 @@ pub fn read_trace_from(
 ) -> Result<Trace, FormatError> {
     let lines = Rc::new(RefCell::new(LineState::default()));
     let tracked = LineTracker {
-        inner: reader,
+        inner: HeaderBound {
+            file,
+            inner: reader,
+            seen: 0,
+            ended: false,
+        },
         state: Rc::clone(&lines),
     };
     let mut reader = csv::ReaderBuilder::new()
@@ -770,6 +775,48 @@ impl LineState {
     }
 }
 
+/// The longest header line a trace may have: a header is one line of column names (the native
+/// format's twelve take 130 bytes), so 64 KiB leaves room for any real one and refuses a file
+/// whose first "line" is a whole file before the CSV reader buffers it.
+pub const MAX_HEADER_BYTES: u64 = 64 * 1024;
+
+/// A reader that refuses input whose first line runs past [`MAX_HEADER_BYTES`] (an `io::Error`
+/// carrying the [`FormatError`], a text fault like [`crate::input::TextReader`]'s).
+struct HeaderBound<'f, R> {
+    file: &'f str,
+    inner: R,
+    /// Bytes of the first line passed on so far.
+    seen: u64,
+    /// The first line has ended.
+    ended: bool,
+}
+
+impl<R: Read> Read for HeaderBound<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.ended {
+            return self.inner.read(buf);
+        }
+        // Never pass on more than the bound allows, so nothing past it is ever buffered.
+        let room = (MAX_HEADER_BYTES + 1 - self.seen).min(buf.len() as u64) as usize;
+        let n = self.inner.read(&mut buf[..room])?;
+        match buf[..n].iter().position(|&b| b == b'\n') {
+            Some(_) => self.ended = true,
+            None => {
+                self.seen += n as u64;
+                if self.seen > MAX_HEADER_BYTES {
+                    return Err(std::io::Error::other(FormatError::input(
+                        self.file,
+                        format!(
+                            "line 1: the header runs past {MAX_HEADER_BYTES} bytes without a line end; a trace header is one line of column names"
+                        ),
+                    )));
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
 /// A reader that tells [`LineState`] every byte it passes on.
 struct LineTracker<R> {
     inner: R,
@@ -810,6 +857,11 @@ fn parse_row<'r>(
             let duration = duration("duration", field(cols, r, "duration")?)?;
             let gpus = count("num_gpus", field(cols, r, "num_gpus")?)?;
             let vc = field(cols, r, "cluster")?;
+            // Not used (railyard takes duration × num_gpus), but a negative or non-numeric
+            // GPU time says the row is not what it claims.
+            if let Some(t) = optional(cols, r, "gpu_time") {
+                number("gpu_time", t)?;
+            }
             Ok(base(RowName::Philly, submit, duration, gpus, ("vc-", vc)))
         }
         TraceFormat::Helios => {

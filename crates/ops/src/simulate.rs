@@ -92,6 +92,17 @@ pub fn runs(
         .map(|s| formats::policy::parse_policy(s, cluster, flag))
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
+    // The same mode twice would be two identical rows (and two series drawn on one another).
+    for (i, p) in policies.iter().enumerate() {
+        if let Some(j) = policies[..i].iter().position(|q| q.name == p.name) {
+            return Err(SimulateError::Flag(format!(
+                "{flag}: `{}` and `{}` are the same mode, `{}`; give each mode once",
+                formats::excerpt(&o.policies[j]),
+                formats::excerpt(&o.policies[i]),
+                p.name
+            )));
+        }
+    }
     let placements =
         crate::place::scheduler_runs(&o.schedulers, &o.kai_placement).map_err(usage)?;
     let runs = policies

@@ -75,6 +75,24 @@ pub struct FabricParams {
     pub rail_optimized: bool,
 }
 
+/// The smallest tier latency, µs: latencies are kept in whole nanoseconds, so anything smaller
+/// would be 0 (a tier crossed for free).
+pub const MIN_LATENCY_US: f64 = 0.001;
+
+/// The smallest oversubscription: 1,000 times more up-link than down-link capacity, the mirror
+/// of the largest (1,000). Below it the ratio is no network anyone builds, and the capacities it
+/// gives overflow.
+pub const MIN_OVERSUBSCRIPTION: f64 = 0.001;
+
+/// A number in a message: exponent form when plain notation would be hundreds of digits long.
+fn show(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-6..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// Build a cluster from a railyard spec.
 pub fn build_from_spec(spec: &ClusterSpec) -> Result<Cluster, TopologyError> {
     let (clos, place) = match (&spec.fabric.fat_tree, &spec.fabric.clos) {
@@ -264,10 +282,13 @@ fn check_clos(c: &ClosSpec, node: &NodeSpec, place: &str) -> Vec<Problem> {
         } else {
             prev_nodes = t.nodes_per_domain;
         }
-        if !(t.latency_us.is_finite() && t.latency_us > 0.0 && t.latency_us <= 1.0e6) {
+        if !(t.latency_us.is_finite() && (MIN_LATENCY_US..=1.0e6).contains(&t.latency_us)) {
             p.push(problem(
                 at("latency_us"),
-                format!("expected a positive latency in µs, got {}", t.latency_us),
+                format!(
+                    "expected a latency of {MIN_LATENCY_US}..=1000000 µs (1 ns is the resolution), got {}",
+                    show(t.latency_us)
+                ),
             ));
         } else if t.latency_us < prev_latency {
             p.push(problem(
@@ -281,10 +302,13 @@ fn check_clos(c: &ClosSpec, node: &NodeSpec, place: &str) -> Vec<Problem> {
             prev_latency = t.latency_us;
         }
         if let Some(o) = t.oversubscription {
-            if !(o.is_finite() && o > 0.0 && o <= 1000.0) {
+            if !(o.is_finite() && (MIN_OVERSUBSCRIPTION..=1000.0).contains(&o)) {
                 p.push(problem(
                     at("oversubscription"),
-                    format!("expected a ratio in (0, 1000], got {o}"),
+                    format!(
+                        "expected a ratio in {MIN_OVERSUBSCRIPTION}..=1000 (below 1: more up-link than down-link capacity), got {}",
+                        show(o)
+                    ),
                 ));
             }
         }

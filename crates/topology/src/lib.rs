@@ -17,7 +17,10 @@ mod shapes;
 mod spec;
 mod summary;
 
-pub use build::{assemble, build_from_spec, FabricParams, NodeRecord, TierParams};
+pub use build::{
+    assemble, build_from_spec, FabricParams, NodeRecord, TierParams, MIN_LATENCY_US,
+    MIN_OVERSUBSCRIPTION,
+};
 pub use error::{Problem, TopologyError};
 pub use ids::{DomainId, LinkId, NodeId, NvlinkDomainId, SwitchId};
 pub use model::{

@@ -305,6 +305,14 @@ pub(super) fn kai_job(
                     ))
                 }
                 Some(_) => 0,
+                // The PodGroup CRD types minMember as an integer (scheduling.run.ai_podgroups.yaml
+                // at d5bc503a: `type: integer`): the API server refuses "2".
+                None if path(g, &["spec", "minMember"]).is_some_and(Value::is_string) => {
+                    return Err(err(format!(
+                        "spec.minMember: expected a number of pods, got the string {} (the PodGroup CRD types it as an integer)",
+                        path(g, &["spec", "minMember"]).map(Value::to_string).unwrap_or_default()
+                    )))
+                }
                 None => path(g, &["spec", "minMember"])
                     .and_then(parse_count)
                     .filter(|&n| (1..=u64::from(MAX_PODS_PER_JOB)).contains(&n))

@@ -34,11 +34,17 @@ pub(super) fn map_str(v: &Value, keys: &[&str], key: &str) -> Option<String> {
 
 pub(super) fn fraction(f: f64) -> Result<sched::GpuRequest, String> {
     if !(f.is_finite() && f > 0.0 && f <= 1.0) {
-        return Err(format!("expected a fraction in (0, 1], got {f}"));
+        return Err(format!(
+            "expected a fraction in (0, 1], got {}",
+            crate::show_number(f)
+        ));
     }
     let milli = (f * 1000.0).round() as u32;
     if milli == 0 {
-        return Err(format!("{f} is below the smallest share, 0.001"));
+        return Err(format!(
+            "{} is below the smallest share, 0.001",
+            crate::show_number(f)
+        ));
     }
     Ok(sched::GpuRequest::fraction(milli))
 }

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::doc::JobDoc;
+use super::doc::JobFormat;
 use super::kai::{kai_job, kai_workload, KAI_LEGACY_QUEUE_LABEL, KAI_QUEUE_LABEL};
 use super::kueue::{kueue_pod_group, kueue_workload, KUEUE_POD_GROUP_LABEL, KUEUE_QUEUE_LABEL};
 use super::native::{native_job, NativeJob};
 use super::pod_template::{kind, map_str, path, str_at};
-use crate::error::FormatError;
+use crate::error::{excerpt, FormatError};
 use crate::input::{parse_documents, parse_typed};
 use crate::workloads;
 
@@ -53,7 +54,12 @@ pub fn jobs_in_documents(
                 serde_json::from_value(docs[0].clone()).map_err(|e| FormatError::input(file, e))
             }
         };
-        return Ok(vec![(1, native.and_then(|n| native_job(file, n)))]);
+        return Ok(vec![(
+            1,
+            native
+                .and_then(|n| native_job(file, n))
+                .and_then(|j| check_names(file, j)),
+        )]);
     }
     let mut jobs = Vec::new();
     let groups: Vec<&Value> = docs.iter().filter(|d| kind(d) == "PodGroup").collect();
@@ -158,6 +164,10 @@ pub fn jobs_in_documents(
         jobs.push((first, kueue_pod_group(file, docs, &group, &members)));
     }
     jobs.sort_by_key(|(doc, _)| *doc);
+    let jobs: Vec<JobRead> = jobs
+        .into_iter()
+        .map(|(d, job)| (d, job.and_then(|j| check_names(file, j))))
+        .collect();
     if jobs.is_empty() {
         return Err(FormatError::input(
             file,
@@ -168,6 +178,44 @@ pub fn jobs_in_documents(
         ));
     }
     Ok(jobs)
+}
+
+/// Refuse a job or queue name that can never be a Kubernetes name, whatever the format: empty,
+/// over 253 characters (a DNS subdomain's limit, the longest object name there is) or holding a
+/// control character. The stricter per-kind rules are the peers' to apply; these no object can
+/// pass, and they would reach placements, manifests and reports.
+fn check_names(file: &str, job: JobDoc) -> Result<JobDoc, FormatError> {
+    let (name_field, at) = match job.format {
+        JobFormat::Native => ("name", String::new()),
+        _ => ("metadata.name", format!("document {}: ", job.document)),
+    };
+    for (what, field, value) in [
+        ("job name", name_field, job.name.as_str()),
+        ("queue name", job.queue_field.as_str(), job.queue.as_str()),
+    ] {
+        let why = if value.is_empty() {
+            Some("is empty".to_owned())
+        } else if value.chars().count() > 253 {
+            Some(format!(
+                "is {} characters, more than the 253 of any Kubernetes name",
+                value.chars().count()
+            ))
+        } else if value.chars().any(char::is_control) {
+            Some("holds a control character".to_owned())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(FormatError::input(
+                file,
+                format!(
+                    "{at}{field}: the {what} `{}` {why}; it can never be a Kubernetes name",
+                    excerpt(value)
+                ),
+            ));
+        }
+    }
+    Ok(job)
 }
 
 /// Which scheduler a workload is written for.

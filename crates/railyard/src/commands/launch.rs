@@ -85,6 +85,13 @@ pub struct LaunchArgs {
 
 /// `launch`.
 pub fn launch(args: &LaunchArgs) -> Result<String, CliError> {
+    // Written into the patch's `containers[].name`, where the API server wants a DNS label;
+    // a patch naming a container that cannot exist would merge into nothing.
+    formats::names::check_dns_label(&args.container).map_err(|why| {
+        CliError::Usage(format!(
+            "--container: {why}; a Kubernetes container name is one"
+        ))
+    })?;
     let cluster = load_cluster(&args.cluster)?;
     let placement_file = args.placement.display().to_string();
     let placement_text = read_text(&args.placement)?;

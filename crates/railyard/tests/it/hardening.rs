@@ -396,3 +396,27 @@ fn doctor_never_follows_a_netdev_name_read_from_a_file_out_of_the_root() {
     );
     assert!(!v.to_string().contains("/etc/mtu"), "{v:#}");
 }
+
+#[test]
+fn a_trace_header_without_a_line_end_is_refused_at_its_bound() {
+    // A first "line" of 1 MiB: refused once it runs past 64 KiB, before the CSV reader holds it
+    // (a 100 MB one held 1.6 GB before it was refused as an unknown header).
+    let dir = crate::temp_dir("long-header");
+    let path = dir.join("header.csv");
+    let header = format!("timestamp,{}", "x".repeat(1 << 20));
+    std::fs::write(&path, &header).unwrap();
+    let run = railyard(&[
+        "simulate",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--trace",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("line 1: the header runs past 65536 bytes without a line end"),
+        "{}",
+        run.stderr
+    );
+}
