@@ -243,7 +243,8 @@ pub fn import_nodes_with_overlay(
         ));
     }
 
-    let levels = choose_levels(file, &records, options, &mut notes)?;
+    let mut aliases = Vec::new();
+    let levels = choose_levels(file, &records, options, &mut notes, &mut aliases)?;
     let n_switch_levels = levels.iter().filter(|l| *l != HOSTNAME_LABEL).count();
     let latencies = match &overlay.tier_latency_us {
         Some(l) => l.clone(),
@@ -286,7 +287,10 @@ pub fn import_nodes_with_overlay(
         || "cluster".to_owned(),
         |s| s.to_string_lossy().into_owned(),
     );
-    let cluster = assemble(&name, records, &params).map_err(|e| FormatError::input(file, e))?;
+    let mut cluster = assemble(&name, records, &params).map_err(|e| FormatError::input(file, e))?;
+    for (level, alias) in cluster.levels.iter_mut().zip(aliases) {
+        level.alias = alias;
+    }
     // Entries past the cluster's tiers would be dropped without a word: refuse them.
     let tiers = cluster.tiers.len();
     for (field, given) in [
@@ -657,6 +661,7 @@ fn choose_levels(
     records: &[NodeRecord],
     options: &ImportOptions,
     notes: &mut Vec<String>,
+    aliases: &mut Vec<Option<String>>,
 ) -> Result<Vec<String>, FormatError> {
     let sources = usize::from(options.topology.is_some())
         + usize::from(!options.levels.is_empty())
@@ -670,7 +675,9 @@ fn choose_levels(
     if let Some(p) = &options.topology {
         let f = p.display().to_string();
         let docs = parse_documents(&f, &read_text(p)?)?;
-        return Ok(read_topology(&f, &docs)?.levels);
+        let t = read_topology(&f, &docs)?;
+        *aliases = t.aliases;
+        return Ok(t.levels);
     }
     if !options.levels.is_empty() {
         return Ok(options.levels.clone());
@@ -751,6 +758,9 @@ pub struct TopologyObject {
     pub name: String,
     /// `spec.levels[].nodeLabel`, top first.
     pub levels: Vec<String>,
+    /// `spec.levels[].alias` (KAI v0.17: another name a workload may give the level by), one
+    /// per level.
+    pub aliases: Vec<Option<String>>,
 }
 
 /// Check a Kubernetes label key: an optional DNS-subdomain prefix (at most 253 characters) and
@@ -890,13 +900,63 @@ pub fn read_topology(file: &str, docs: &[Value]) -> Result<TopologyObject, Forma
             }
             out.push(label.to_owned());
         }
+        let aliases = read_aliases(file, &name, flavor, levels, &out)?;
         return Ok(TopologyObject {
             flavor,
             name,
             levels: out,
+            aliases,
         });
     }
     Err(FormatError::input(file, "no Topology object found"))
+}
+
+/// The `alias` of each level of a Topology (`labels`: the levels' nodeLabels), with the KAI
+/// Topology webhook's rules (pkg/admission/webhook/topologyhooks/topology_validator.go at
+/// d5bc503a): aliases are unique and none equals a nodeLabel, and each has the CRD's
+/// label-key syntax. Kueue's Topology has no alias.
+fn read_aliases(
+    file: &str,
+    name: &str,
+    flavor: TopologyFlavor,
+    levels: &[Value],
+    labels: &[String],
+) -> Result<Vec<Option<String>>, FormatError> {
+    let mut out: Vec<Option<String>> = Vec::with_capacity(levels.len());
+    for (i, l) in levels.iter().enumerate() {
+        let at = |m: String| {
+            FormatError::input(
+                file,
+                format!("Topology \"{name}\": spec.levels[{i}].alias: {m}"),
+            )
+        };
+        let Some(a) = l.get("alias") else {
+            out.push(None);
+            continue;
+        };
+        if flavor == TopologyFlavor::Kueue {
+            return Err(at(
+                "Kueue's Topology has no alias (KAI's has, from v0.17)".to_owned()
+            ));
+        }
+        let a = a
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| at(format!("expected a name, got {a}")))?;
+        check_label_key(a).map_err(|why| at(format!("`{}`: {why}", crate::excerpt(a))))?;
+        if out.iter().flatten().any(|x| x == a) {
+            return Err(at(format!(
+                "`{a}` is given to two levels; aliases are unique"
+            )));
+        }
+        if labels.iter().any(|x| x == a) {
+            return Err(at(format!(
+                "`{a}` is the nodeLabel of a level; an alias must not equal a nodeLabel"
+            )));
+        }
+        out.push(Some(a.to_owned()));
+    }
+    Ok(out)
 }
 
 #[derive(Serialize)]

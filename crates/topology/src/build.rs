@@ -457,6 +457,7 @@ pub fn assemble(
         .iter()
         .map(|l| Level {
             label: l.clone(),
+            alias: None,
             domains: Vec::new(),
         })
         .collect();

@@ -195,6 +195,9 @@ impl Link {
 pub struct Level {
     /// The node label.
     pub label: String,
+    /// Another name a job may give the level by (a KAI Topology level's `alias`, KAI v0.17).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
     /// Domains at this level, in order of first appearance.
     pub domains: Vec<DomainId>,
 }

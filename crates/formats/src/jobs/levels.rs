@@ -20,16 +20,40 @@ pub fn resolve_levels(
     levels: &[&str],
     owner: &str,
 ) -> Result<sched::TopologyRequest, FieldProblem> {
+    resolve_aliased_levels(topology, count, levels, &[], owner)
+}
+
+/// [`resolve_levels`], where a level may also be named by its alias (`aliases[i]` of
+/// `levels[i]`; a KAI Topology level's `alias`): KAI resolves an alias to its node label before
+/// placing (`TopologyConstraintInfo.ResolveAliases`, pkg/scheduler/api/topology_info at
+/// d5bc503a), and a raw label keeps working.
+pub fn resolve_aliased_levels(
+    topology: &TopologyDoc,
+    count: u32,
+    levels: &[&str],
+    aliases: &[Option<&str>],
+    owner: &str,
+) -> Result<sched::TopologyRequest, FieldProblem> {
+    let alias = |i: usize| aliases.get(i).copied().flatten();
     let level_of = |r: &LevelRef| {
         levels
             .iter()
             .position(|l| *l == r.label)
+            .or_else(|| (0..levels.len()).find(|&i| alias(i) == Some(r.label.as_str())))
             .ok_or_else(|| FieldProblem {
                 field: r.field.clone(),
                 message: format!(
                     "`{}` is not a level of {owner} (levels: {})",
                     r.label,
-                    levels.join(", ")
+                    levels
+                        .iter()
+                        .enumerate()
+                        .map(|(i, l)| match alias(i) {
+                            Some(a) => format!("{l} (alias {a})"),
+                            None => (*l).to_owned(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             })
     };
@@ -84,10 +108,15 @@ impl JobDoc {
     /// the result with [`sched::Job::check`].
     pub fn resolve(&self, file: &str, cluster: &Cluster) -> Result<sched::Job, FormatError> {
         let mut pod_sets = Vec::new();
-        if self
-            .pod_sets
-            .iter()
-            .all(|s| s.gpu == sched::GpuRequest::Whole(0))
+        // KAI schedules pods that request no GPU, and pods that request nothing at all (a
+        // BestEffort pod takes a pod slot and nothing else), in the gang of their workload: its
+        // own RayJob and MPIJob examples are such. Kueue and native jobs are GPU jobs.
+        let kai = self.format == super::doc::JobFormat::Kai;
+        if !kai
+            && self
+                .pod_sets
+                .iter()
+                .all(|s| s.gpu == sched::GpuRequest::Whole(0))
         {
             return Err(FormatError::input(
                 file,
@@ -101,7 +130,7 @@ impl JobDoc {
         for s in &self.pod_sets {
             // A pod without GPUs is placed by its other requests (a launcher, a Ray head); one
             // that asks for nothing at all has nothing to place it by.
-            if s.gpu == sched::GpuRequest::Whole(0) && s.extras.requests.is_empty() {
+            if !kai && s.gpu == sched::GpuRequest::Whole(0) && s.extras.requests.is_empty() {
                 return Err(FormatError::input(
                     file,
                     format!(
@@ -111,10 +140,13 @@ impl JobDoc {
                 ));
             }
             let levels: Vec<&str> = cluster.levels.iter().map(|l| l.label.as_str()).collect();
-            let topology = resolve_levels(
+            let aliases: Vec<Option<&str>> =
+                cluster.levels.iter().map(|l| l.alias.as_deref()).collect();
+            let topology = resolve_aliased_levels(
                 &s.topology,
                 s.count,
                 &levels,
+                &aliases,
                 &format!("cluster {}", cluster.name),
             )
             .map_err(|p| FormatError::input(file, p))?;
@@ -148,13 +180,16 @@ impl JobDoc {
         cluster: &Cluster,
     ) -> Result<Vec<sched::SubGroup>, FormatError> {
         let levels: Vec<&str> = cluster.levels.iter().map(|l| l.label.as_str()).collect();
+        let aliases: Vec<Option<&str>> =
+            cluster.levels.iter().map(|l| l.alias.as_deref()).collect();
         self.sub_groups
             .iter()
             .map(|g| {
-                let topology = resolve_levels(
+                let topology = resolve_aliased_levels(
                     &g.topology,
                     1,
                     &levels,
+                    &aliases,
                     &format!("cluster {}", cluster.name),
                 )
                 .map_err(|p| FormatError::input(file, p))?;

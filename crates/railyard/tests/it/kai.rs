@@ -243,3 +243,79 @@ fn min_sub_group_places_the_required_sub_groups_first_and_the_rest_if_they_fit()
     ]);
     assert!(line.contains("can never be placed"), "{line}");
 }
+
+/// `place --output json` on the zone/rack nodes with the levels of KAI's alias example; the
+/// nodes of the pods.
+fn place_with_aliases(job: &str) -> (Vec<String>, f64) {
+    let out = ok(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/kai/zone-rack-nodes.json",
+        "--topology",
+        "tests/fixtures/kai/topology-aliases.yaml",
+        "--job",
+        job,
+        "--output",
+        "json",
+    ]);
+    let p: PlacementFile = serde_json::from_str(&out).unwrap();
+    assert!(p.placed, "{out}");
+    (
+        p.pods.iter().map(|q| q.node.clone()).collect(),
+        p.pods.iter().map(|q| q.gpus).sum(),
+    )
+}
+
+#[test]
+fn a_level_named_by_its_kai_alias_is_the_level() {
+    // KAI v0.17 resolves an alias to its node label before placing: the documented example
+    // with `zone` and `rack` for the labels is placed exactly as with the labels.
+    let (aliased, _) = place_with_aliases("tests/fixtures/kai/topology-example-job-aliases.yaml");
+    let (raw, _) = place_with_aliases("tests/fixtures/kai/topology-example-job.yaml");
+    assert_eq!(aliased, vec!["a1-1", "a1-2", "a4-1"]);
+    assert_eq!(aliased, raw);
+    // A name that is neither a label nor an alias lists both.
+    let dir = crate::temp_dir("kai-alias");
+    let job = dir.join("job.yaml");
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/kai/topology-example-job-aliases.yaml"),
+    )
+    .unwrap()
+    .replace("\"zone\"", "\"region\"");
+    std::fs::write(&job, text).unwrap();
+    let line = fails(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/kai/zone-rack-nodes.json",
+        "--topology",
+        "tests/fixtures/kai/topology-aliases.yaml",
+        "--job",
+        job.to_str().unwrap(),
+    ]);
+    assert!(
+        line.contains("`region` is not a level")
+            && line.contains("topology.kubernetes.io/zone (alias zone)"),
+        "{line}"
+    );
+}
+
+#[test]
+fn kais_ray_and_mpi_examples_whose_pods_request_nothing_are_placed() {
+    // examples/ray/ray-job.yaml: head and two workers of one GPU each, and KubeRay's submitter
+    // (CPU and memory only), one gang of 4 pods.
+    let (nodes, gpus) = place_with_aliases("tests/fixtures/kai/ray-job.yaml");
+    assert_eq!((nodes.len(), gpus), (4, 3.0));
+    // The e2e MPIJob: a launcher and a worker that request nothing; KAI schedules both.
+    let (nodes, gpus) = place_with_aliases("tests/fixtures/kai/mpijob-requests-nothing.yaml");
+    assert_eq!((nodes.len(), gpus), (2, 0.0));
+    // A Kueue job is still a GPU job.
+    let line = fails(&[
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        "tests/corpus/jobs/kueue-no-gpu-limit.yaml",
+    ]);
+    assert!(line.contains("GPU"), "{line}");
+}
