@@ -18,6 +18,7 @@ pub mod nccl_settings;
 pub mod nccl_shapes;
 pub mod place;
 pub mod queues;
+pub mod ranks;
 pub mod sim_failures;
 pub mod sim_queues;
 pub mod simulate;

@@ -11,7 +11,7 @@ use fabric::{
     SweepRow, SwitchSeeds,
 };
 use serde::Serialize;
-use topology::{roce, Cluster, NodeId};
+use topology::{roce, NodeId};
 
 // The parts of `JobArgs` that `simulate` shares, where callers building a `JobArgs` find them.
 pub use crate::args::{NcclArgs, RoutingArg};
@@ -19,8 +19,8 @@ use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
 use crate::output::OutputFormat;
 use formats::input::read_text;
-use formats::{nccl_tests, placement};
-use ops::place::{self, PlaceInputs};
+use formats::nccl_tests;
+use ops::place;
 use report::fmt::trim_float;
 use report::table::Table;
 
@@ -267,7 +267,13 @@ struct Priced {
 fn price(args: &JobArgs) -> Result<Priced, CliError> {
     let nccl = args.nccl.config()?;
     let cluster = load_cluster(&args.cluster)?;
-    let (file, pods, preempted) = ranks_source(args, &cluster)?;
+    let placed = ops::ranks::placed_ranks(
+        &cluster,
+        args.placement.as_deref(),
+        args.job.as_deref(),
+        &args.state,
+    )?;
+    let (file, pods, preempted) = (placed.file, placed.pods, placed.preempted);
     let mut pairs = Vec::with_capacity(pods.len());
     for p in &pods {
         if p.gpus.fract() != 0.0 {
@@ -388,55 +394,6 @@ pub fn collective_report(args: &CollectiveArgs) -> Result<CollectiveReport, CliE
             .collect(),
         hot_links: p.hot_links,
     })
-}
-
-/// The placed pods the collective runs on, the file they come from and the jobs preempted to
-/// place them: the placement file, or the job placed by [`place::decide`] (the code path of
-/// `railyard place`).
-fn ranks_source(
-    args: &JobArgs,
-    cluster: &Cluster,
-) -> Result<(String, Vec<placement::ResolvedPod>, Vec<String>), CliError> {
-    match (&args.placement, &args.job) {
-        (Some(p), None) => Ok((
-            p.display().to_string(),
-            placement::read(p, cluster)?,
-            Vec::new(),
-        )),
-        (None, Some(job)) => {
-            let file = job.display().to_string();
-            let decided = place::decide(
-                cluster,
-                &PlaceInputs {
-                    job,
-                    state: &args.state,
-                    queues: &[],
-                    no_preempt: false,
-                    flavors: &[],
-                    options: sched::PlaceOptions::default(),
-                    scheduler: None,
-                    network_aware: false,
-                },
-            )?;
-            if !decided.placed {
-                return Err(CliError::input(
-                    &file,
-                    format!(
-                        "job `{}` cannot be placed on {}: {}",
-                        decided.job.as_deref().unwrap_or("?"),
-                        cluster.name,
-                        decided.reason.as_deref().unwrap_or("no reason given")
-                    ),
-                ));
-            }
-            let pods = placement::resolve(&file, &decided, cluster)?;
-            Ok((file, pods, decided.preempted))
-        }
-        _ => Err(CliError::input(
-            "--placement/--job",
-            "expected exactly one of --placement FILE and --job FILE",
-        )),
-    }
 }
 
 /// A duration given in µs with a readable unit.

@@ -13,8 +13,7 @@ use crate::args::{NcclArgs, RoutingArg};
 use crate::cluster_arg::{load_cluster, ClusterArgs};
 use crate::error::CliError;
 use crate::output::OutputFormat;
-use formats::placement;
-use ops::place::{self, PlaceInputs};
+use ops::place;
 
 /// Arguments of `fabric step`.
 #[derive(Debug, clap::Args)]
@@ -111,48 +110,22 @@ pub fn step(args: &StepArgs) -> Result<String, CliError> {
         ..Training::new(model, lay)
     };
     let gpus = t.layout.gpus();
-    let (ranks_from, pods, preempted) = match (&args.placement, &args.job) {
-        (Some(p), _) => (
-            p.display().to_string(),
-            placement::read(p, &cluster)?,
-            Vec::new(),
-        ),
-        (None, Some(job)) => {
-            let file = job.display().to_string();
-            let inputs = PlaceInputs {
-                job,
-                state: &args.state,
-                queues: &[],
-                no_preempt: false,
-                flavors: &[],
-                options: sched::PlaceOptions::default(),
-                scheduler: None,
-                network_aware: false,
-            };
-            let decided = place::decide(&cluster, &inputs)?;
-            if !decided.placed {
-                let why = decided.reason.as_deref().unwrap_or("no reason given");
-                return Err(CliError::input(
-                    &file,
-                    format!("cannot be placed on {}: {why}", cluster.name),
-                ));
-            }
-            (
-                file.clone(),
-                placement::resolve(&file, &decided, &cluster)?,
-                decided.preempted,
-            )
+    if args.placement.is_none() && args.job.is_none() {
+        let note = format!("the first {gpus} in cluster order, no --placement or --job");
+        let ranks = layout::first_gpus(&cluster, usize::try_from(gpus).unwrap_or(usize::MAX));
+        if (ranks.len() as u64) < gpus {
+            let msg = format!("needs {gpus} GPUs; {} has {}", cluster.name, ranks.len());
+            return Err(CliError::input("--layout", msg));
         }
-        (None, None) => {
-            let note = format!("the first {gpus} in cluster order, no --placement or --job");
-            let ranks = layout::first_gpus(&cluster, usize::try_from(gpus).unwrap_or(usize::MAX));
-            if (ranks.len() as u64) < gpus {
-                let msg = format!("needs {gpus} GPUs; {} has {}", cluster.name, ranks.len());
-                return Err(CliError::input("--layout", msg));
-            }
-            return finish(args, &cluster, &t, note, &ranks, nccl, &[]);
-        }
-    };
+        return finish(args, &cluster, &t, note, &ranks, nccl, &[]);
+    }
+    let placed = ops::ranks::placed_ranks(
+        &cluster,
+        args.placement.as_deref(),
+        args.job.as_deref(),
+        &args.state,
+    )?;
+    let (ranks_from, pods, preempted) = (placed.file, placed.pods, placed.preempted);
     if let Some(p) = pods.iter().find(|p| p.gpus.fract() != 0.0) {
         return Err(CliError::input(
             &ranks_from,

@@ -1,0 +1,76 @@
+//! The GPUs a collective or a training step runs on, named as `fabric collective` and `fabric
+//! step` name them: a placement file, or a job file placed as `railyard place` places it beside
+//! the running jobs of the state files.
+
+use std::path::{Path, PathBuf};
+
+use formats::{placement, FormatError};
+use topology::Cluster;
+
+use crate::place::{self, PlaceInputs};
+
+/// Placed pods, the file they come from and the running jobs preempted to place them.
+#[derive(Debug)]
+pub struct PlacedRanks {
+    /// The placement or job file, as errors name it.
+    pub file: String,
+    /// The pods in rank order.
+    pub pods: Vec<placement::ResolvedPod>,
+    /// Running jobs of the state that placing the job preempts (none for a placement file).
+    pub preempted: Vec<String>,
+}
+
+/// The pods of `placement`, or of `job` placed by [`place::decide`] (the code path of `railyard
+/// place`) beside `state`'s running jobs; exactly one of the two must be given. A job that
+/// cannot be placed is an input error naming it and the reason.
+pub fn placed_ranks(
+    cluster: &Cluster,
+    placement_file: Option<&Path>,
+    job: Option<&Path>,
+    state: &[PathBuf],
+) -> Result<PlacedRanks, FormatError> {
+    match (placement_file, job) {
+        (Some(p), None) => Ok(PlacedRanks {
+            file: p.display().to_string(),
+            pods: placement::read(p, cluster)?,
+            preempted: Vec::new(),
+        }),
+        (None, Some(job)) => {
+            let file = job.display().to_string();
+            let decided = place::decide(
+                cluster,
+                &PlaceInputs {
+                    job,
+                    state,
+                    queues: &[],
+                    no_preempt: false,
+                    flavors: &[],
+                    options: sched::PlaceOptions::default(),
+                    scheduler: None,
+                    network_aware: false,
+                },
+            )?;
+            if !decided.placed {
+                return Err(FormatError::input(
+                    &file,
+                    format!(
+                        "job `{}` cannot be placed on {}: {}",
+                        decided.job.as_deref().unwrap_or("?"),
+                        cluster.name,
+                        decided.reason.as_deref().unwrap_or("no reason given")
+                    ),
+                ));
+            }
+            let pods = placement::resolve(&file, &decided, cluster)?;
+            Ok(PlacedRanks {
+                file,
+                pods,
+                preempted: decided.preempted,
+            })
+        }
+        _ => Err(FormatError::input(
+            "--placement/--job",
+            "expected exactly one of --placement FILE and --job FILE",
+        )),
+    }
+}
