@@ -1,0 +1,55 @@
+//! The network model as the engine sees it: the [`Network`] trait it asks for the bandwidth of
+//! running multi-node jobs, the job it describes ([`NetJob`]) and the answer ([`NetRate`]).
+//! `crate::network` implements it over the fabric model; the engine knows only this interface.
+
+use topology::NodeId;
+
+/// A multi-node job as the network model sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetJob {
+    /// The job's index in the trace: stable while it runs (the network model's job ID).
+    pub id: usize,
+    /// Job name.
+    pub name: String,
+    /// Nodes in rank order.
+    pub nodes: Vec<NodeId>,
+    /// GPUs used per node.
+    pub gpus_per_node: u32,
+    /// Bytes all-reduced per step.
+    pub bytes: f64,
+}
+
+/// The network model [`simulate`] asks for bandwidth. Whenever the set of running multi-node
+/// jobs has changed, the engine calls [`Network::end`] for each job that left it, then
+/// [`Network::start`] for each that joined (both in ascending ID), then [`Network::rates`] for
+/// all of them. A job that is preempted and restarts ends and starts again.
+pub trait Network {
+    /// `job` joined the running set.
+    fn start(&mut self, job: &NetJob);
+    /// Job `id` left the running set.
+    fn end(&mut self, id: usize);
+    /// The rates of the running jobs `ids` (ascending), in that order.
+    fn rates(&mut self, ids: &[usize]) -> Vec<NetRate>;
+    /// What starting `job` beside the running jobs would do, for network-aware placement
+    /// (`fabric::probe`); the running jobs stay as they were. `None`: this network cannot
+    /// tell, and every candidate scores its ideal.
+    fn probe(&mut self, job: &NetJob) -> Option<fabric::Probe> {
+        let _ = job;
+        None
+    }
+    /// A quick estimate of running job `id`'s rate without re-solving the others, for a job
+    /// started between network rounds. `None`: it runs at its ideal rate until the next round.
+    fn provisional(&mut self, id: usize) -> Option<NetRate> {
+        let _ = id;
+        None
+    }
+}
+
+/// What the network gives one job: ideal and achieved bus bandwidth, GB/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NetRate {
+    /// Bus bandwidth with the fabric to itself and perfect load balance.
+    pub ideal_busbw: f64,
+    /// Bus bandwidth it gets now, sharing links with the other jobs.
+    pub achieved_busbw: f64,
+}
