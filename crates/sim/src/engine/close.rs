@@ -11,6 +11,9 @@ use crate::failures::{FailureSummary, StopCause};
 use crate::metrics::percentile;
 use crate::time::SimTime;
 
+/// The run's result at `end` (the last event, or the horizon): the running jobs stay
+/// unfinished but their GPU time counts, and the summary, the utilisation series and, with the
+/// user's queues, each leaf queue's share.
 pub(super) fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
     // Close the books at `end`: running jobs stay unfinished but their GPU time counts.
     let running: Vec<usize> = st.running.keys().copied().collect();
@@ -150,7 +153,7 @@ pub(super) fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
 }
 
 /// Busy GPU-seconds over [0, until] from the step function of `(time, busy GPUs)` changes.
-pub(super) fn busy_integral_until(changes: &[(SimTime, f64)], until: f64) -> f64 {
+fn busy_integral_until(changes: &[(SimTime, f64)], until: f64) -> f64 {
     let mut area = 0.0;
     for (k, &(t, level)) in changes.iter().enumerate() {
         let t0 = t.as_secs_f64();
@@ -166,7 +169,7 @@ pub(super) fn busy_integral_until(changes: &[(SimTime, f64)], until: f64) -> f64
 }
 
 /// Busy-GPU share averaged over `points` equal buckets of [0, end].
-pub(super) fn timeline(
+fn timeline(
     changes: &[(SimTime, f64)],
     end: SimTime,
     total: f64,

@@ -49,7 +49,7 @@ pub struct Policy {
     /// Topology mode for multi-node jobs.
     pub topology: TopologyMode,
     /// `+network`: among the placements the topology mode allows, take the one the network
-    /// model predicts best (`sched::place_network_aware`, scored by [`Network::probe`]).
+    /// model predicts best (`sched::place_network_aware`, scored by [`Network::probe`](crate::engine::net_model::Network::probe)).
     pub network_aware: bool,
 }
 
@@ -89,8 +89,8 @@ pub struct SimConfig {
     pub comm: CommDefaults,
     /// Points in the utilisation time series.
     pub timeline_points: usize,
-    /// Check every invariant after every event (`engine::check_state`); a violation stops the run
-    /// with [`SimError::Invariant`]. Costs O(GPUs + running pods) per event.
+    /// Check every invariant after every event (`engine::invariants::check_state`); a violation stops the run
+    /// with [`SimError::Invariant`](crate::engine::error::SimError::Invariant). Costs O(GPUs + running pods) per event.
     pub check_invariants: bool,
     /// Whose placement rules place the jobs (and KAI's strategy): passed to every placement.
     /// The default is Kueue's TAS. Not serialized: a run's label names the scheduler.
@@ -111,7 +111,7 @@ pub struct SimConfig {
     /// Network rounds (`simulate --network-round`): link sharing is re-solved at most once per
     /// this much simulated time, at its multiples, instead of on every change of the running
     /// multi-node set. Between rounds a running job keeps the pace of the last round, a job
-    /// started since runs at the network's quick estimate ([`Network::provisional`]; its ideal
+    /// started since runs at the network's quick estimate ([`Network::provisional`](crate::engine::net_model::Network::provisional); its ideal
     /// pace if the network has none), and capacity a job frees is handed out at the next round.
     /// `None` (or 0): every change, exact. Serialized only when set.
     #[serde(skip_serializing_if = "Option::is_none")]

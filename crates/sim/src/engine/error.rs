@@ -21,7 +21,7 @@ pub enum SimError {
     /// The cluster has no GPUs.
     #[error("the cluster has no GPUs")]
     NoGpus,
-    /// An invariant failed during the run (only with [`SimConfig::check_invariants`]).
+    /// An invariant failed during the run (only with `SimConfig::check_invariants`).
     #[error("invariant violated at {} s: {violation}", *at_ms as f64 / 1000.0)]
     Invariant {
         /// Simulated time, ms since the first arrival.

@@ -15,7 +15,7 @@ use crate::time::SimTime;
 /// queue by attained GPU-seconds (the current run included), SRTF's remaining ideal work
 /// (ms; a pending job's next run as `lifecycle::start` would count it: the restart after a stop, then
 /// the work left after its last checkpoint), SJF's ideal duration (ms).
-pub(super) fn level(st: &State<'_>, i: usize, now: SimTime) -> u64 {
+fn level(st: &State<'_>, i: usize, now: SimTime) -> u64 {
     match &st.config.policy.order {
         Order::Tiresias(t) => {
             let running = st.running.get(&i).map_or(0.0, |r| {

@@ -16,6 +16,9 @@ use crate::events::EventQueue;
 use crate::failures::StopCause;
 use crate::time::SimTime;
 
+/// Start job `i` (already off the pending list) at `placement` at `now`: commit it, hold its
+/// room, queue use and GPUs, mark the network changed if it communicates across nodes, and
+/// queue its completion at its ideal pace (and, under Tiresias, its demotion wake-up).
 pub(super) fn start(
     st: &mut State<'_>,
     events: &mut EventQueue<Event>,
@@ -69,6 +72,8 @@ pub(super) fn start(
     ask_demotion_wake(st, i, now);
 }
 
+/// Running job `i` completes at `now`: its run ends, its record is closed as completed, and
+/// what it held is given back.
 pub(super) fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
     let mut r = st.running.remove(&i).expect("finishing a running job");
     st.occupancy.release(&st.jobs[i].name);
@@ -112,7 +117,8 @@ pub(super) fn stop_and_start(
     start(st, events, i, placement, now);
 }
 
-pub(super) fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
+/// Preempt running job `name` at `now` (nothing if it is not running).
+fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
     let Some((&i, _)) = st.running.iter().find(|(&i, _)| st.jobs[i].name == name) else {
         return;
     };
@@ -120,7 +126,7 @@ pub(super) fn preempt(st: &mut State<'_>, name: &str, now: SimTime) {
 }
 
 /// Add `gpu_seconds` lost to `cause` to job `i` and the run.
-pub(super) fn lose(st: &mut State<'_>, i: usize, cause: StopCause, gpu_seconds: f64) {
+fn lose(st: &mut State<'_>, i: usize, cause: StopCause, gpu_seconds: f64) {
     if gpu_seconds <= 0.0 {
         return;
     }

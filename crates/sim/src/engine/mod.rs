@@ -105,13 +105,15 @@ pub fn simulate(
             continue;
         }
         now = ev.time;
-        let step = Step {
-            events: &mut events,
+        apply(
+            &mut st,
+            &mut events,
+            &mut feasibility,
+            ev.event,
             now,
-            network: &mut *network,
-            progress: &mut *progress,
-        };
-        apply(&mut st, step, &mut feasibility, ev.event)?;
+            network,
+            progress,
+        )?;
         for (at, job, stamp) in std::mem::take(&mut st.timers) {
             events.push(at, Event::Wake { job, stamp });
         }
@@ -133,15 +135,6 @@ pub fn simulate(
     Ok(close::finish_run(st, end))
 }
 
-/// What every step may use besides the state: the event queue, the time of the event, the
-/// network model and the progress callback.
-struct Step<'s> {
-    events: &'s mut EventQueue<Event>,
-    now: SimTime,
-    network: &'s mut dyn Network,
-    progress: &'s mut dyn FnMut(usize),
-}
-
 /// Whether `event` is no event at all: a stale wake-up (its job started, stopped or ended
 /// since), a stale completion (its job was re-paced, stopped or ended since: it must not move
 /// the clock, or it would stretch the makespan past the last real event), or a failure, repair
@@ -160,19 +153,16 @@ fn is_stale(st: &State<'_>, event: Event) -> bool {
     }
 }
 
-/// Apply one event at `step.now`.
+/// Apply `event` at `now`: one named step per kind.
 fn apply(
     st: &mut State<'_>,
-    step: Step<'_>,
+    events: &mut EventQueue<Event>,
     feasibility: &mut Feasibility<'_>,
     event: Event,
+    now: SimTime,
+    network: &mut dyn Network,
+    progress: &mut dyn FnMut(usize),
 ) -> Result<(), SimError> {
-    let Step {
-        events,
-        now,
-        network,
-        progress,
-    } = step;
     match event {
         Event::Arrival(i) => arrive(st, events, feasibility, i, now, progress)?,
         Event::Completion { job, .. } => complete(st, events, job, now, progress)?,

@@ -19,7 +19,7 @@ pub struct NetJob {
     pub bytes: f64,
 }
 
-/// The network model [`simulate`] asks for bandwidth. Whenever the set of running multi-node
+/// The network model `simulate` asks for bandwidth. Whenever the set of running multi-node
 /// jobs has changed, the engine calls [`Network::end`] for each job that left it, then
 /// [`Network::start`] for each that joined (both in ascending ID), then [`Network::rates`] for
 /// all of them. A job that is preempted and restarts ends and starts again.

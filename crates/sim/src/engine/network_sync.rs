@@ -90,7 +90,7 @@ pub(super) fn place_network_aware(
 /// Tell the network which multi-node jobs started and ended since it was last told (ends first,
 /// then starts, each in ascending job order), keeping `State::net_running` the set it knows;
 /// returns the jobs it was told started.
-pub(super) fn sync_network(st: &mut State<'_>, network: &mut dyn Network) -> Vec<usize> {
+fn sync_network(st: &mut State<'_>, network: &mut dyn Network) -> Vec<usize> {
     let mut changed = std::mem::take(&mut st.net_changed);
     changed.sort_unstable();
     changed.dedup();
@@ -128,7 +128,9 @@ pub(super) fn sync_network(st: &mut State<'_>, network: &mut dyn Network) -> Vec
     started
 }
 
-pub(super) fn refresh_network(
+/// Re-solve link sharing at `now`: tell the network of the jobs started and ended since it was
+/// last told, ask the rates of every running multi-node job it knows, and pace each by its rate.
+fn refresh_network(
     st: &mut State<'_>,
     events: &mut EventQueue<Event>,
     now: SimTime,
@@ -151,7 +153,7 @@ pub(super) fn refresh_network(
 /// told, and pace each job started since the last pacing (here or by a `+network` placement's
 /// sync) by its quick estimate ([`Network::provisional`]); the others keep their pace until the
 /// round.
-pub(super) fn pace_new_jobs(
+fn pace_new_jobs(
     st: &mut State<'_>,
     events: &mut EventQueue<Event>,
     now: SimTime,
@@ -174,7 +176,7 @@ pub(super) fn pace_new_jobs(
 }
 
 /// Running job `i` gets `rate` from now on: its completion moves if its slowdown changes.
-pub(super) fn set_pace(
+fn set_pace(
     st: &mut State<'_>,
     events: &mut EventQueue<Event>,
     now: SimTime,

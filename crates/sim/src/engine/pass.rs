@@ -18,6 +18,8 @@ use crate::engine::state::{set_fragmentation, State};
 use crate::events::EventQueue;
 use crate::time::SimTime;
 
+/// Ask for a scheduling pass at the first multiple of `SimConfig::cycle` at or after `now`
+/// (at `now` when the cycle is 0), unless one is already due by then.
 pub(super) fn request_pass(st: &mut State<'_>, events: &mut EventQueue<Event>, now: SimTime) {
     let cycle = st.config.cycle.0;
     let at = if cycle == 0 {
@@ -50,6 +52,10 @@ impl PassKnown {
     }
 }
 
+/// One scheduling pass at `now`: the pending jobs in the policy's order, each started where it
+/// places, by stopping lower-level work (Tiresias, SRTF) or by reclaim and quota preemption (fair
+/// share, the user's queues), a few such attempts per pass; FIFO stops at the first blocked job.
+/// Then the fragmentation level until the next pass.
 pub(super) fn pass(
     st: &mut State<'_>,
     events: &mut EventQueue<Event>,
@@ -206,7 +212,7 @@ pub(super) fn pass(
 /// went back to the list during this pass (the pass tries the jobs pending when it began) and,
 /// if `skip_known`, jobs whose class is known not to start in the current state: one walk of
 /// the list however many it steps over.
-pub(super) fn next_submitted(
+fn next_submitted(
     st: &State<'_>,
     cursor: &mut Option<(SimTime, usize)>,
     skip_known: bool,
@@ -229,7 +235,7 @@ pub(super) fn next_submitted(
 /// there (`PlaceMemo`); a failure is noted. The class's extras are swapped into
 /// [`State::input`] for the call (no copy of the nodes' room). Debug builds (the tests) place
 /// a known failure anyway and stop if it places.
-pub(super) fn place_memo(st: &mut State<'_>, i: usize) -> Option<sched::Placement> {
+fn place_memo(st: &mut State<'_>, i: usize) -> Option<sched::Placement> {
     let c = st.class[i] as usize;
     let known_to_fail = st.memo.failed[c] == st.changes + 1;
     if known_to_fail && !cfg!(debug_assertions) {

@@ -57,10 +57,12 @@ pub struct JobRecord {
     pub lost_gpu_seconds_failure: f64,
 }
 
+/// Serde's `skip_serializing_if` for zero counts.
 fn is_zero_u32(n: &u32) -> bool {
     *n == 0
 }
 
+/// Serde's `skip_serializing_if` for zero amounts.
 fn is_zero_f64(x: &f64) -> bool {
     *x == 0.0
 }

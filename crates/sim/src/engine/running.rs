@@ -6,6 +6,7 @@ use topology::NodeId;
 
 use crate::time::SimTime;
 
+/// One run of a job, from its start to its completion or stop.
 pub(super) struct Running {
     pub(super) nodes: Vec<NodeId>,
     pub(super) start: SimTime,
@@ -51,7 +52,7 @@ pub(super) fn advance(r: &mut Running, now: SimTime) {
 
 /// After `advance` from `since` (when the run had done `done_before` ideal seconds): when the
 /// restart ended and the last checkpoint reached, if in this stretch (constant slowdown).
-pub(super) fn note_milestones(r: &mut Running, since: SimTime, done_before: f64) {
+fn note_milestones(r: &mut Running, since: SimTime, done_before: f64) {
     let done = r.work_s - r.remaining_s;
     let (slowdown, until) = (r.slowdown, r.last_update);
     let at = |target: f64| {

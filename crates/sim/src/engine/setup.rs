@@ -307,7 +307,7 @@ pub(super) fn first_events(st: &State<'_>, failures: &[NodeFailure]) -> EventQue
 }
 
 /// One top-level queue per trace queue (first-use order), quota 0, weight 1, and each job's.
-pub(super) fn trace_queues(trace: &[TraceJob]) -> (QueueTree, Vec<usize>) {
+fn trace_queues(trace: &[TraceJob]) -> (QueueTree, Vec<usize>) {
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     let mut specs = Vec::new();
     let mut of = Vec::with_capacity(trace.len());
@@ -331,9 +331,10 @@ pub(super) fn trace_queues(trace: &[TraceJob]) -> (QueueTree, Vec<usize>) {
 
 /// What decides whether a simulated job fits an empty cluster: pods, GPU request (kind, amount,
 /// devices) and topology levels (a tuple, not a string: one is built per arrival).
-pub(super) type ShapeKey = (u32, u8, u32, u32, Option<usize>, Option<usize>);
+type ShapeKey = (u32, u8, u32, u32, Option<usize>, Option<usize>);
 
-pub(super) fn shape_key(job: &Job) -> ShapeKey {
+/// The [`ShapeKey`] of `job`.
+fn shape_key(job: &Job) -> ShapeKey {
     let s = &job.pod_sets[0];
     let (kind, amount) = match s.gpu {
         GpuRequest::Whole(g) => (0, g),
@@ -352,7 +353,7 @@ pub(super) fn shape_key(job: &Job) -> ShapeKey {
 
 /// Build the scheduler's job for a trace row: jobs that fit one node are one pod; larger ones
 /// become gangs of whole nodes. Returns the job, its pod count and GPUs per pod.
-pub(super) fn to_sched_job(
+fn to_sched_job(
     cluster: &Cluster,
     t: &TraceJob,
     node_gpus: u32,

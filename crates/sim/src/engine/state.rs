@@ -23,6 +23,9 @@ use crate::shares;
 use crate::time::SimTime;
 use crate::trace::TraceJob;
 
+/// Everything a run keeps between events, owned by `simulate`: per job its trace row, ask,
+/// record and bookkeeping; the occupancy, pending list and running set; the kept counts and
+/// integrals; what the network model was told.
 pub(super) struct State<'a> {
     /// The cluster; copied on the first node failure, whose nodes then go down and up.
     pub(super) cluster: Cow<'a, Cluster>,
@@ -180,6 +183,8 @@ pub(super) fn job_input<'s>(st: &'s State<'_>, i: usize) -> Cow<'s, sched::Place
     }
 }
 
+/// Busy GPUs change by `delta` at `now`: the busy integral is brought up to `now` and the change
+/// noted in the utilisation series.
 pub(super) fn set_busy(st: &mut State<'_>, now: SimTime, delta: f64) {
     st.busy_integral += st.busy_gpus * now.secs_since(st.last_busy_change);
     st.last_busy_change = now;
@@ -187,6 +192,7 @@ pub(super) fn set_busy(st: &mut State<'_>, now: SimTime, delta: f64) {
     st.timeline.push((now, st.busy_gpus));
 }
 
+/// The fragmentation level is `level` from `now`: its integral is brought up to `now`.
 pub(super) fn set_fragmentation(st: &mut State<'_>, now: SimTime, level: f64) {
     st.frag_integral += st.frag_level * now.secs_since(st.frag_since);
     st.frag_since = now;
