@@ -2,24 +2,19 @@
 
 use topology::NodeId;
 
+/// One event of the loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Event {
+    /// Trace job `usize` is submitted.
     Arrival(usize),
+    /// A scheduling pass.
     Pass,
-    Completion {
-        job: usize,
-        version: u64,
-    },
+    /// A running job's ideal end at its current pace, if `version` is still its run's.
+    Completion { job: usize, version: u64 },
     /// A Tiresias demotion or promotion time: a pass, if job's `wake_stamp` still matches.
-    Wake {
-        job: usize,
-        stamp: u64,
-    },
+    Wake { job: usize, stamp: u64 },
     /// A node fails for `down` (ms).
-    NodeDown {
-        node: NodeId,
-        down: u64,
-    },
+    NodeDown { node: NodeId, down: u64 },
     /// A failed node is repaired.
     NodeUp(NodeId),
     /// A network round (`SimConfig::network_round`): link sharing is re-solved after this time's
