@@ -1,6 +1,7 @@
 //! The network model as the engine sees it: the [`Network`] trait it asks for the bandwidth of
 //! running multi-node jobs, the job it describes ([`NetJob`]) and the answer ([`NetRate`]).
-//! `crate::network` implements it over the fabric model; the engine knows only this interface.
+//! `sim::network::FabricNetwork` implements it over the fabric model; the engine knows only this
+//! interface.
 
 use topology::NodeId;
 
