@@ -191,7 +191,13 @@ pub(super) fn pass(
             break;
         }
     }
-    // Fragmentation: free GPUs while jobs wait and none of the smallest waiting shapes fits.
+    note_fragmentation(st, now);
+}
+
+/// After a pass at `now`, the fragmentation level until the next: the share of GPUs free while
+/// jobs wait and none of the smallest waiting shapes fits (0 when nothing waits or nothing is
+/// free).
+fn note_fragmentation(st: &mut State<'_>, now: SimTime) {
     let free = st.total_gpus - st.busy_gpus;
     let level = if st.pending.is_empty() || free <= 0.0 {
         0.0

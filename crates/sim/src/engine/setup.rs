@@ -52,107 +52,21 @@ pub(super) fn prepare<'a>(
         .map(|j| j.submit_s)
         .fold(f64::INFINITY, f64::min);
     let origin = if origin.is_finite() { origin } else { 0.0 };
-    // Look-ups only (nothing iterates it): hashing beats comparing names in a tree.
-    let mut names: HashMap<&str, u64, BuildFnv> =
-        HashMap::with_capacity_and_hasher(trace.len(), BuildFnv);
-    for t in trace {
-        match names.entry(&t.name) {
-            Entry::Occupied(first) => {
-                return Err(SimError::DuplicateName {
-                    job: t.name.clone(),
-                    line: t.line,
-                    first: *first.get(),
-                })
-            }
-            Entry::Vacant(slot) => {
-                slot.insert(t.line);
-            }
-        }
-    }
-    let mut jobs = Vec::with_capacity(trace.len());
-    let mut comm = Vec::with_capacity(trace.len());
-    let mut records = Vec::with_capacity(trace.len());
-    let mut submit = Vec::with_capacity(trace.len());
-    for t in trace {
-        let (job, pods, per_pod) = to_sched_job(cluster, t, node_gpus, &config.policy)?;
-        let profile = t.comm.unwrap_or_else(|| {
-            config
-                .comm
-                .by_nodes
-                .iter()
-                .find(|(max, _)| pods <= *max)
-                .map_or(
-                    CommProfile {
-                        comm_share: 0.0,
-                        bytes_per_step: 0.0,
-                    },
-                    |(_, p)| *p,
-                )
-        });
-        comm.push(profile);
-        jobs.push(job);
-        let s = SimTime::from_secs_f64(t.submit_s - origin);
-        submit.push(s);
-        records.push(JobRecord {
-            name: t.name.clone(),
-            queue: t.queue.clone(),
-            gpus: pods * per_pod,
-            nodes: pods,
-            outcome: Outcome::Unfinished,
-            submit_s: s.as_secs_f64(),
-            start_s: None,
-            end_s: None,
-            network_slowdown: None,
-            highest_tier: None,
-            preemptions: 0,
-            gpu_seconds: 0.0,
-            failures: 0,
-            lost_gpu_seconds_preemption: 0.0,
-            lost_gpu_seconds_failure: 0.0,
-        });
-    }
+    check_names(trace)?;
+    let Rows {
+        jobs,
+        comm,
+        records,
+        submit,
+    } = rows(cluster, trace, config, node_gpus, origin)?;
     let rules = match &config.queues {
         Some(q) => Some(QueueRules::new(q).map_err(|ps| SimError::Queues(ps.join("; ")))?),
         None => None,
     };
-    let (queue_tree, queue_of) = match &rules {
-        Some(r) => {
-            let mut of = Vec::with_capacity(trace.len());
-            for t in trace {
-                match r.tree.find(&t.queue).filter(|&q| r.tree.is_leaf(q)) {
-                    Some(q) => of.push(q.index()),
-                    None => {
-                        return Err(SimError::QueueNotLeaf {
-                            job: t.name.clone(),
-                            line: t.line,
-                            queue: t.queue.clone(),
-                        })
-                    }
-                }
-            }
-            (r.tree.clone(), of)
-        }
-        None => trace_queues(trace),
-    };
+    let (queue_tree, queue_of) = queues_of(trace, rules.as_ref())?;
     let gpu_memory_mib = sched::quota_gpu_memory_mib(cluster);
     let requests: Vec<Resources> = jobs.iter().map(|j| j.request(gpu_memory_mib)).collect();
-    // Jobs of one class place alike: the same pod set (`shape_key`) and extras.
-    let mut class_ids: BTreeMap<(ShapeKey, u64, u64, &[String]), u32> = BTreeMap::new();
-    let mut class_extras: Vec<Vec<sched::PodSetExtras>> = Vec::new();
-    let mut class = Vec::with_capacity(trace.len());
-    for (t, job) in trace.iter().zip(&jobs) {
-        let key = (
-            shape_key(job),
-            t.pod.cpu_milli,
-            t.pod.memory_mib,
-            t.pod.gpu_models.as_slice(),
-        );
-        let c = *class_ids.entry(key).or_insert_with(|| {
-            class_extras.push(shares::pod_extras(&t.pod).into_iter().collect());
-            (class_extras.len() - 1) as u32
-        });
-        class.push(c);
-    }
+    let (class, class_extras) = placement_classes(trace, &jobs);
     let asks_room = trace
         .iter()
         .any(|t| t.pod.cpu_milli > 0 || t.pod.memory_mib > 0);
@@ -161,29 +75,9 @@ pub(super) fn prepare<'a>(
     } else {
         sched::NodeFree::default()
     };
-    let size_key = |i: usize| (records[i].gpus, requests[i].gpu.to_bits());
-    let size_keys: Vec<(u32, u64)> = (0..trace.len())
-        .map(size_key)
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let size_group: Vec<u32> = (0..trace.len())
-        .map(|i| size_keys.partition_point(|&k| k < size_key(i)) as u32)
-        .collect();
+    let (groups, size_group) = size_groups(&records, &requests);
     let n_queues = queue_tree.queues.len();
-    let checkpointing: Vec<Checkpointing> = trace
-        .iter()
-        .map(|t| Checkpointing {
-            interval_s: t
-                .checkpoint
-                .interval_s
-                .unwrap_or(config.checkpoints.interval_s),
-            restart_s: t
-                .checkpoint
-                .restart_s
-                .unwrap_or(config.checkpoints.restart_s),
-        })
-        .collect();
+    let checkpointing = checkpointing(trace, config);
     let failures = failure_list(cluster, trace, &config.failures)?;
     let workload = Workload::of(trace, node_gpus);
     let mut st = State {
@@ -258,7 +152,7 @@ pub(super) fn prepare<'a>(
         memo: PlaceMemo::new(class_extras.len()),
         class,
         class_extras,
-        pending_by_size: PendingBySize::new(size_keys.len(), trace.len()),
+        pending_by_size: PendingBySize::new(groups, trace.len()),
         size_group,
         requeued: Vec::new(),
         input: sched::PlaceInput {
@@ -304,6 +198,180 @@ pub(super) fn first_events(st: &State<'_>, failures: &[NodeFailure]) -> EventQue
         );
     }
     events
+}
+
+/// Every trace job's name is its own (the scheduler tracks running jobs by name).
+fn check_names(trace: &[TraceJob]) -> Result<(), SimError> {
+    // Look-ups only (nothing iterates it): hashing beats comparing names in a tree.
+    let mut names: HashMap<&str, u64, BuildFnv> =
+        HashMap::with_capacity_and_hasher(trace.len(), BuildFnv);
+    for t in trace {
+        match names.entry(&t.name) {
+            Entry::Occupied(first) => {
+                return Err(SimError::DuplicateName {
+                    job: t.name.clone(),
+                    line: t.line,
+                    first: *first.get(),
+                })
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(t.line);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Per trace row, in trace order: the scheduler's job, the communication profile, the record.
+struct Rows {
+    jobs: Vec<Job>,
+    comm: Vec<CommProfile>,
+    records: Vec<JobRecord>,
+    /// Submission, since the first arrival (`origin`, s).
+    submit: Vec<SimTime>,
+}
+
+/// The [`Rows`] of `trace` (on nodes of at most `node_gpus` GPUs), or the first row that names
+/// a level the cluster does not have.
+fn rows(
+    cluster: &Cluster,
+    trace: &[TraceJob],
+    config: &SimConfig,
+    node_gpus: u32,
+    origin: f64,
+) -> Result<Rows, SimError> {
+    let mut jobs = Vec::with_capacity(trace.len());
+    let mut comm = Vec::with_capacity(trace.len());
+    let mut records = Vec::with_capacity(trace.len());
+    let mut submit = Vec::with_capacity(trace.len());
+    for t in trace {
+        let (job, pods, per_pod) = to_sched_job(cluster, t, node_gpus, &config.policy)?;
+        let profile = t.comm.unwrap_or_else(|| {
+            config
+                .comm
+                .by_nodes
+                .iter()
+                .find(|(max, _)| pods <= *max)
+                .map_or(
+                    CommProfile {
+                        comm_share: 0.0,
+                        bytes_per_step: 0.0,
+                    },
+                    |(_, p)| *p,
+                )
+        });
+        comm.push(profile);
+        jobs.push(job);
+        let s = SimTime::from_secs_f64(t.submit_s - origin);
+        submit.push(s);
+        records.push(JobRecord {
+            name: t.name.clone(),
+            queue: t.queue.clone(),
+            gpus: pods * per_pod,
+            nodes: pods,
+            outcome: Outcome::Unfinished,
+            submit_s: s.as_secs_f64(),
+            start_s: None,
+            end_s: None,
+            network_slowdown: None,
+            highest_tier: None,
+            preemptions: 0,
+            gpu_seconds: 0.0,
+            failures: 0,
+            lost_gpu_seconds_preemption: 0.0,
+            lost_gpu_seconds_failure: 0.0,
+        });
+    }
+    Ok(Rows {
+        jobs,
+        comm,
+        records,
+        submit,
+    })
+}
+
+/// The queue tree and each job's queue in it: the user's, where every job's queue must be a leaf,
+/// or else one top-level queue per trace queue.
+fn queues_of(
+    trace: &[TraceJob],
+    rules: Option<&QueueRules>,
+) -> Result<(QueueTree, Vec<usize>), SimError> {
+    Ok(match rules {
+        Some(r) => {
+            let mut of = Vec::with_capacity(trace.len());
+            for t in trace {
+                match r.tree.find(&t.queue).filter(|&q| r.tree.is_leaf(q)) {
+                    Some(q) => of.push(q.index()),
+                    None => {
+                        return Err(SimError::QueueNotLeaf {
+                            job: t.name.clone(),
+                            line: t.line,
+                            queue: t.queue.clone(),
+                        })
+                    }
+                }
+            }
+            (r.tree.clone(), of)
+        }
+        None => trace_queues(trace),
+    })
+}
+
+/// Each job's placement class, and each class's scheduler extras (empty: GPUs only).
+fn placement_classes(
+    trace: &[TraceJob],
+    jobs: &[Job],
+) -> (Vec<u32>, Vec<Vec<sched::PodSetExtras>>) {
+    // Jobs of one class place alike: the same pod set (`shape_key`) and extras.
+    let mut class_ids: BTreeMap<(ShapeKey, u64, u64, &[String]), u32> = BTreeMap::new();
+    let mut class_extras: Vec<Vec<sched::PodSetExtras>> = Vec::new();
+    let mut class = Vec::with_capacity(trace.len());
+    for (t, job) in trace.iter().zip(jobs) {
+        let key = (
+            shape_key(job),
+            t.pod.cpu_milli,
+            t.pod.memory_mib,
+            t.pod.gpu_models.as_slice(),
+        );
+        let c = *class_ids.entry(key).or_insert_with(|| {
+            class_extras.push(shares::pod_extras(&t.pod).into_iter().collect());
+            (class_extras.len() - 1) as u32
+        });
+        class.push(c);
+    }
+    (class, class_extras)
+}
+
+/// How many size groups (`(GPUs, held GPUs)`, numbered in ascending order) the jobs fall in, and
+/// each job's group.
+fn size_groups(records: &[JobRecord], requests: &[Resources]) -> (usize, Vec<u32>) {
+    let size_key = |i: usize| (records[i].gpus, requests[i].gpu.to_bits());
+    let size_keys: Vec<(u32, u64)> = (0..records.len())
+        .map(size_key)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let size_group: Vec<u32> = (0..records.len())
+        .map(|i| size_keys.partition_point(|&k| k < size_key(i)) as u32)
+        .collect();
+    (size_keys.len(), size_group)
+}
+
+/// Each job's checkpoint interval and restart cost: its row's, else the run's.
+fn checkpointing(trace: &[TraceJob], config: &SimConfig) -> Vec<Checkpointing> {
+    trace
+        .iter()
+        .map(|t| Checkpointing {
+            interval_s: t
+                .checkpoint
+                .interval_s
+                .unwrap_or(config.checkpoints.interval_s),
+            restart_s: t
+                .checkpoint
+                .restart_s
+                .unwrap_or(config.checkpoints.restart_s),
+        })
+        .collect()
 }
 
 /// One top-level queue per trace queue (first-use order), quota 0, weight 1, and each job's.
