@@ -5,7 +5,7 @@ use topology::NodeId;
 /// One event of the loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Event {
-    /// Trace job `usize` is submitted.
+    /// A trace job (its index) is submitted.
     Arrival(usize),
     /// A scheduling pass.
     Pass,
