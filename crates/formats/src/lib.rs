@@ -11,6 +11,7 @@ pub mod hostlist;
 pub mod input;
 pub mod jobs;
 pub mod k8s;
+pub mod kueue_objects;
 pub mod live;
 pub mod names;
 pub mod nccl_tests;

@@ -12,6 +12,7 @@ pub mod cables_report;
 pub mod cluster;
 pub mod doctor;
 pub mod doctor_report;
+pub mod kueue_admit;
 pub mod launch;
 pub mod lint;
 pub mod nccl_settings;

@@ -173,8 +173,31 @@ pub fn parse_feature_gates(text: &str) -> Result<sched::PlaceOptions, FormatErro
 /// reason); bad input is an error.
 pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFile, FormatError> {
     let job_file = inputs.job.display().to_string();
-    let flavors = read_flavors(inputs.flavors)?;
-    let doc = jobs::read_job(&job_file, &read_text(inputs.job)?)?;
+    let mut flavors = read_flavors(inputs.flavors)?;
+    let job_text = read_text(inputs.job)?;
+    let doc = jobs::read_job(&job_file, &job_text)?;
+    let mut queue_files = Vec::new();
+    for p in inputs.queues {
+        queue_files.push((p.display().to_string(), read_text(p)?));
+    }
+    let kueue = if queue_files.is_empty() {
+        None
+    } else {
+        crate::kueue_admit::read_objects(&queue_files)?
+    };
+    if let Some(k) = &kueue {
+        if flavors.is_empty() {
+            flavors = k
+                .flavors
+                .iter()
+                .map(|f| Flavor {
+                    name: f.name.clone(),
+                    node_labels: f.node_labels.clone(),
+                    tolerations: f.tolerations.clone(),
+                })
+                .collect();
+        }
+    }
     let job = doc.resolve(&job_file, cluster)?;
     let mut options = inputs.options;
     options.dialect = dialect_for(inputs.scheduler, doc.format);
@@ -209,7 +232,16 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
         cluster
     };
     let idle = place_input(whole, options, &doc, &BTreeMap::new());
-    if let Err(e) = sched::place_with(whole, &sched::Occupancy::new(whole), &job, &idle) {
+    let empty = sched::Occupancy::new(whole);
+    // A flavor's tolerations and labels count: the job may fit only through one of them.
+    let idle_result = match sched::place_with(whole, &empty, &job, &idle) {
+        Err(e) if !flavors.is_empty() => flavors
+            .iter()
+            .find_map(|f| sched::place_with(whole, &empty, &job, &with_flavor(&idle, f)).ok())
+            .ok_or(e),
+        r => r,
+    };
+    if let Err(e) = idle_result {
         return Err(FormatError::input(
             &job_file,
             format!(
@@ -235,11 +267,24 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     let mut policy = PreemptionPolicy::default();
     let mut refused: Option<String> = None;
     let mut warnings: Vec<String> = Vec::new();
-    if !inputs.queues.is_empty() {
-        let mut files = Vec::new();
-        for p in inputs.queues {
-            files.push((p.display().to_string(), read_text(p)?));
+    if let Some(objects) = &kueue {
+        if options.dialect == sched::Dialect::Kueue {
+            let mut file = kueue_decide(
+                cluster,
+                objects,
+                &state_files,
+                &occupancy,
+                (&job_file, &job_text, &doc),
+                &job,
+                &input,
+                inputs.no_preempt,
+            )?;
+            file.warnings = warnings;
+            return Ok(file);
         }
+    }
+    if !inputs.queues.is_empty() {
+        let files = queue_files;
         let read = queues::read(&files);
         let dialect = crate::queues::dialect(&read);
         let (tree, problems) = crate::queues::tree_in(&read, dialect)?;
@@ -346,6 +391,141 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     file.warnings = warnings;
     file.network = network;
     Ok(file)
+}
+
+/// `place --queues` with Kueue queue objects: Kueue's admission
+/// ([`crate::kueue_admit::decide`]) with the quota the running Workloads hold, then topology
+/// placement on the nodes of the flavor each pod set was assigned, once the preemption
+/// targets are gone. Usage comes from Workload lists in the state when there are any, else from
+/// the running jobs' GPUs (their LocalQueue resolved in their namespace, counted on the first
+/// flavor of their ClusterQueue whose node labels their first node carries).
+#[allow(clippy::too_many_arguments)] // the parts `decide` has read
+fn kueue_decide(
+    cluster: &Cluster,
+    objects: &formats::kueue_objects::KueueObjects,
+    state_files: &[(String, String)],
+    occupancy: &sched::Occupancy,
+    (job_file, job_text, doc): (&str, &str, &jobs::JobDoc),
+    job: &sched::Job,
+    input: &sched::PlaceInput,
+    no_preempt: bool,
+) -> Result<PlacementFile, FormatError> {
+    use crate::kueue_admit as ka;
+    let admitted = match ka::admitted_from_state(state_files)? {
+        Some(w) => w,
+        None => {
+            let q = ka::queues(objects, &[])?;
+            let mut out = Vec::new();
+            for (i, (name, a)) in occupancy.jobs().iter().enumerate() {
+                let ns = name.split_once('/').map_or("default", |(n, _)| n);
+                let Some(ka::Resolved::ClusterQueue(cq)) =
+                    ka::resolve(objects, &q, ns, &a.job.queue).or_else(|| {
+                        q.find(&a.job.queue)
+                            .map(|_| ka::Resolved::ClusterQueue(a.job.queue.clone()))
+                    })
+                else {
+                    continue;
+                };
+                let node = a.pods.first().map(|p| &cluster.node(p.node).labels);
+                let spec = q.spec(q.find(&cq).expect("resolved"));
+                let flavor = spec
+                    .groups
+                    .iter()
+                    .filter(|g| g.covered.iter().any(|r| r == ka::GPU))
+                    .flat_map(|g| &g.flavors)
+                    .find(|(f, _)| {
+                        objects.flavor(f).is_none_or(|rf| {
+                            rf.node_labels
+                                .iter()
+                                .all(|(k, v)| node.is_some_and(|l| l.get(k) == Some(v)))
+                        })
+                    })
+                    .map(|(f, _)| f.clone());
+                let Some(flavor) = flavor else { continue };
+                out.push(sched::kueue::Admitted {
+                    name: name.clone(),
+                    cluster_queue: cq,
+                    priority: a.job.priority,
+                    admitted_at: i as i64,
+                    usage: vec![(flavor, ka::GPU.to_owned(), (a.milli_gpus() / 1000) as i64)],
+                });
+            }
+            out
+        }
+    };
+    let mut q = ka::queues(objects, &admitted)?;
+    let namespace = ka::job_namespace(job_file, job_text, doc.document)?;
+    let d = ka::decide(
+        objects,
+        &mut q,
+        job_file,
+        &namespace,
+        job,
+        &doc.tolerations,
+        &input.pod_sets,
+        i64::MAX,
+    )?;
+    let not_placed = |reason: String| PlacementFile {
+        job: Some(job.name.clone()),
+        placed: false,
+        reason: Some(reason),
+        pods: Vec::new(),
+        highest_tier: None,
+        worst_latency_us: None,
+        preempted: Vec::new(),
+        warnings: Vec::new(),
+        network: None,
+    };
+    if let Some(why) = d.pending {
+        return Ok(not_placed(why));
+    }
+    let a = d.assignment.expect("admitted with an assignment");
+    if no_preempt && !a.targets.is_empty() {
+        return Ok(not_placed(format!(
+            "{} (preemption needed, --no-preempt given)",
+            a.message()
+        )));
+    }
+    let mut occ = occupancy.clone();
+    let mut victims = Vec::new();
+    for t in &a.targets {
+        let name = q.admitted[t.admitted].name.clone();
+        occ.release(&name);
+        victims.push(name);
+    }
+    victims.sort();
+    let mut on_flavor = input.clone();
+    for (i, ps) in a.pod_sets.iter().enumerate() {
+        let flavor = ps
+            .flavors
+            .get(ka::GPU)
+            .map(|(f, _)| f.as_str())
+            .or(ps.flavor());
+        let (Some(f), Some(set)) = (
+            flavor.and_then(|f| objects.flavor(f)),
+            on_flavor.pod_sets.get_mut(i),
+        ) else {
+            continue;
+        };
+        set.node_selector
+            .extend(f.node_labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+        set.tolerations.extend(f.tolerations.iter().cloned());
+    }
+    let flavor_of = a.pod_sets.first().and_then(|p| {
+        p.flavors
+            .get(ka::GPU)
+            .map(|(f, _)| f.clone())
+            .or(p.flavor().map(str::to_owned))
+    });
+    Ok(match sched::place_with(cluster, &occ, job, &on_flavor) {
+        Ok(placement) => {
+            placement_file(cluster, &job.name, &sched::Decision { placement, victims })
+        }
+        Err(e) => not_placed(match flavor_of {
+            Some(f) => format!("flavor {f}: {e}"),
+            None => e.to_string(),
+        }),
+    })
 }
 
 /// Runners-up reported in `network.runners_up`.

@@ -13,6 +13,7 @@ mod error;
 mod invariants;
 mod job;
 mod kai_place;
+pub mod kueue;
 mod netaware;
 mod occupancy;
 mod order;

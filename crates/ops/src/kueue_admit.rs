@@ -1,0 +1,290 @@
+//! Kueue admission for `place --queues`, `queues validate` and `lint`: Kueue objects read from
+//! the queue files ([`formats::kueue_objects`]), the quota held by running Workloads, the job's
+//! LocalQueue resolved in its namespace, and [`sched::kueue::assign::assign`]'s decision —
+//! which flavor each pod set gets, or Kueue's reason for leaving it pending.
+
+use std::collections::BTreeMap;
+
+use formats::input::parse_documents;
+use formats::kueue_objects::{self, KueueObjects, ResourceFlavor};
+use formats::FormatError;
+use sched::kueue::{assign, Admitted, KueueQueues, PodSetRequest};
+use serde_json::Value;
+
+/// Kueue's resource name for GPUs.
+pub const GPU: &str = "nvidia.com/gpu";
+
+/// The label Kubernetes puts on every namespace with its name (the only namespace label
+/// railyard knows, so the only one a `namespaceSelector` can match here).
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// The Kueue objects of queue files (`(file, text)`); `None` when they declare no
+/// ClusterQueue or LocalQueue (KAI Queues, or only ResourceFlavors).
+pub fn read_objects(files: &[(String, String)]) -> Result<Option<KueueObjects>, FormatError> {
+    let mut objects = KueueObjects::default();
+    for (file, text) in files {
+        let docs = items(parse_documents(file, text)?);
+        objects.read(file, &docs);
+    }
+    if !objects.problems.is_empty() {
+        return Err(FormatError::Problems(objects.problems));
+    }
+    Ok(objects.has_queues().then_some(objects))
+}
+
+/// A `List` stands for its items.
+fn items(docs: Vec<Value>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for d in docs {
+        let is_list = d
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.ends_with("List"));
+        match (is_list, d.get("items").and_then(Value::as_array)) {
+            (true, Some(items)) => out.extend(items.iter().cloned()),
+            _ => out.push(d),
+        }
+    }
+    out
+}
+
+/// The quota tree of the objects, with the usage of the admitted Workloads counted.
+pub fn queues(objects: &KueueObjects, admitted: &[Admitted]) -> Result<KueueQueues, FormatError> {
+    let mut q = KueueQueues::new(&objects.cluster_queues, &objects.cohorts)
+        .map_err(|ps| FormatError::Problems(ps.iter().map(ToString::to_string).collect()))?;
+    for w in admitted {
+        q.admit_existing(w.clone())
+            .map_err(|p| FormatError::Problems(vec![format!("--state: {p}")]))?;
+    }
+    Ok(q)
+}
+
+/// The admitted Workloads of state files that are Workload lists (`kubectl get workloads -A -o
+/// json`), in file order; `None` when no state file is one.
+pub fn admitted_from_state(
+    files: &[(String, String)],
+) -> Result<Option<Vec<Admitted>>, FormatError> {
+    let mut out: Option<Vec<Admitted>> = None;
+    for (file, text) in files {
+        for d in parse_documents(file, text)? {
+            if formats::live::is_list_of(&d, "Workload") {
+                let mut w = kueue_objects::admitted_workloads(file, &d)?;
+                let base = out.as_ref().map_or(0, Vec::len) as i64;
+                for x in &mut w {
+                    x.admitted_at += base;
+                }
+                out.get_or_insert_with(Vec::new).extend(w);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The namespace of a job document (`metadata.namespace`, `default` when left out).
+pub fn job_namespace(file: &str, text: &str, document: usize) -> Result<String, FormatError> {
+    let docs = items(parse_documents(file, text)?);
+    Ok(docs
+        .get(document.saturating_sub(1))
+        .and_then(|d| d.pointer("/metadata/namespace"))
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_owned())
+}
+
+/// Where a job's queue label leads, or why Kueue keeps it pending before any quota check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolved {
+    /// The ClusterQueue's name.
+    ClusterQueue(String),
+    /// Kueue's reason for not considering the Workload.
+    Inadmissible(String),
+}
+
+/// Resolve the job's LocalQueue in its namespace as Kueue does (a missing LocalQueue, a
+/// stopped LocalQueue or ClusterQueue, a namespace the ClusterQueue does not select keep the
+/// Workload pending). `None`: no LocalQueue of that name in any namespace, nor a ClusterQueue
+/// (an input mistake).
+pub fn resolve(
+    objects: &KueueObjects,
+    q: &KueueQueues,
+    namespace: &str,
+    queue: &str,
+) -> Option<Resolved> {
+    let lq = match objects.local_queue(namespace, queue) {
+        Some(lq) => lq,
+        None if objects.local_queues.iter().any(|l| l.name == queue) => {
+            return Some(Resolved::Inadmissible(format!(
+                "LocalQueue {queue} doesn't exist in namespace {namespace}"
+            )))
+        }
+        None => return None,
+    };
+    if lq.stopped {
+        return Some(Resolved::Inadmissible(format!(
+            "LocalQueue {} is inactive",
+            lq.name
+        )));
+    }
+    let Some(cq) = q.find(&lq.cluster_queue) else {
+        return Some(Resolved::Inadmissible(format!(
+            "ClusterQueue {} doesn't exist",
+            lq.cluster_queue
+        )));
+    };
+    let labels = BTreeMap::from([(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned())]);
+    if !q.selects_namespace(cq, &labels) {
+        return Some(Resolved::Inadmissible(
+            "Workload namespace doesn't match ClusterQueue selector".to_owned(),
+        ));
+    }
+    if q.spec(cq).stopped {
+        return Some(Resolved::Inadmissible(format!(
+            "ClusterQueue {} is inactive",
+            lq.cluster_queue
+        )));
+    }
+    Some(Resolved::ClusterQueue(lq.cluster_queue.clone()))
+}
+
+/// The job's pod sets as Kueue counts them: per pod its requests besides GPUs (Kubernetes
+/// units) and whole GPUs as `nvidia.com/gpu` (a GPU share counts as one, as the device plugin
+/// asks for one GPU).
+pub fn pod_set_requests(job: &sched::Job, extras: &[sched::PodSetExtras]) -> Vec<PodSetRequest> {
+    job.pod_sets
+        .iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let mut per_pod: BTreeMap<String, i64> = extras
+                .get(i)
+                .map(|e| {
+                    e.requests
+                        .iter()
+                        .filter(|(r, _)| r.as_str() != sched::PODS)
+                        .map(|(r, v)| (r.clone(), (*v).min(i64::MAX as u64 / 2) as i64))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let gpus = match set.gpu {
+                sched::GpuRequest::Whole(g) => i64::from(g),
+                _ => 1,
+            };
+            if gpus > 0 {
+                per_pod.insert(GPU.to_owned(), gpus);
+            }
+            PodSetRequest {
+                name: set.name.clone(),
+                count: set.count,
+                per_pod,
+            }
+        })
+        .collect()
+}
+
+/// Why a flavor cannot take a pod set whatever the quota (Kueue's `checkFlavorForPodSets`):
+/// a NoSchedule/NoExecute taint of the flavor that neither the pod nor the flavor tolerates,
+/// or a node selector key of the flavor's labels with another value.
+pub fn flavor_mismatch(
+    flavor: Option<&ResourceFlavor>,
+    name: &str,
+    job_tolerations: &[sched::Toleration],
+    extras: Option<&sched::PodSetExtras>,
+) -> Option<String> {
+    let Some(f) = flavor else {
+        return Some(format!("flavor {name} not found"));
+    };
+    for t in &f.node_taints {
+        if !matches!(
+            t.effect,
+            topology::TaintEffect::NoSchedule | topology::TaintEffect::NoExecute
+        ) {
+            continue;
+        }
+        let tolerated = job_tolerations
+            .iter()
+            .chain(extras.into_iter().flat_map(|e| &e.tolerations))
+            .chain(&f.tolerations)
+            .any(|tol| tol.tolerates(t));
+        if !tolerated {
+            let effect = match t.effect {
+                topology::TaintEffect::NoSchedule => "NoSchedule",
+                topology::TaintEffect::NoExecute => "NoExecute",
+                topology::TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            };
+            return Some(format!(
+                "untolerated taint {{{} {} {effect}}} in flavor {name}",
+                t.key, t.value
+            ));
+        }
+    }
+    if let Some(e) = extras {
+        for (k, v) in &e.node_selector {
+            if f.node_labels.get(k).is_some_and(|fv| fv != v) {
+                return Some(format!("flavor {name} doesn't match node affinity"));
+            }
+        }
+    }
+    None
+}
+
+/// Kueue's decision for a job.
+#[derive(Clone, Debug)]
+pub struct Decision {
+    /// The ClusterQueue, when the LocalQueue led to one.
+    pub cluster_queue: Option<String>,
+    /// The flavor assignment, when quota was checked.
+    pub assignment: Option<sched::kueue::Assignment>,
+    /// Why the Workload is pending; `None`: admitted (maybe after preempting).
+    pub pending: Option<String>,
+}
+
+/// Decide a job's admission: resolve its queue, then assign flavors. `Err` when the job's queue
+/// is neither a LocalQueue nor a ClusterQueue of the files.
+#[allow(clippy::too_many_arguments)] // the job's parts as `place` holds them
+pub fn decide(
+    objects: &KueueObjects,
+    q: &mut KueueQueues,
+    job_file: &str,
+    namespace: &str,
+    job: &sched::Job,
+    tolerations: &[sched::Toleration],
+    extras: &[sched::PodSetExtras],
+    created: i64,
+) -> Result<Decision, FormatError> {
+    let cq_name = match resolve(objects, q, namespace, &job.queue) {
+        Some(Resolved::ClusterQueue(c)) => c,
+        Some(Resolved::Inadmissible(why)) => {
+            return Ok(Decision {
+                cluster_queue: None,
+                assignment: None,
+                pending: Some(why),
+            })
+        }
+        None => {
+            let known: Vec<String> = objects
+                .local_queues
+                .iter()
+                .map(|l| format!("{}/{}", l.namespace, l.name))
+                .collect();
+            return Err(FormatError::input(
+                job_file,
+                format!(
+                    "queue `{}`: no LocalQueue of that name in the queue files (Kueue resolves the queue-name label as a LocalQueue of the job's namespace `{namespace}`; LocalQueues: {})",
+                    job.queue,
+                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                ),
+            ));
+        }
+    };
+    let cq = q.find(&cq_name).expect("resolved ClusterQueue");
+    let requests = pod_set_requests(job, extras);
+    let check = |ps: usize, flavor: &str| {
+        flavor_mismatch(objects.flavor(flavor), flavor, tolerations, extras.get(ps))
+    };
+    let a = assign::assign(q, cq, &requests, job.priority, created, &check);
+    let pending = (!a.admitted()).then(|| a.message());
+    Ok(Decision {
+        cluster_queue: Some(cq_name),
+        assignment: Some(a),
+        pending,
+    })
+}
