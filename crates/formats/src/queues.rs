@@ -14,9 +14,11 @@
 //! Kueue mapping: `quota` = the sum of `nominalQuota` over the flavors; `limit` = quota + the sum
 //! of `borrowingLimit` (no `borrowingLimit` on some flavor = unlimited); `over_quota_weight` =
 //! `spec.fairSharing.weight` (default 1); the parent is `spec.cohortName` (`spec.cohort` in
-//! v1beta1) or a Cohort's `spec.parentName`. A cohort that is only named, or declares no
-//! resources, passes everything through (quota and limit unlimited), as in Kueue.
-//! `lendingLimit` is checked (0 ≤ lendingLimit ≤ nominalQuota) but does not change the tree.
+//! v1beta1) or a Cohort's `spec.parentName`. A ClusterQueue without a cohort is bounded by its
+//! nominal quota; a resource it does not cover is 0. A Cohort's quota is its own plus its
+//! children's (Kueue's subtree quota), a root Cohort bounded by it. `lendingLimit` is checked
+//! (≥ 0; above `nominalQuota` is allowed, as Kueue's webhook allows it) but does not change
+//! the fair-share tree; admission ([`crate::kueue_objects`], `sched::kueue`) models it.
 //!
 //! Lists as `kubectl get … -o json` prints them (`QueueList`, `List`) stand for their items
 //! (counted as documents 1, 2, … in messages); a live KAI Queue's `status` is kept
@@ -174,6 +176,20 @@ pub struct QueueFiles {
     pub jobs: Vec<JobEntry>,
     /// Problems in the files themselves (one line each, naming file and queue).
     pub problems: Vec<QueueFinding>,
+    /// Kueue LocalQueues: (namespace, name, ClusterQueue), in file order.
+    pub local_queues: Vec<(String, String, String)>,
+}
+
+impl QueueFiles {
+    /// The queue a job's queue name leads to: a LocalQueue of `namespace` (or, when
+    /// `namespace` is `None`, of any namespace) gives its ClusterQueue; any other name is
+    /// itself.
+    pub fn resolve_queue(&self, namespace: Option<&str>, queue: &str) -> String {
+        self.local_queues
+            .iter()
+            .find(|(ns, name, _)| name == queue && namespace.is_none_or(|n| n == ns))
+            .map_or_else(|| queue.to_owned(), |(_, _, cq)| cq.clone())
+    }
 }
 
 /// One parsed input file for [`read_documents`].
@@ -339,6 +355,14 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
                 ("kueue.x-k8s.io", "LocalQueue") => {
                     match d.pointer("/spec/clusterQueue").and_then(Value::as_str) {
                         Some(cq) => {
+                            out.local_queues.push((
+                                d.pointer("/metadata/namespace")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("default")
+                                    .to_owned(),
+                                name.clone(),
+                                cq.to_owned(),
+                            ));
                             local_queues.insert(name.clone(), cq.to_owned());
                             local_targets.push((
                                 name.clone(),
@@ -408,6 +432,7 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
             });
         }
     }
+    kueue_pools(&mut out.queues);
     let cluster_queues: std::collections::BTreeSet<&str> = out
         .queues
         .iter()
@@ -435,6 +460,78 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
         out.jobs.push(j);
     }
     out
+}
+
+/// A Kueue Cohort's pool is its own quota plus what its children lend it (Kueue's
+/// `SubtreeQuota`; lending limits are not modelled in the fair-share tree): each Cohort's
+/// quota becomes that sum, its limit the sum plus its own borrowing (a root Cohort has nothing
+/// above it to borrow from). Children's quotas then never exceed the Cohort's.
+fn kueue_pools(queues: &mut [QueueEntry]) {
+    let index: BTreeMap<String, usize> = queues
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| q.flavor != QueueFlavor::Kai)
+        .map(|(i, q)| (q.spec.name.clone(), i))
+        .collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); queues.len()];
+    for (i, q) in queues.iter().enumerate() {
+        if q.flavor == QueueFlavor::Kai {
+            continue;
+        }
+        if let Some(p) = q.spec.parent.as_ref().and_then(|p| index.get(p)) {
+            if *p != i {
+                children[*p].push(i);
+            }
+        }
+    }
+    // 0: not seen, 1: in progress (a cycle, reported by the tree check), 2: done.
+    let mut state = vec![0u8; queues.len()];
+    fn pool(i: usize, queues: &mut [QueueEntry], children: &[Vec<usize>], state: &mut [u8]) {
+        if state[i] != 0 {
+            return;
+        }
+        state[i] = 1;
+        for &c in &children[i] {
+            pool(c, queues, children, state);
+        }
+        if queues[i].flavor == QueueFlavor::Cohort {
+            let root = queues[i].spec.parent.is_none();
+            for r in Resource::ALL {
+                let own = queues[i].spec.resources[r as usize].unwrap_or_default();
+                let own_quota = if own.quota == UNLIMITED {
+                    0.0
+                } else {
+                    own.quota
+                };
+                let lent: f64 = children[i]
+                    .iter()
+                    .map(|&c| queues[c].spec.quota(r).quota)
+                    .map(|q| if q == UNLIMITED { 0.0 } else { q })
+                    .sum();
+                let quota = own_quota + lent;
+                let limit = if root || own.limit == UNLIMITED {
+                    if root {
+                        quota
+                    } else {
+                        UNLIMITED
+                    }
+                } else {
+                    quota + (own.limit - own_quota).max(0.0)
+                };
+                queues[i].spec.resources[r as usize] = Some(ResourceQuota {
+                    quota,
+                    limit,
+                    over_quota_weight: own.over_quota_weight,
+                });
+            }
+        }
+        state[i] = 2;
+    }
+    for i in 0..queues.len() {
+        if queues[i].flavor != QueueFlavor::Kai {
+            pool(i, queues, &children, &mut state);
+        }
+    }
 }
 
 fn pass_through(name: &str) -> QueueSpec {
@@ -839,10 +936,6 @@ fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> Queue
                         &format!("{at}.lendingLimit"),
                         format!("{v} is negative; expected a quantity ≥ 0"),
                     )),
-                    Some((Some(l), _)) if l > quota => problems.push(problem(
-                        &format!("{at}.lendingLimit"),
-                        format!("{l} is above nominalQuota {quota}"),
-                    )),
                     Some((None, v)) => problems.push(problem(
                         &format!("{at}.lendingLimit"),
                         format!("expected a quantity, got {v}"),
@@ -858,13 +951,31 @@ fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> Queue
     }
     let mut resources = [None; 3];
     for r in Resource::ALL {
-        if let Some((q, b, all)) = acc[r as usize] {
-            resources[r as usize] = Some(ResourceQuota {
+        resources[r as usize] = Some(match acc[r as usize] {
+            // Without a parent nothing can be borrowed: the nominal quota is the limit.
+            Some((q, _, _)) if parent.is_none() => ResourceQuota {
+                quota: q,
+                limit: q,
+                over_quota_weight: weight,
+            },
+            Some((q, b, all)) => ResourceQuota {
                 quota: q,
                 limit: if all { q + b } else { UNLIMITED },
                 over_quota_weight: weight,
-            });
-        }
+            },
+            // A resource no group covers: Kueue admits none of it ("resource … unavailable
+            // in ClusterQueue"). A Cohort adds nothing of it to the pool.
+            None if kind == "ClusterQueue" => ResourceQuota {
+                quota: 0.0,
+                limit: 0.0,
+                over_quota_weight: weight,
+            },
+            None => ResourceQuota {
+                quota: 0.0,
+                limit: UNLIMITED,
+                over_quota_weight: weight,
+            },
+        });
     }
     QueueSpec {
         name,

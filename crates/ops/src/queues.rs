@@ -242,6 +242,12 @@ pub fn share_report(
     let mut demand = vec![Resources::default(); tree.queues.len()];
     let mut capacity: Option<(Resources, [bool; 3])> = None;
     let mut add = |at: &str, queue: &str, r: Resources| -> Result<(), FormatError> {
+        // A Kueue LocalQueue stands for its ClusterQueue (`NAMESPACE/NAME` picks the namespace).
+        let resolved = match queue.split_once('/') {
+            Some((ns, name)) => read.resolve_queue(Some(ns), name),
+            None => read.resolve_queue(None, queue),
+        };
+        let queue = resolved.as_str();
         let q = tree.find(queue).ok_or_else(|| {
             FormatError::input(at, format!("queue `{queue}` is not in the queue files"))
         })?;
@@ -431,8 +437,18 @@ pub fn read_demand(file: &str, text: &str) -> Result<DemandRead, FormatError> {
             out.demand.push((queue.clone(), r));
         }
     } else {
+        let docs: Vec<Value> = docs;
         for j in jobs::read_jobs(file, text)? {
-            out.demand.push((j.queue.clone(), j.request()));
+            // The job's namespace goes with its queue name, so a LocalQueue resolves there.
+            let queue = match docs
+                .get(j.document.saturating_sub(1))
+                .and_then(|d| d.pointer("/metadata/namespace"))
+                .and_then(Value::as_str)
+            {
+                Some(ns) if j.format == jobs::JobFormat::Kueue => format!("{ns}/{}", j.queue),
+                _ => j.queue.clone(),
+            };
+            out.demand.push((queue, j.request()));
         }
     }
     Ok(out)

@@ -10,6 +10,7 @@ mod fabric;
 mod fuzz_regressions;
 mod hardening;
 mod kai;
+mod kueue_admission;
 mod launch;
 mod limits;
 mod lint;

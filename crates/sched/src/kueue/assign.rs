@@ -387,11 +387,9 @@ pub fn assign(
             }
         }
         let requests: Vec<(Fr, i64)> = assigned_usage.into_iter().collect();
-        match preempt::targets(q, cq, &need, &requests, priority, created) {
-            Some(t) => out.targets = t,
-            None => {
-                out.blocked = Some("no preemption targets were found".to_owned());
-            }
+        // No targets: the Workload waits with the assignment's message.
+        if let Some(t) = preempt::targets(q, cq, &need, &requests, priority, created) {
+            out.targets = t;
         }
     }
     if spec.stopped && out.blocked.is_none() {

@@ -1,0 +1,98 @@
+//! Kueue admission end to end: Kueue's own `sample-gpu-queues.yaml` (ClusterQueue
+//! `tas-cluster-queue`, 16 GPUs, no cohort; LocalQueue `tas-user-queue`) with Jobs naming the
+//! LocalQueue, through `place --queues`, `queues share`, `queues validate` and `lint`, as YAML
+//! and as `kubectl get … -o json` Lists, with running Workloads as `--state`.
+
+use formats::placement::PlacementFile;
+
+use crate::ok;
+
+const K: &str = "tests/fixtures/kueue";
+const KIND: &[&str] = &[
+    "--cluster",
+    "tests/fixtures/nodes/kind-workers.yaml",
+    "--topology",
+    "tests/fixtures/nodes/kueue-topology.yaml",
+];
+
+fn place(job: &str, queues: &str, state: Option<&str>) -> PlacementFile {
+    let job = format!("{K}/{job}");
+    let queues = format!("{K}/{queues}");
+    let mut args = vec!["place"];
+    args.extend_from_slice(KIND);
+    args.extend_from_slice(&["--job", &job, "--queues", &queues, "--output", "json"]);
+    let state = state.map(|s| format!("{K}/{s}"));
+    if let Some(s) = &state {
+        args.extend_from_slice(&["--state", s]);
+    }
+    serde_json::from_str(&ok(&args)).expect("placement JSON")
+}
+
+/// Kueue's message for a request above what a ClusterQueue can ever have
+/// (`flavorassigner.go` `fitsResourceQuota`, kubernetes-sigs/kueue ff69552).
+const TOO_BIG: &str = "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor tas-flavor, previously considered podsets requests (0) + current podset request (24) > maximum capacity (16)";
+
+#[test]
+fn the_sample_queues_keep_24_gpus_pending_and_admit_8() {
+    for queues in ["sample-gpu-queues.yaml", "kubectl-queues.json"] {
+        let p = place("job-gpu-24.yaml", queues, None);
+        assert!(!p.placed, "{queues}");
+        assert_eq!(p.reason.as_deref(), Some(TOO_BIG), "{queues}");
+        let p = place("job-gpu-8.yaml", queues, None);
+        assert!(p.placed, "{queues}: {:?}", p.reason);
+        assert_eq!(p.pods.iter().map(|p| p.gpus).sum::<f64>(), 8.0);
+        // No cohort: 16 GPUs fit when nothing runs.
+        assert!(place("job-gpu-16.yaml", queues, None).placed, "{queues}");
+    }
+    // The text output says the same.
+    let job = format!("{K}/job-gpu-24.yaml");
+    let queues = format!("{K}/sample-gpu-queues.yaml");
+    let mut args = vec!["place"];
+    args.extend_from_slice(KIND);
+    args.extend_from_slice(&["--job", &job, "--queues", &queues]);
+    assert_eq!(ok(&args), format!("job gpu-24: not placed: {TOO_BIG}\n"));
+}
+
+#[test]
+fn running_workloads_count_against_their_cluster_queue() {
+    // One admitted Workload holds 8 GPUs of tas-cluster-queue (status.admission.clusterQueue)
+    // on kind-worker: 8 more fit, 16 wait for the 8 in use.
+    let p = place(
+        "job-gpu-8.yaml",
+        "kubectl-queues.json",
+        Some("kubectl-workloads.json"),
+    );
+    assert!(p.placed, "{:?}", p.reason);
+    assert!(p.pods.iter().all(|p| p.node != "kind-worker"));
+    let p = place(
+        "job-gpu-16.yaml",
+        "kubectl-queues.json",
+        Some("kubectl-workloads.json"),
+    );
+    assert!(!p.placed);
+    assert_eq!(
+        p.reason.as_deref(),
+        Some("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor tas-flavor, 8 more needed")
+    );
+}
+
+#[test]
+fn share_validate_and_lint_read_the_local_queue() {
+    let queues = format!("{K}/sample-gpu-queues.yaml");
+    let job = format!("{K}/job-gpu-24.yaml");
+    let out = ok(&[
+        "queues", "share", "--queues", &queues, "--demand", &job, "--output", "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let q = &v["queues"][0];
+    assert_eq!(q["queue"], "tas-cluster-queue");
+    assert_eq!(q["gpu"]["demand"], 24.0);
+    // No cohort: never more than the nominal quota.
+    assert_eq!(q["gpu"]["fair_share"], 16.0);
+    assert_eq!(q["gpu"]["limit"], 16.0);
+    assert!(ok(&["queues", "validate", &queues, &job]).contains("no problems"));
+    assert!(ok(&["lint", &queues, &job]).contains("no findings"));
+    // Kueue's webhook allows a lendingLimit above the nominal quota.
+    let lending = format!("{K}/lending-above-nominal.yaml");
+    assert!(ok(&["queues", "validate", &lending]).starts_with("ok: "));
+}
