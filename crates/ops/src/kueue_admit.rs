@@ -110,6 +110,18 @@ pub fn resolve(
     namespace: &str,
     queue: &str,
 ) -> Option<Resolved> {
+    let labels = BTreeMap::from([(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned())]);
+    resolve_with_labels(objects, q, namespace, &labels, queue)
+}
+
+/// [`resolve`] with the namespace's labels given (Kubernetes' name label is added).
+pub fn resolve_with_labels(
+    objects: &KueueObjects,
+    q: &KueueQueues,
+    namespace: &str,
+    namespace_labels: &BTreeMap<String, String>,
+    queue: &str,
+) -> Option<Resolved> {
     let lq = match objects.local_queue(namespace, queue) {
         Some(lq) => lq,
         None if objects.local_queues.iter().any(|l| l.name == queue) => {
@@ -131,10 +143,11 @@ pub fn resolve(
             lq.cluster_queue
         )));
     };
-    let labels = BTreeMap::from([(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned())]);
+    let mut labels = namespace_labels.clone();
+    labels.insert(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned());
     if !q.selects_namespace(cq, &labels) {
         return Some(Resolved::Inadmissible(
-            "Workload namespace doesn't match ClusterQueue selector".to_owned(),
+            "workload namespace doesn't match ClusterQueue selector".to_owned(),
         ));
     }
     if q.spec(cq).stopped {
@@ -250,7 +263,31 @@ pub fn decide(
     extras: &[sched::PodSetExtras],
     created: i64,
 ) -> Result<Decision, FormatError> {
-    let cq_name = match resolve(objects, q, namespace, &job.queue) {
+    decide_in(
+        objects,
+        q,
+        job_file,
+        (namespace, &BTreeMap::new()),
+        job,
+        tolerations,
+        extras,
+        created,
+    )
+}
+
+/// [`decide`] with the namespace's labels.
+#[allow(clippy::too_many_arguments)] // as `decide`
+pub fn decide_in(
+    objects: &KueueObjects,
+    q: &mut KueueQueues,
+    job_file: &str,
+    (namespace, namespace_labels): (&str, &BTreeMap<String, String>),
+    job: &sched::Job,
+    tolerations: &[sched::Toleration],
+    extras: &[sched::PodSetExtras],
+    created: i64,
+) -> Result<Decision, FormatError> {
+    let cq_name = match resolve_with_labels(objects, q, namespace, namespace_labels, &job.queue) {
         Some(Resolved::ClusterQueue(c)) => c,
         Some(Resolved::Inadmissible(why)) => {
             return Ok(Decision {

@@ -194,6 +194,12 @@ impl Assignment {
             out.push_str(": ");
             out.push_str(&ps.reasons.join(", "));
         }
+        if self.mode() == Mode::Preempt && !self.targets.is_empty() {
+            out.push_str(&format!(
+                ". Pending the preemption of {} workload(s)",
+                self.targets.len()
+            ));
+        }
         if let Some(b) = &self.blocked {
             if !out.is_empty() {
                 out.push_str("; ");

@@ -152,7 +152,8 @@ pub struct KueueQueues {
 impl KueueQueues {
     /// Build the tree; Cohorts named but not declared exist with no quota, as in Kueue. Every
     /// problem at once: duplicate names, a flavor or resource twice in one queue, a cycle of
-    /// Cohorts, a `borrowingLimit` on a queue without a parent.
+    /// Cohorts. (A `borrowingLimit` without a parent, which Kueue's webhook refuses, changes
+    /// nothing: there is nothing to borrow from.)
     pub fn new(
         cqs: &[ClusterQueueSpec],
         cohorts: &[CohortSpec],
@@ -176,15 +177,6 @@ impl KueueQueues {
                                 queue: name.to_owned(),
                                 message: format!(
                                     "flavor `{flavor}` gives resource `{}` twice",
-                                    tree.resources[r as usize]
-                                ),
-                            });
-                        }
-                        if q.borrowing_limit.is_some() && !has_parent {
-                            problems.push(KueueProblem {
-                                queue: name.to_owned(),
-                                message: format!(
-                                    "flavor `{flavor}` resource `{}`: borrowingLimit without a cohort (Kueue's webhook: \"must be nil when cohort is empty\")",
                                     tree.resources[r as usize]
                                 ),
                             });

@@ -1,13 +1,13 @@
-//! Kueue's classical quota preemption, flattened: candidates in the ClusterQueue
+//! Kueue's classical quota preemption: candidates in the ClusterQueue
 //! (`withinClusterQueue`) and in borrowing ClusterQueues of the same Cohort tree
 //! (`reclaimWithinCohort`), in Kueue's candidate order (`common/ordering.go`
 //! `CandidatesOrdering`: other ClusterQueues first, then lower priority, then the most recently
 //! admitted), removed one by one until the Workload fits, then those not needed put back in
-//! reverse order (`preemption.go` `classicalPreemptions`, `fillBackWorkloads`). Borrowing while
-//! preempting follows `borrowWithinCohort` (`IsBorrowingWithinCohortForbidden`,
-//! `isAboveBorrowingThreshold`). Kueue's hierarchical-advantage split of the candidates
-//! (`collectCandidatesForHierarchicalReclaim`) is not modelled: the README's "Differences from
-//! Kueue" says so.
+//! reverse order (`preemption.go` `classicalPreemptions`, `fillBackWorkloads`,
+//! `candidate_generator.go`). Borrowing while preempting follows `borrowWithinCohort`
+//! (`IsBorrowingWithinCohortForbidden`, `isAboveBorrowingThreshold`); candidates of other
+//! ClusterQueues are split by hierarchical advantage (`collectCandidatesForHierarchicalReclaim`),
+//! a Cohort whose subtree is within nominal not skipped as a whole (only its ClusterQueues).
 
 use super::quota::Fr;
 use super::KueueQueues;
@@ -61,10 +61,33 @@ fn satisfies(policy: Policy, priority: i32, at: i64, cand_priority: i32, cand_at
     }
 }
 
-/// The Workloads ClusterQueue `cq` would preempt so that `requests` fit, or `None`. `priority`
-/// and `created` are the incoming Workload's (`created` orders `LowerOrNewerEqualPriority`).
-/// `need` are the (flavor, resource) pairs that need preemption: only Workloads using one of
-/// them are candidates.
+/// What kind of candidate a Workload is (`classical/hierarchical_preemption.go`
+/// `preemptionVariant`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    WithinCq,
+    Hierarchical,
+    ReclaimWithoutBorrowing,
+    ReclaimWhileBorrowing,
+}
+
+impl Variant {
+    fn reason(self) -> &'static str {
+        match self {
+            Variant::WithinCq => "InClusterQueue",
+            Variant::Hierarchical | Variant::ReclaimWithoutBorrowing => "InCohortReclamation",
+            Variant::ReclaimWhileBorrowing => "InCohortReclaimWhileBorrowing",
+        }
+    }
+}
+
+/// The Workloads ClusterQueue `cq` would preempt so that `requests` fit, or `None`
+/// (`classicalPreemptions`). `need` are the (flavor, resource) pairs that need preemption:
+/// only Workloads using one of them are candidates. `priority` and `created` are the incoming
+/// Workload's (`created` orders `LowerOrNewerEqualPriority`). Candidates come as Kueue's
+/// `candidateIterator` gives them: hierarchical-reclaim candidates, then priority candidates
+/// from other ClusterQueues, then the ClusterQueue's own, each group in
+/// `CandidatesOrdering` (lower priority first, then the most recently admitted).
 pub fn targets(
     q: &mut KueueQueues,
     cq: usize,
@@ -75,9 +98,39 @@ pub fn targets(
 ) -> Option<Vec<Target>> {
     let policy = q.spec(cq).preemption;
     let root = q.tree.root(cq);
-    let has_parent = q.tree.nodes[cq].parent.is_some();
-    // (admitted index, same queue, variant reason, may borrow while preempting it)
-    let mut cands: Vec<(usize, bool, &'static str, bool)> = Vec::new();
+    let path: Vec<usize> = {
+        let mut p = Vec::new();
+        let mut cur = q.tree.nodes[cq].parent;
+        while let Some(c) = cur {
+            p.push(c);
+            cur = q.tree.nodes[c].parent;
+        }
+        p
+    };
+    // Hierarchical advantage when reaching each ancestor (`QuantitiesFitInQuota` up the path).
+    let mut advantage_at = Vec::with_capacity(path.len());
+    let mut adv = requests
+        .iter()
+        .all(|(fr, v)| q.tree.nominal(cq, *fr) >= super::quota::add(q.tree.usage_of(cq, *fr), *v));
+    let mut remaining: Vec<(Fr, i64)> = requests
+        .iter()
+        .map(|(fr, v)| (*fr, (*v - q.tree.local_available(cq, *fr)).max(0)))
+        .collect();
+    for &a in &path {
+        advantage_at.push(adv);
+        let fits = remaining
+            .iter()
+            .all(|(fr, v)| !q.tree.borrowing_with(a, *fr, *v));
+        remaining = remaining
+            .iter()
+            .map(|(fr, v)| (*fr, (*v - q.tree.local_available(a, *fr)).max(0)))
+            .collect();
+        adv = adv || fits;
+    }
+    let forbidden = !policy.borrow_within_cohort;
+    let mut same = Vec::new();
+    let mut hier = Vec::new();
+    let mut prio = Vec::new();
     for i in 0..q.admitted.len() {
         let (wcq, usage) = q.admitted_usage(i);
         if !usage.iter().any(|(fr, v)| *v > 0 && need.contains(fr)) {
@@ -92,78 +145,95 @@ pub fn targets(
                 w.priority,
                 w.admitted_at,
             ) {
-                cands.push((i, true, "InClusterQueue", true));
+                same.push((i, Variant::WithinCq));
             }
             continue;
         }
-        if !has_parent || q.tree.root(wcq) != root {
+        if path.is_empty() || q.tree.root(wcq) != root || within_nominal(q, wcq, need) {
             continue;
         }
-        let borrowing = need
-            .iter()
-            .any(|fr| q.tree.usage_of(wcq, *fr) > q.tree.nominal(wcq, *fr));
-        if !borrowing
-            || !satisfies(
-                policy.reclaim_within_cohort,
-                priority,
-                created,
-                w.priority,
-                w.admitted_at,
-            )
-        {
+        if !satisfies(
+            policy.reclaim_within_cohort,
+            priority,
+            created,
+            w.priority,
+            w.admitted_at,
+        ) {
             continue;
         }
-        let while_borrowing = policy.borrow_within_cohort
-            && w.priority < priority
-            && policy
-                .max_priority_threshold
-                .is_none_or(|t| w.priority <= t);
-        if while_borrowing {
-            cands.push((i, false, "InCohortReclaimWhileBorrowing", true));
+        // The lowest common ancestor: the first of `cq`'s ancestors above `wcq`.
+        let mut above = Vec::new();
+        let mut cur = q.tree.nodes[wcq].parent;
+        while let Some(c) = cur {
+            above.push(c);
+            cur = q.tree.nodes[c].parent;
+        }
+        let Some(k) = path.iter().position(|a| above.contains(a)) else {
+            continue;
+        };
+        if advantage_at[k] {
+            hier.push((i, Variant::Hierarchical));
         } else {
-            cands.push((i, false, "InCohortReclamation", false));
+            let above_threshold = w.priority >= priority
+                || policy
+                    .max_priority_threshold
+                    .is_some_and(|t| w.priority > t);
+            let v = if forbidden || above_threshold {
+                Variant::ReclaimWithoutBorrowing
+            } else {
+                Variant::ReclaimWhileBorrowing
+            };
+            prio.push((i, v));
         }
     }
-    if cands.is_empty() {
-        return None;
-    }
-    // Other ClusterQueues first, then lower priority, then most recently admitted.
-    cands.sort_by(|a, b| {
-        let (wa, wb) = (&q.admitted[a.0], &q.admitted[b.0]);
-        a.1.cmp(&b.1)
-            .then(wa.priority.cmp(&wb.priority))
-            .then(wb.admitted_at.cmp(&wa.admitted_at))
-            .then(wa.name.cmp(&wb.name))
-    });
-    // Kueue tries with borrowing allowed first unless borrowWithinCohort forbids it while
-    // the queue is at or above nominal.
+    let order = |q: &KueueQueues, list: &mut Vec<(usize, Variant)>| {
+        list.sort_by(|a, b| {
+            let (wa, wb) = (&q.admitted[a.0], &q.admitted[b.0]);
+            wa.priority
+                .cmp(&wb.priority)
+                .then(wb.admitted_at.cmp(&wa.admitted_at))
+                .then(wa.name.cmp(&wb.name))
+        })
+    };
+    order(q, &mut hier);
+    order(q, &mut prio);
+    order(q, &mut same);
+    let no_other = hier.is_empty() && prio.is_empty();
     let under_nominal = need
         .iter()
         .all(|fr| q.tree.nominal(cq, *fr) > q.tree.usage_of(cq, *fr));
-    let attempts: &[bool] = if !policy.borrow_within_cohort && !under_nominal {
+    let attempts: &[bool] = if no_other || (forbidden && !under_nominal) {
         &[true]
+    } else if forbidden && hier.is_empty() {
+        &[false, true]
     } else {
         &[true, false]
     };
+    let cands: Vec<(usize, Variant)> = hier.into_iter().chain(prio).chain(same).collect();
+    if cands.is_empty() {
+        return None;
+    }
     for &allow_borrowing in attempts {
         let mut removed: Vec<usize> = Vec::new();
-        let mut found = None;
-        for (k, c) in cands.iter().enumerate() {
-            // Without borrowing every candidate may go; with borrowing only those whose
-            // variant allows it (same queue or reclaim while borrowing) — Kueue's
-            // `candidateIterator.Next(borrowing)`.
-            if allow_borrowing && !c.3 && !borrow_ok(q, cq, need) {
-                continue;
+        let mut found = false;
+        for (k, &(i, variant)) in cands.iter().enumerate() {
+            if variant != Variant::WithinCq {
+                if allow_borrowing && variant == Variant::ReclaimWithoutBorrowing {
+                    continue;
+                }
+                if within_nominal(q, q.admitted_usage(i).0, need) {
+                    continue;
+                }
             }
-            remove(q, c.0);
+            remove(q, i);
             removed.push(k);
             if fits(q, cq, requests, allow_borrowing) {
-                found = Some(());
+                found = true;
                 break;
             }
         }
-        if found.is_some() {
-            // Put back what is not needed, last removed first (the last stays).
+        if found {
+            // Put back what is not needed, from the second last removed down.
             let mut keep = removed.clone();
             for j in (0..removed.len().saturating_sub(1)).rev() {
                 let idx = cands[removed[j]].0;
@@ -181,7 +251,7 @@ pub fn targets(
                 .iter()
                 .map(|&k| Target {
                     admitted: cands[k].0,
-                    reason: cands[k].2,
+                    reason: cands[k].1.reason(),
                 })
                 .collect();
             out.sort_by_key(|t| t.admitted);
@@ -194,11 +264,11 @@ pub fn targets(
     None
 }
 
-/// Whether the ClusterQueue is within nominal for every resource needing preemption, so a
-/// reclaim candidate that forbids borrowing still counts.
-fn borrow_ok(q: &KueueQueues, cq: usize, need: &[Fr]) -> bool {
+/// Whether ClusterQueue `n` uses at most its nominal quota of every pair in `need`
+/// (`IsWithinNominalInResources`).
+fn within_nominal(q: &KueueQueues, n: usize, need: &[Fr]) -> bool {
     need.iter()
-        .all(|fr| q.tree.usage_of(cq, *fr) <= q.tree.nominal(cq, *fr))
+        .all(|fr| q.tree.usage_of(n, *fr) <= q.tree.nominal(n, *fr))
 }
 
 fn remove(q: &mut KueueQueues, i: usize) {

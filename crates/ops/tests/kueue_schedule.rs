@@ -1,0 +1,216 @@
+//! Cases of Kueue's TestSchedule as data (`tests/kueue/scheduler_test_*.yaml`): Kueue YAML for
+//! the queue objects, Workloads holding quota as `kubectl get workloads -o json` gives them,
+//! pending Workloads naming LocalQueues. Each pending Workload goes through
+//! `ops::kueue_admit` (LocalQueue in its namespace, then `sched::kueue::assign`); an admitted
+//! one then holds its quota. A case marked `difference:` must still differ.
+
+use std::collections::BTreeMap;
+
+use formats::kueue_objects::{admitted_workloads, KueueObjects};
+use ops::kueue_admit::{flavor_mismatch, queues, resolve_with_labels, Resolved};
+use sched::kueue::{assign, Admitted, PodSetRequest};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduleFile {
+    kueue_commit: String,
+    file: String,
+    test: String,
+    namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: String,
+    #[serde(default)]
+    extra_queues: Option<String>,
+    #[serde(default)]
+    admitted: Option<String>,
+    pending: String,
+    want: BTreeMap<String, Want>,
+    difference: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Want {
+    /// Pod set → resource → flavor.
+    #[serde(default)]
+    admitted: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    #[serde(default)]
+    preempted: Vec<String>,
+    #[serde(default)]
+    pending: Option<String>,
+    #[serde(default)]
+    not_queued: bool,
+}
+
+fn yaml(text: &str) -> Value {
+    serde_norway::from_str(text).expect("YAML")
+}
+
+fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
+    v.pointer(p).and_then(Value::as_str).unwrap_or("")
+}
+
+fn requests(wl: &Value) -> Vec<PodSetRequest> {
+    wl.pointer("/spec/podSets")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .map(|ps| PodSetRequest {
+            name: str_at(ps, "/name").to_owned(),
+            count: ps["count"].as_u64().unwrap() as u32,
+            per_pod: ps["requests"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(r, v)| (r.clone(), formats::kueue_objects::amount(r, v).unwrap()))
+                .collect(),
+        })
+        .collect()
+}
+
+fn outcome(case: &Case, file: &ScheduleFile, base: &str) -> BTreeMap<String, Want> {
+    let mut objects = KueueObjects::default();
+    let mut text = base.to_owned();
+    if let Some(extra) = &case.extra_queues {
+        text.push_str("\n---\n");
+        text.push_str(extra);
+    }
+    let docs = formats::input::parse_documents(&case.name, &text).unwrap();
+    objects.read(&case.name, &docs);
+    assert!(
+        objects.problems.is_empty(),
+        "{}: {:?}",
+        case.name,
+        objects.problems
+    );
+    let mut held: Vec<Admitted> = match &case.admitted {
+        Some(a) => {
+            let list = serde_json::json!({"kind": "List", "items": yaml(a)});
+            admitted_workloads(&case.name, &list).unwrap()
+        }
+        None => Vec::new(),
+    };
+    let mut out = BTreeMap::new();
+    for wl in yaml(&case.pending).as_array().unwrap() {
+        let ns = str_at(wl, "/metadata/namespace");
+        let key = format!("{ns}/{}", str_at(wl, "/metadata/name"));
+        let mut q = queues(&objects, &held).unwrap();
+        let labels = file.namespaces.get(ns).cloned().unwrap_or_default();
+        let queue = str_at(wl, "/spec/queueName");
+        let cq = match resolve_with_labels(&objects, &q, ns, &labels, queue) {
+            None => {
+                out.insert(
+                    key,
+                    Want {
+                        not_queued: true,
+                        ..Want::default()
+                    },
+                );
+                continue;
+            }
+            Some(Resolved::Inadmissible(why)) => {
+                out.insert(
+                    key,
+                    Want {
+                        pending: Some(why),
+                        ..Want::default()
+                    },
+                );
+                continue;
+            }
+            Some(Resolved::ClusterQueue(cq)) => cq,
+        };
+        let n = q.find(&cq).unwrap();
+        let priority = wl
+            .pointer("/spec/priority")
+            .and_then(Value::as_i64)
+            .unwrap_or(0) as i32;
+        let check = |_: usize, f: &str| flavor_mismatch(objects.flavor(f), f, &[], None);
+        let a = assign::assign(&mut q, n, &requests(wl), priority, i64::MAX, &check);
+        let mut preempted: Vec<String> = a
+            .targets
+            .iter()
+            .map(|t| q.admitted[t.admitted].name.clone())
+            .collect();
+        preempted.sort();
+        let want = if a.mode() == sched::kueue::Mode::Fit && a.blocked.is_none() {
+            held.push(Admitted {
+                name: key.clone(),
+                cluster_queue: cq,
+                priority,
+                admitted_at: held.len() as i64,
+                usage: a.usage.clone(),
+            });
+            Want {
+                admitted: Some(
+                    a.pod_sets
+                        .iter()
+                        .map(|ps| {
+                            (
+                                ps.name.clone(),
+                                ps.flavors
+                                    .iter()
+                                    .map(|(r, (f, _))| (r.clone(), f.clone()))
+                                    .collect(),
+                            )
+                        })
+                        .collect(),
+                ),
+                ..Want::default()
+            }
+        } else {
+            // Not admitted in this cycle (preemption issued or waiting): Kueue's message.
+            Want {
+                pending: Some(a.message()),
+                preempted,
+                ..Want::default()
+            }
+        };
+        out.insert(key, want);
+    }
+    out
+}
+
+#[test]
+fn kueue_test_schedule_cases_give_kueues_outcome() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kueue");
+    let base = std::fs::read_to_string(format!("{dir}/scheduler_test_base.yaml")).unwrap();
+    let f: ScheduleFile = serde_norway::from_str(
+        &std::fs::read_to_string(format!("{dir}/scheduler_test_schedule.yaml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(f.kueue_commit.len(), 40);
+    assert_eq!(
+        (f.file.as_str(), f.test.as_str()),
+        ("pkg/scheduler/scheduler_test.go", "TestSchedule")
+    );
+    let (mut passed, mut differences) = (0, 0);
+    for c in &f.cases {
+        let got = outcome(c, &f, &base);
+        match &c.difference {
+            None => {
+                assert_eq!(got, c.want, "{}", c.name);
+                passed += 1;
+            }
+            Some(why) => {
+                assert_ne!(
+                    got, c.want,
+                    "{}: marked as a difference ({why}) but agrees",
+                    c.name
+                );
+                differences += 1;
+            }
+        }
+    }
+    eprintln!(
+        "TestSchedule: {} cases, {passed} pass, {differences} documented differences",
+        f.cases.len()
+    );
+}
