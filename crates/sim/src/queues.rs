@@ -307,6 +307,7 @@ fn first_leaf(tree: &QueueTree, mut q: QueueId) -> Option<QueueId> {
 
 /// What a subtree lends its members (Kueue): each leaf its nominal quota less what it keeps,
 /// each cohort its own nominal quota (none when it passes through) plus its children's.
+/// Kueue semantics: `sched::kueue::quota` (`SubtreeQuota`).
 fn lendable(tree: &QueueTree, kept: &[Resources], q: QueueId) -> Resources {
     let spec = &tree.queues[q.index()];
     let mut out = Resources::default();
@@ -315,7 +316,13 @@ fn lendable(tree: &QueueTree, kept: &[Resources], q: QueueId) -> Resources {
         let own = if tree.is_leaf(q) {
             (bound(quota) - kept[q.index()].get(r)).max(0.0)
         } else if spec.resources[r as usize].is_some() && quota >= 0.0 {
-            quota
+            // A Kueue Cohort's quota is its pool (its own nominal quota plus its children's,
+            // `formats::queues`): its own part is what the children do not bring.
+            let children: f64 = tree.children[q.index()]
+                .iter()
+                .map(|c| bound(tree.queues[c.index()].quota(r).quota))
+                .sum();
+            (quota - children).max(0.0)
         } else {
             0.0
         };

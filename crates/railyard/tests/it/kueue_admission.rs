@@ -96,3 +96,29 @@ fn share_validate_and_lint_read_the_local_queue() {
     let lending = format!("{K}/lending-above-nominal.yaml");
     assert!(ok(&["queues", "validate", &lending]).starts_with("ok: "));
 }
+
+#[test]
+fn simulate_keeps_a_cluster_queue_without_a_cohort_within_its_nominal_quota() {
+    // research: nominal 16, no cohort. Of small.csv's research jobs, ring-32 and big-64 can
+    // never be admitted (above 16); ring-16 (submitted at 10 s) waits for warmup (8 GPUs, ends at
+    // 600 s) since 8 + 16 > 16. `--check-invariants` fails the run if a queue goes above its limit.
+    let args = [
+        "simulate",
+        "--cluster",
+        "preset:philly-512",
+        "--trace",
+        "tests/fixtures/traces/small.csv",
+        "--queues",
+        "tests/fixtures/queues/sim-kueue-no-cohort.yaml",
+        "--check-invariants",
+        "-o",
+        "json",
+    ];
+    let v: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    let research = &v["queues"][1];
+    assert_eq!(research["queue"], "research");
+    assert_eq!(research["jobs"], 4);
+    assert_eq!(research["completed"], 2);
+    assert_eq!(research["avg_wait_s"].as_f64(), Some((600.0 - 10.0) / 2.0));
+    assert_eq!(research["preemptions"], 0);
+}

@@ -165,7 +165,7 @@ impl KueueQueues {
                     n: usize,
                     name: &str,
                     groups: &[ResourceGroup],
-                    has_parent: bool,
+                    _has_parent: bool,
                     problems: &mut Vec<KueueProblem>| {
             for g in groups {
                 for (flavor, res) in &g.flavors {
