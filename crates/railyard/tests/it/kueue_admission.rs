@@ -122,3 +122,25 @@ fn simulate_keeps_a_cluster_queue_without_a_cohort_within_its_nominal_quota() {
     assert_eq!(research["avg_wait_s"].as_f64(), Some((600.0 - 10.0) / 2.0));
     assert_eq!(research["preemptions"], 0);
 }
+
+#[test]
+fn a_flavor_toleration_counts_in_the_can_never_be_placed_check() {
+    // Every node is tainted nvidia.com/gpu:NoSchedule; the job has no toleration, the sample's
+    // ResourceFlavor tas-flavor tolerates it.
+    let cluster = [
+        "--cluster",
+        "tests/fixtures/kueue/kind-workers-gpu-tainted.yaml",
+        "--topology",
+        "tests/fixtures/nodes/kueue-topology.yaml",
+    ];
+    let job = format!("{K}/job-gpu-8.yaml");
+    let queues = format!("{K}/sample-gpu-queues.yaml");
+    let mut args = vec!["place"];
+    args.extend_from_slice(&cluster);
+    args.extend_from_slice(&["--job", &job]);
+    let e = crate::fails(&args);
+    assert!(e.contains("can never be placed"), "{e}");
+    args.extend_from_slice(&["--queues", &queues, "--output", "json"]);
+    let p: PlacementFile = serde_json::from_str(&ok(&args)).unwrap();
+    assert!(p.placed, "{:?}", p.reason);
+}
