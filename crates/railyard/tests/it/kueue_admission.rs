@@ -144,3 +144,85 @@ fn a_flavor_toleration_counts_in_the_can_never_be_placed_check() {
     let p: PlacementFile = serde_json::from_str(&ok(&args)).unwrap();
     assert!(p.placed, "{:?}", p.reason);
 }
+
+/// Kueue's example manifests (`tests/fixtures/kueue/examples/`, from Kueue's
+/// `site/static/examples/` at ff69552): each setup and its job pass `queues validate` and
+/// `lint`, and Kueue's admission admits the job to the flavor Kueue's documentation shows.
+/// These jobs ask for CPU and memory only, which railyard does not place (it places GPU jobs),
+/// so the admission is checked through `ops::kueue_admit` directly.
+#[test]
+fn kueue_example_manifests_validate_lint_and_are_admitted_to_their_flavor() {
+    let e = "tests/fixtures/kueue/examples";
+    for (setup, job, flavor) in [
+        (
+            "admin_single-clusterqueue-setup",
+            "jobs_sample-job",
+            "default-flavor",
+        ),
+        (
+            "admin_shared-quota-setup",
+            "admin_shared-quota-sample-job",
+            "on-demand",
+        ),
+        (
+            "getting-started_quick-start-setup",
+            "getting-started_quick-start-job",
+            "default-flavor",
+        ),
+        ("tas_sample-queues", "tas_sample-job-required", "tas-flavor"),
+        (
+            "tas_sample-queues",
+            "tas_sample-job-preferred",
+            "tas-flavor",
+        ),
+        (
+            "tas_sample-queues",
+            "tas_sample-job-unconstrained",
+            "tas-flavor",
+        ),
+    ] {
+        let setup = format!("{e}/{setup}.yaml");
+        let job = format!("{e}/{job}.yaml");
+        assert!(
+            ok(&["queues", "validate", &setup, &job]).contains("no problems"),
+            "{job}"
+        );
+        assert!(ok(&["lint", &setup, &job]).contains("no findings"), "{job}");
+        let files: Vec<(String, String)> = [&setup, &job]
+            .iter()
+            .map(|f| (f.to_string(), std::fs::read_to_string(f).unwrap()))
+            .collect();
+        let objects = ops::kueue_admit::read_objects(&files[..1])
+            .unwrap()
+            .unwrap();
+        let mut q = ops::kueue_admit::queues(&objects, &[]).unwrap();
+        let doc: serde_json::Value = serde_norway::from_str(&files[1].1).unwrap();
+        let ns = doc["metadata"]["namespace"].as_str().unwrap_or("default");
+        let lq = doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+            .as_str()
+            .unwrap();
+        let Some(ops::kueue_admit::Resolved::ClusterQueue(cq)) =
+            ops::kueue_admit::resolve(&objects, &q, ns, lq)
+        else {
+            panic!("{job}: LocalQueue {lq} not resolved");
+        };
+        let per_pod = doc
+            .pointer("/spec/template/spec/containers/0/resources/requests")
+            .and_then(serde_json::Value::as_object)
+            .unwrap()
+            .iter()
+            .map(|(r, v)| (r.clone(), formats::kueue_objects::amount(r, v).unwrap()))
+            .collect();
+        let req = vec![sched::kueue::PodSetRequest {
+            name: "main".to_owned(),
+            count: doc["spec"]["parallelism"].as_u64().unwrap_or(1) as u32,
+            per_pod,
+        }];
+        let n = q.find(&cq).unwrap();
+        let check =
+            |_: usize, f: &str| ops::kueue_admit::flavor_mismatch(objects.flavor(f), f, &[], None);
+        let a = sched::kueue::assign::assign(&mut q, n, &req, 0, 0, &check);
+        assert!(a.admitted(), "{job}: {}", a.message());
+        assert_eq!(a.pod_sets[0].flavor(), Some(flavor), "{job}");
+    }
+}
