@@ -89,7 +89,7 @@ fn kueue_test_available_cases_give_kueues_numbers() {
         let mut q = queues_of(&c.name, &c.queues);
         // No usage: available equals the expected potential.
         let (a0, p0) = measure(&q, &c.potential);
-        let mut add = |q: &mut KueueQueues, sign: i64| {
+        let add = |q: &mut KueueQueues, sign: i64| {
             for (cq, frs) in &c.usage {
                 let n = q.find(cq).unwrap();
                 for (key, v) in frs {

@@ -108,6 +108,9 @@ fn try_next(m: Granular, f: &FlavorFungibility) -> bool {
         || (m.borrow > 0 && f.when_can_borrow == Fungibility::TryNextFlavor)
 }
 
+/// Resource → (flavor, mode).
+type Flavors = BTreeMap<String, (String, Mode)>;
+
 /// One pod set's flavors and Kueue's reasons when it does not simply fit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PodSetAssignment {
@@ -308,7 +311,7 @@ pub fn assign(
                 .filter(|(r, _)| group.covered.contains(r))
                 .map(|(r, v)| (r, *v))
                 .collect();
-            let mut best: Option<(BTreeMap<String, (String, Mode)>, Granular)> = None;
+            let mut best: Option<(Flavors, Granular)> = None;
             let mut reasons = Vec::new();
             for (flavor, _) in &group.flavors {
                 if let Some(why) = check(pi, flavor) {
@@ -458,14 +461,16 @@ fn fits_quota(
         };
         for t in &targets {
             let (wcq, usage) = q.admitted_usage(t.admitted);
-            for (f, v) in usage.to_vec() {
+            let usage = usage.to_vec();
+            for (f, v) in usage {
                 q.tree.remove_usage(wcq, f, v);
             }
         }
         let (after, _) = q.tree.lowest_subtree_that_fits(cq, fr, val);
         for t in &targets {
             let (wcq, usage) = q.admitted_usage(t.admitted);
-            for (f, v) in usage.to_vec() {
+            let usage = usage.to_vec();
+            for (f, v) in usage {
                 q.tree.add_usage(wcq, f, v);
             }
         }
