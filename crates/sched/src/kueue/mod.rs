@@ -242,16 +242,11 @@ impl KueueQueues {
             };
             tree.set_parent(child, p);
         }
-        let mut reported = std::collections::BTreeSet::new();
-        for n in 0..tree.nodes.len() {
-            if let Some(c) = tree.cycle_at(n) {
-                if reported.insert(c) {
-                    problems.push(KueueProblem {
-                        queue: tree.nodes[c].name.clone(),
-                        message: "the Cohorts' parentName chain forms a cycle".to_owned(),
-                    });
-                }
-            }
+        for c in tree.cycles() {
+            problems.push(KueueProblem {
+                queue: tree.nodes[c].name.clone(),
+                message: "the Cohorts' parentName chain forms a cycle".to_owned(),
+            });
         }
         if !problems.is_empty() {
             return Err(problems);
@@ -310,5 +305,27 @@ impl KueueQueues {
             None => false,
             Some(reqs) => reqs.iter().all(|r| r.matches(labels)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cohort(name: &str, parent: &str) -> CohortSpec {
+        CohortSpec {
+            name: name.to_owned(),
+            parent: Some(parent.to_owned()),
+            ..CohortSpec::default()
+        }
+    }
+
+    #[test]
+    fn a_cycle_of_cohorts_is_one_problem_and_a_chain_is_none() {
+        let e = KueueQueues::new(&[], &[cohort("a", "b"), cohort("b", "a"), cohort("c", "a")])
+            .unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].message.contains("cycle"));
+        assert!(KueueQueues::new(&[], &[cohort("a", "b"), cohort("c", "a")]).is_ok());
     }
 }

@@ -81,7 +81,8 @@ pub struct QuotaTree {
     pub flavors: Vec<String>,
     /// Resource names by id.
     pub resources: Vec<String>,
-    by_name: BTreeMap<(bool, String), usize>,
+    cq_ids: BTreeMap<String, usize>,
+    cohort_ids: BTreeMap<String, usize>,
     flavor_ids: BTreeMap<String, u32>,
     resource_ids: BTreeMap<String, u32>,
 }
@@ -112,12 +113,15 @@ impl QuotaTree {
 
     /// Add a node (no parent yet); `None` when a node of that kind and name exists.
     pub fn add_node(&mut self, name: &str, kind: NodeKind) -> Option<usize> {
-        let key = (kind == NodeKind::Cohort, name.to_owned());
-        if self.by_name.contains_key(&key) {
+        let ids = match kind {
+            NodeKind::ClusterQueue => &mut self.cq_ids,
+            NodeKind::Cohort => &mut self.cohort_ids,
+        };
+        if ids.contains_key(name) {
             return None;
         }
         let id = self.nodes.len();
-        self.by_name.insert(key, id);
+        ids.insert(name.to_owned(), id);
         self.nodes.push(Node {
             name: name.to_owned(),
             kind,
@@ -132,12 +136,12 @@ impl QuotaTree {
 
     /// The ClusterQueue called `name`.
     pub fn cluster_queue(&self, name: &str) -> Option<usize> {
-        self.by_name.get(&(false, name.to_owned())).copied()
+        self.cq_ids.get(name).copied()
     }
 
     /// The Cohort called `name`.
     pub fn cohort(&self, name: &str) -> Option<usize> {
-        self.by_name.get(&(true, name.to_owned())).copied()
+        self.cohort_ids.get(name).copied()
     }
 
     /// Make `parent` the parent of `child`.
@@ -146,18 +150,34 @@ impl QuotaTree {
         self.nodes[parent].children.push(child);
     }
 
-    /// A cohort on the parent chain of `node` that leads back to itself, if any.
-    pub fn cycle_at(&self, node: usize) -> Option<usize> {
-        let mut seen = vec![false; self.nodes.len()];
-        let mut cur = self.nodes[node].parent;
-        while let Some(c) = cur {
-            if seen[c] {
-                return Some(c);
+    /// One node of each cycle of parent links, in node order (each node is walked once).
+    pub fn cycles(&self) -> Vec<usize> {
+        // 0: not seen; 1 + w: on walk w; usize::MAX: done.
+        let mut mark = vec![0usize; self.nodes.len()];
+        let mut out = Vec::new();
+        for start in 0..self.nodes.len() {
+            if mark[start] != 0 {
+                continue;
             }
-            seen[c] = true;
-            cur = self.nodes[c].parent;
+            let mut walk = Vec::new();
+            let mut cur = Some(start);
+            while let Some(c) = cur {
+                if mark[c] != 0 {
+                    if mark[c] == start + 1 {
+                        out.push(c);
+                    }
+                    break;
+                }
+                mark[c] = start + 1;
+                walk.push(c);
+                cur = self.nodes[c].parent;
+            }
+            for w in walk {
+                mark[w] = usize::MAX;
+            }
         }
-        None
+        out.sort_unstable();
+        out
     }
 
     /// Recompute every subtree quota and usage from the quotas and the ClusterQueues' usage
@@ -181,8 +201,8 @@ impl QuotaTree {
         if self.nodes[n].kind == NodeKind::Cohort {
             self.nodes[n].usage.clear();
         }
-        let children = self.nodes[n].children.clone();
-        for c in children {
+        for k in 0..self.nodes[n].children.len() {
+            let c = self.nodes[n].children[k];
             self.update_node(c);
             let lent: Vec<(Fr, i64)> = self.nodes[c]
                 .subtree
