@@ -72,7 +72,8 @@ pub struct LivePod {
 pub struct LiveJob {
     /// `NAMESPACE/NAME`.
     pub name: String,
-    /// Queue (Kueue's or KAI's queue label, else `default`).
+    /// Queue: a Workload's admitting ClusterQueue (`status.admission.clusterQueue`), else the
+    /// Kueue or KAI queue label, else `default`.
     pub queue: String,
     /// Priority (the pods' `spec.priority`).
     pub priority: i32,
@@ -627,8 +628,10 @@ pub fn read_workloads(
             .unwrap_or(Value::Null);
         out.push(LiveJob {
             name: format!("{ns}/{owner}"),
+            // Quota is held by the ClusterQueue that admitted it, not the LocalQueue named.
             queue: wl
-                .pointer("/spec/queueName")
+                .pointer("/status/admission/clusterQueue")
+                .or_else(|| wl.pointer("/spec/queueName"))
                 .and_then(Value::as_str)
                 .unwrap_or("default")
                 .to_owned(),

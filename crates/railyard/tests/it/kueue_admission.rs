@@ -226,3 +226,22 @@ fn kueue_example_manifests_validate_lint_and_are_admitted_to_their_flavor() {
         assert_eq!(a.pod_sets[0].flavor(), Some(flavor), "{job}");
     }
 }
+
+#[test]
+fn a_running_workload_is_counted_for_the_cluster_queue_that_admitted_it() {
+    // kubectl-workloads.json: Workload of Job running-8, spec.queueName tas-user-queue (a
+    // LocalQueue), status.admission.clusterQueue tas-cluster-queue.
+    let options = formats::k8s::ImportOptions {
+        topology: Some("tests/fixtures/nodes/kueue-topology.yaml".into()),
+        ..Default::default()
+    };
+    let cluster = ops::cluster::load("tests/fixtures/nodes/kind-workers.yaml", &options)
+        .unwrap()
+        .cluster;
+    let file = format!("{K}/kubectl-workloads.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let occ = formats::state::read(&file, &text, &cluster).unwrap();
+    let job = &occ.jobs()["default/running-8"];
+    assert_eq!(job.job.queue, "tas-cluster-queue");
+    assert_eq!(job.milli_gpus(), 8000);
+}
