@@ -325,3 +325,135 @@ pub fn decide_in(
         pending,
     })
 }
+
+/// `place --queues` with Kueue queue objects: Kueue's admission
+/// ([`crate::kueue_admit::decide`]) with the quota the running Workloads hold, then topology
+/// placement on the nodes of the flavor each pod set was assigned, once the preemption
+/// targets are gone. Usage comes from Workload lists in the state when there are any, else from
+/// the running jobs' GPUs (their LocalQueue resolved in their namespace, counted on the first
+/// flavor of their ClusterQueue whose node labels their first node carries).
+#[allow(clippy::too_many_arguments)] // the parts `decide` has read
+pub fn place_decision(
+    cluster: &topology::Cluster,
+    objects: &KueueObjects,
+    state_files: &[(String, String)],
+    occupancy: &sched::Occupancy,
+    (job_file, job_text, doc): (&str, &str, &formats::jobs::JobDoc),
+    job: &sched::Job,
+    input: &sched::PlaceInput,
+    no_preempt: bool,
+) -> Result<formats::placement::PlacementFile, FormatError> {
+    let admitted = match admitted_from_state(state_files)? {
+        Some(w) => w,
+        None => {
+            let q = queues(objects, &[])?;
+            let mut out = Vec::new();
+            for (i, (name, a)) in occupancy.jobs().iter().enumerate() {
+                let ns = name.split_once('/').map_or("default", |(n, _)| n);
+                let Some(Resolved::ClusterQueue(cq)) = resolve(objects, &q, ns, &a.job.queue)
+                    .or_else(|| {
+                        q.find(&a.job.queue)
+                            .map(|_| Resolved::ClusterQueue(a.job.queue.clone()))
+                    })
+                else {
+                    continue;
+                };
+                let node = a.pods.first().map(|p| &cluster.node(p.node).labels);
+                let spec = q.spec(q.find(&cq).expect("resolved"));
+                let flavor = spec
+                    .groups
+                    .iter()
+                    .filter(|g| g.covered.iter().any(|r| r == GPU))
+                    .flat_map(|g| &g.flavors)
+                    .find(|(f, _)| {
+                        objects.flavor(f).is_none_or(|rf| {
+                            rf.node_labels
+                                .iter()
+                                .all(|(k, v)| node.is_some_and(|l| l.get(k) == Some(v)))
+                        })
+                    })
+                    .map(|(f, _)| f.clone());
+                let Some(flavor) = flavor else { continue };
+                out.push(sched::kueue::Admitted {
+                    name: name.clone(),
+                    cluster_queue: cq,
+                    priority: a.job.priority,
+                    admitted_at: i as i64,
+                    usage: vec![(flavor, GPU.to_owned(), (a.milli_gpus() / 1000) as i64)],
+                });
+            }
+            out
+        }
+    };
+    let mut q = queues(objects, &admitted)?;
+    let namespace = job_namespace(job_file, job_text, doc.document)?;
+    let d = decide(
+        objects,
+        &mut q,
+        job_file,
+        &namespace,
+        job,
+        &doc.tolerations,
+        &input.pod_sets,
+        i64::MAX,
+    )?;
+    let not_placed = |reason: String| formats::placement::PlacementFile {
+        job: Some(job.name.clone()),
+        placed: false,
+        reason: Some(reason),
+        pods: Vec::new(),
+        highest_tier: None,
+        worst_latency_us: None,
+        preempted: Vec::new(),
+        warnings: Vec::new(),
+        network: None,
+    };
+    if let Some(why) = d.pending {
+        return Ok(not_placed(why));
+    }
+    let a = d.assignment.expect("admitted with an assignment");
+    if no_preempt && !a.targets.is_empty() {
+        return Ok(not_placed(format!(
+            "{} (preemption needed, --no-preempt given)",
+            a.message()
+        )));
+    }
+    let mut occ = occupancy.clone();
+    let mut victims = Vec::new();
+    for t in &a.targets {
+        let name = q.admitted[t.admitted].name.clone();
+        occ.release(&name);
+        victims.push(name);
+    }
+    victims.sort();
+    let mut on_flavor = input.clone();
+    for (i, ps) in a.pod_sets.iter().enumerate() {
+        let flavor = ps.flavors.get(GPU).map(|(f, _)| f.as_str()).or(ps.flavor());
+        let (Some(f), Some(set)) = (
+            flavor.and_then(|f| objects.flavor(f)),
+            on_flavor.pod_sets.get_mut(i),
+        ) else {
+            continue;
+        };
+        set.node_selector
+            .extend(f.node_labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+        set.tolerations.extend(f.tolerations.iter().cloned());
+    }
+    let flavor_of = a.pod_sets.first().and_then(|p| {
+        p.flavors
+            .get(GPU)
+            .map(|(f, _)| f.clone())
+            .or(p.flavor().map(str::to_owned))
+    });
+    Ok(match sched::place_with(cluster, &occ, job, &on_flavor) {
+        Ok(placement) => crate::place::placement_file(
+            cluster,
+            &job.name,
+            &sched::Decision { placement, victims },
+        ),
+        Err(e) => not_placed(match flavor_of {
+            Some(f) => format!("flavor {f}: {e}"),
+            None => e.to_string(),
+        }),
+    })
+}
