@@ -92,6 +92,18 @@ fn share_validate_and_lint_read_the_local_queue() {
     assert_eq!(q["gpu"]["limit"], 16.0);
     assert!(ok(&["queues", "validate", &queues, &job]).contains("no problems"));
     assert!(ok(&["lint", &queues, &job]).contains("no findings"));
+    // The same objects as `kubectl get clusterqueues,localqueues,cohorts,resourceflavors -A -o json`.
+    let list = format!("{K}/kubectl-queues.json");
+    assert_eq!(
+        ok(&["queues", "validate", &list, &job]),
+        "ok: 1 queues, 1 jobs, no problems\n"
+    );
+    assert!(ok(&["lint", &list, &job]).contains("no findings"));
+    let out = ok(&[
+        "queues", "share", "--queues", &list, "--demand", &job, "--output", "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["queues"][0]["gpu"]["fair_share"], 16.0);
     // Kueue's webhook allows a lendingLimit above the nominal quota.
     let lending = format!("{K}/lending-above-nominal.yaml");
     assert!(ok(&["queues", "validate", &lending]).starts_with("ok: "));
