@@ -257,3 +257,30 @@ fn a_running_workload_is_counted_for_the_cluster_queue_that_admitted_it() {
     assert_eq!(job.job.queue, "tas-cluster-queue");
     assert_eq!(job.milli_gpus(), 8000);
 }
+
+#[test]
+fn quota_preemption_within_the_cluster_queue_stops_the_lower_priority_workload() {
+    // 8 of the 16 GPUs are held by running-8 (priority 0). A 16-GPU job at priority 100 needs
+    // them: with withinClusterQueue LowerPriority Kueue preempts running-8, and placement then
+    // uses its node; without preemption the job waits with Kueue's message.
+    let p = place(
+        "job-gpu-16-urgent.yaml",
+        "sample-gpu-queues-preempting.yaml",
+        Some("kubectl-workloads.json"),
+    );
+    assert!(p.placed, "{:?}", p.reason);
+    assert_eq!(p.preempted, vec!["default/running-8".to_owned()]);
+    assert_eq!(p.pods.iter().map(|p| p.gpus).sum::<f64>(), 16.0);
+    let p = place(
+        "job-gpu-16-urgent.yaml",
+        "sample-gpu-queues.yaml",
+        Some("kubectl-workloads.json"),
+    );
+    assert!(!p.placed);
+    assert!(p.preempted.is_empty());
+    assert!(
+        p.reason.as_deref().unwrap().ends_with("8 more needed"),
+        "{:?}",
+        p.reason
+    );
+}
