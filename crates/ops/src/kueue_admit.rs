@@ -329,7 +329,7 @@ pub fn decide_in(
 /// `place --queues` with Kueue queue objects: Kueue's admission
 /// ([`crate::kueue_admit::decide`]) with the quota the running Workloads hold, then topology
 /// placement on the nodes of the flavor each pod set was assigned, once the preemption
-/// targets are gone. Usage comes from Workload lists in the state when there are any, else from
+/// targets are gone: the decision, or why the job is not placed. Usage comes from Workload lists in the state when there are any, else from
 /// the running jobs' GPUs (their LocalQueue resolved in their namespace, counted on the first
 /// flavor of their ClusterQueue whose node labels their first node carries).
 #[allow(clippy::too_many_arguments)] // the parts `decide` has read
@@ -342,7 +342,7 @@ pub fn place_decision(
     job: &sched::Job,
     input: &sched::PlaceInput,
     no_preempt: bool,
-) -> Result<formats::placement::PlacementFile, FormatError> {
+) -> Result<Result<sched::Decision, String>, FormatError> {
     let admitted = match admitted_from_state(state_files)? {
         Some(w) => w,
         None => {
@@ -397,23 +397,12 @@ pub fn place_decision(
         &input.pod_sets,
         i64::MAX,
     )?;
-    let not_placed = |reason: String| formats::placement::PlacementFile {
-        job: Some(job.name.clone()),
-        placed: false,
-        reason: Some(reason),
-        pods: Vec::new(),
-        highest_tier: None,
-        worst_latency_us: None,
-        preempted: Vec::new(),
-        warnings: Vec::new(),
-        network: None,
-    };
     if let Some(why) = d.pending {
-        return Ok(not_placed(why));
+        return Ok(Err(why));
     }
     let a = d.assignment.expect("admitted with an assignment");
     if no_preempt && !a.targets.is_empty() {
-        return Ok(not_placed(format!(
+        return Ok(Err(format!(
             "{} (preemption needed, --no-preempt given)",
             a.message()
         )));
@@ -446,12 +435,8 @@ pub fn place_decision(
             .or(p.flavor().map(str::to_owned))
     });
     Ok(match sched::place_with(cluster, &occ, job, &on_flavor) {
-        Ok(placement) => crate::place::placement_file(
-            cluster,
-            &job.name,
-            &sched::Decision { placement, victims },
-        ),
-        Err(e) => not_placed(match flavor_of {
+        Ok(placement) => Ok(sched::Decision { placement, victims }),
+        Err(e) => Err(match flavor_of {
             Some(f) => format!("flavor {f}: {e}"),
             None => e.to_string(),
         }),

@@ -269,7 +269,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     let mut warnings: Vec<String> = Vec::new();
     if let Some(objects) = &kueue {
         if options.dialect == sched::Dialect::Kueue {
-            let mut file = crate::kueue_admit::place_decision(
+            let decision = crate::kueue_admit::place_decision(
                 cluster,
                 objects,
                 &state_files,
@@ -279,6 +279,20 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
                 &input,
                 inputs.no_preempt,
             )?;
+            let mut file = match decision {
+                Ok(d) => placement_file(cluster, &job.name, &d),
+                Err(reason) => PlacementFile {
+                    job: Some(job.name.clone()),
+                    placed: false,
+                    reason: Some(reason),
+                    pods: Vec::new(),
+                    highest_tier: None,
+                    worst_latency_us: None,
+                    preempted: Vec::new(),
+                    warnings: Vec::new(),
+                    network: None,
+                },
+            };
             file.warnings = warnings;
             return Ok(file);
         }
