@@ -32,8 +32,8 @@ pub fn read_objects(files: &[(String, String)]) -> Result<Option<KueueObjects>, 
     Ok(objects.has_queues().then_some(objects))
 }
 
-/// A `List` stands for its items.
-fn items(docs: Vec<Value>) -> Vec<Value> {
+/// The objects of parsed documents, a `List` standing for its items.
+pub fn items(docs: Vec<Value>) -> Vec<Value> {
     let mut out = Vec::new();
     for d in docs {
         let is_list = d

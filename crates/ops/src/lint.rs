@@ -702,6 +702,16 @@ fn check_queues(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
         })
         .collect();
     let read = queues::read_documents(&sources, queues::JobSelection::NamingAQueue);
+    for (file, document, path, message) in kueue_never_admitted(docs, &read) {
+        let places = files
+            .iter()
+            .find(|(f, _, _)| *f == file)
+            .map(|(_, _, places)| places.as_slice())
+            .unwrap_or_default();
+        if let Some(&i) = places.get(document.wrapping_sub(1)) {
+            out.push((i, vec![Problem::new(Severity::Warning, path, message)]));
+        }
+    }
     // A finding without a known document (none expected for parsed files) goes to the file's
     // first document, or the first queue's, so that none is lost.
     let first_queue = docs.iter().position(|d| is_queue(&d.value)).unwrap_or(0);
@@ -725,6 +735,49 @@ fn check_queues(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
                 f.message,
             )],
         ));
+    }
+    out
+}
+
+/// Jobs of Kueue ClusterQueues that ask for more GPUs than their ClusterQueue can ever have in
+/// any flavor (Kueue's `PotentialAvailable`, through its Cohorts): Kueue accepts them and keeps
+/// them pending for ever. (file, document, path, message) of the job.
+fn kueue_never_admitted(
+    docs: &[Document],
+    read: &queues::QueueFiles,
+) -> Vec<(String, usize, String, String)> {
+    let mut objects = formats::kueue_objects::KueueObjects::default();
+    let values = crate::kueue_admit::items(docs.iter().map(|d| d.value.clone()).collect());
+    objects.read("-", &values);
+    let Ok(q) = crate::kueue_admit::queues(&objects, &[]) else {
+        return Vec::new();
+    };
+    let gpu = crate::kueue_admit::GPU;
+    let mut out = Vec::new();
+    for j in &read.jobs {
+        let Some(cq) = q.find(&j.queue).filter(|_| j.request.gpu > 0.0) else {
+            continue;
+        };
+        let groups = &q.spec(cq).groups;
+        let most = groups
+            .iter()
+            .filter(|g| g.covered.iter().any(|r| r == gpu))
+            .flat_map(|g| &g.flavors)
+            .filter_map(|(f, _)| q.tree.fr(f, gpu))
+            .map(|fr| q.tree.potential_available(cq, fr))
+            .max();
+        let message = match most {
+            None => format!(
+                "Kueue keeps job `{}` pending: resource {gpu} unavailable in ClusterQueue {}",
+                j.job, j.queue
+            ),
+            Some(m) if (m as f64) < j.request.gpu => format!(
+                "Kueue keeps job `{}` pending: it asks for {} {gpu}, above the most ClusterQueue {} can ever have in any flavor ({m})",
+                j.job, j.request.gpu, j.queue
+            ),
+            Some(_) => continue,
+        };
+        out.push((j.file.clone(), j.document, j.queue_field.clone(), message));
     }
     out
 }

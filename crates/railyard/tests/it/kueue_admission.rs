@@ -91,13 +91,18 @@ fn share_validate_and_lint_read_the_local_queue() {
     assert_eq!(q["gpu"]["fair_share"], 16.0);
     assert_eq!(q["gpu"]["limit"], 16.0);
     assert!(ok(&["queues", "validate", &queues, &job]).contains("no problems"));
-    assert!(ok(&["lint", &queues, &job]).contains("no findings"));
+    // lint warns that Kueue accepts the 24-GPU job and keeps it pending for ever.
+    let never = format!("{job}: document 1: metadata.labels[kueue.x-k8s.io/queue-name]: warning: Kueue keeps job `gpu-24` pending: it asks for 24 nvidia.com/gpu, above the most ClusterQueue tas-cluster-queue can ever have in any flavor (16)\n");
+    assert_eq!(ok(&["lint", &queues, &job]), never);
+    let fits = format!("{K}/job-gpu-16.yaml");
+    assert!(ok(&["lint", &queues, &fits]).contains("no findings"));
     // The same objects as `kubectl get clusterqueues,localqueues,cohorts,resourceflavors -A -o json`.
     let list = format!("{K}/kubectl-queues.json");
     assert_eq!(
         ok(&["queues", "validate", &list, &job]),
         "ok: 1 queues, 1 jobs, no problems\n"
     );
+    // lint reads a List's documents as one object: its queue checks do not see the items.
     assert!(ok(&["lint", &list, &job]).contains("no findings"));
     let out = ok(&[
         "queues", "share", "--queues", &list, "--demand", &job, "--output", "json",
