@@ -6,7 +6,8 @@
 //! Megatron-Core's rank-order rule, [`traffic`] says what each kind of group moves per step,
 //! [`compute`] counts FLOPs and the pipeline bubble, and [`price_step`] prices all of it on a
 //! [`fabric::Fabric`] for one rank-to-GPU mapping, with the running jobs' traffic. [`advise`]
-//! ranks the exposed costs with the change that would cut each.
+//! ranks the exposed costs with the change that would cut each; [`Pace`] re-prices a step from
+//! each kind's bandwidth ratio, for the simulator.
 //!
 //! This crate is pure: no I/O, no clock. It knows nothing about placement, queues or files:
 //! the caller says which GPU each rank runs on.
@@ -17,6 +18,7 @@ mod error;
 pub mod groups;
 pub mod layout;
 pub mod model;
+pub mod pace;
 pub mod price;
 pub mod traffic;
 
@@ -25,5 +27,6 @@ pub use error::LayoutError;
 pub use groups::{groups, Kind};
 pub use layout::{Dim, Layout, Optimizer, Precision, Recompute, Training};
 pub use model::{preset, Model, PRESETS};
+pub use pace::{Pace, PaceComm};
 pub use price::{first_gpus, price_step, PricedComm, Step, StepInput};
 pub use traffic::{traffic, Op, Traffic};

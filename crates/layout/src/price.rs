@@ -300,29 +300,11 @@ pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step,
     }
 
     // Overlap rules (module note).
-    let r = f64::from(u8::from(t.recompute == Recompute::Full));
-    let per_mb = compute / f64::from(m.max(1));
-    let mut per_mb_comm = 0.0;
-    for c in comms.iter_mut() {
-        c.exposed_s = match c.kind {
-            Kind::Tp if t.overlap_tp => (c.time_s - compute).max(0.0),
-            Kind::Tp | Kind::Cp | Kind::Ep | Kind::Pp => c.time_s,
-            Kind::Dp | Kind::ExpertDp if !t.overlap_dp => c.time_s,
-            Kind::Dp | Kind::ExpertDp => {
-                let hide = match (t.optimizer, c.op) {
-                    (Optimizer::Fsdp, _) => compute,
-                    (_, Op::AllGather) => per_mb / (3.0 + r),
-                    _ => per_mb * (2.0 + r) / (3.0 + r),
-                };
-                (c.time_s - hide).max(0.0)
-            }
-        };
-        if matches!(c.kind, Kind::Tp | Kind::Cp | Kind::Ep | Kind::Pp) {
-            per_mb_comm += c.exposed_s;
-        }
+    let times: Vec<(Kind, Op, f64)> = comms.iter().map(|c| (c.kind, c.op, c.time_s)).collect();
+    let (exposed_each, bubble, frac) = overlap(t, compute, &times);
+    for (c, e) in comms.iter_mut().zip(exposed_each) {
+        c.exposed_s = e;
     }
-    let frac = bubble_fraction(t.layout.pp, t.layout.vp, m);
-    let bubble = frac * (compute + per_mb_comm);
     let exposed: f64 = comms.iter().map(|c| c.exposed_s).sum();
     let step = compute + bubble + exposed;
     let tokens = f64::from(t.global_batch) * f64::from(t.model.seq);
@@ -344,6 +326,42 @@ pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step,
         mfu: model_flops / (step * n * peak),
         comms,
     })
+}
+
+/// The overlap rules of the module note: each collective's exposed time (for `times`, one
+/// `(kind, op, time per step)` per collective), the bubble and the bubble fraction, for a job
+/// whose compute per step is `compute` s.
+pub(crate) fn overlap(
+    t: &Training,
+    compute: f64,
+    times: &[(Kind, Op, f64)],
+) -> (Vec<f64>, f64, f64) {
+    let m = t.micro_batches();
+    let r = f64::from(u8::from(t.recompute == Recompute::Full));
+    let per_mb = compute / f64::from(m.max(1));
+    let mut per_mb_comm = 0.0;
+    let mut exposed = Vec::with_capacity(times.len());
+    for &(kind, op, time_s) in times {
+        let e = match kind {
+            Kind::Tp if t.overlap_tp => (time_s - compute).max(0.0),
+            Kind::Tp | Kind::Cp | Kind::Ep | Kind::Pp => time_s,
+            Kind::Dp | Kind::ExpertDp if !t.overlap_dp => time_s,
+            Kind::Dp | Kind::ExpertDp => {
+                let hide = match (t.optimizer, op) {
+                    (Optimizer::Fsdp, _) => compute,
+                    (_, Op::AllGather) => per_mb / (3.0 + r),
+                    _ => per_mb * (2.0 + r) / (3.0 + r),
+                };
+                (time_s - hide).max(0.0)
+            }
+        };
+        if matches!(kind, Kind::Tp | Kind::Cp | Kind::Ep | Kind::Pp) {
+            per_mb_comm += e;
+        }
+        exposed.push(e);
+    }
+    let frac = bubble_fraction(t.layout.pp, t.layout.vp, m);
+    (exposed, frac * (compute + per_mb_comm), frac)
 }
 
 /// The first `gpus` GPUs of `cluster` in cluster order (hosts, then GPU index), one rank each:

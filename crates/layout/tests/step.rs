@@ -5,7 +5,7 @@
 mod common;
 
 use fabric::{Fabric, Rank, RoutingConfig};
-use layout::{preset, price_step, Kind, Layout, StepInput, Training};
+use layout::{preset, price_step, Kind, Layout, Pace, StepInput, Training};
 use topology::NodeId;
 
 fn job(model: &str, layout: &str, batch: u32) -> Training {
@@ -128,4 +128,62 @@ fn bad_placements_name_the_field() {
     let mut twice = common::first_gpus(&selene, 16);
     twice[9] = twice[8];
     assert!(err(&twice, &mut fabric).starts_with("placement: tp communicator:"));
+}
+
+fn spread_ranks(hosts: u32) -> Vec<Rank> {
+    (0..hosts)
+        .map(|n| Rank {
+            node: NodeId(n),
+            gpu: 0,
+        })
+        .collect()
+}
+
+/// A pace built from a step keeps it: with each network kind at the ratio the step was priced
+/// at (priced busbw ÷ ideal busbw), it gives back `price_step`'s step time; inside one host the
+/// network changes nothing and the ideal step is the priced step.
+#[test]
+fn pace_reassembles_the_priced_step() {
+    let selene = common::selene();
+    let t = job("megatron-7.5b", "tp=4,dp=2", 16);
+    let inside = common::price(&selene, &t, None);
+    let pace = Pace::new(&t, &inside);
+    assert!(pace.network_kinds().is_empty());
+    assert_eq!(pace.ideal_step_s, inside.step_s);
+    assert_eq!(pace.step_s(|_| 0.25), inside.step_s);
+
+    let mut fabric = Fabric::new(&selene);
+    let spread = price_step(
+        &mut fabric,
+        StepInput {
+            training: &t,
+            ranks: &spread_ranks(8),
+            cfg: &RoutingConfig::default(),
+            running: &[],
+            efficiency: None,
+        },
+    )
+    .unwrap();
+    let pace = Pace::new(&t, &spread);
+    assert_eq!(pace.network_kinds(), vec![Kind::Tp, Kind::Dp]);
+    let ratio = |k: Kind| {
+        let c = spread.comms.iter().find(|c| c.kind == k).unwrap();
+        (c.busbw_gb_s / c.ideal_busbw_gb_s).min(1.0)
+    };
+    let again = pace.step_s(ratio);
+    assert!(
+        (again - spread.step_s).abs() <= 1e-9 * spread.step_s,
+        "{again} vs {}",
+        spread.step_s
+    );
+    assert!(pace.ideal_step_s <= spread.step_s);
+    // Half the bandwidth: the exposed communication doubles, the compute does not.
+    let half = pace.step_s(|k| ratio(k) / 2.0);
+    let exposed = spread.step_s - spread.compute_s - spread.bubble_s;
+    assert!(
+        half > spread.step_s + 0.9 * exposed,
+        "{half} vs {}",
+        spread.step_s
+    );
+    assert!(pace.step_s(|_| 0.0).is_infinite());
 }
