@@ -46,6 +46,8 @@ const NATIVE_COLUMNS: &[&str] = &[
     "bytes_per_step",
     "checkpoint_s",
     "restart_s",
+    "model",
+    "layout",
 ];
 
 /// Read a trace file as a stream: rows are parsed as the bounded reader
@@ -552,6 +554,8 @@ struct Extras {
     topology: TopologyAsk,
     comm: Option<CommProfile>,
     checkpoint: sim::CheckpointAsk,
+    /// Boxed: most rows have none.
+    training: Option<Box<layout::Training>>,
 }
 
 /// No name or extras (`u32::MAX` in [`CompactRow`]).
@@ -670,6 +674,7 @@ impl Table {
                     job.preemptible = x.preemptible;
                     job.topology = x.topology;
                     job.comm = x.comm;
+                    job.training = x.training.map(|t| *t);
                     job.checkpoint = x.checkpoint;
                 }
             }
@@ -918,6 +923,7 @@ fn parse_row<'r>(
                 topology: TopologyAsk::None,
                 comm: None,
                 checkpoint: sim::CheckpointAsk::default(),
+                training: None,
             };
             for (name, slot) in [
                 ("checkpoint_s", &mut extras.checkpoint.interval_s),
@@ -974,6 +980,7 @@ fn parse_row<'r>(
             } else if bytes.is_some() {
                 return Err("bytes_per_step: given without comm_share".to_owned());
             }
+            extras.training = training(cols, r, row.gpus, extras.comm.is_some())?;
             row.extras = Some(extras);
             Ok(row)
         }
@@ -982,6 +989,38 @@ fn parse_row<'r>(
         | TraceFormat::KueueWorkloads
         | TraceFormat::Openb => Err("format not resolved".to_owned()),
     }
+}
+
+/// A native row's `model` (a `layout` preset) and `layout` (`tp=8,pp=4,dp=16`, as
+/// `railyard fabric step --layout`), both or neither, with Megatron's defaults for the rest
+/// (`layout::Training::new`: micro-batch 1, global batch = DP, bf16, plain DP, no recomputation,
+/// no overlap); the layout's GPUs must be the row's `gpus`, and no `comm_share` beside it.
+fn training(
+    cols: &Columns<'_>,
+    r: &csv::StringRecord,
+    gpus: u32,
+    has_comm: bool,
+) -> Result<Option<Box<layout::Training>>, String> {
+    let model = optional(cols, r, "model");
+    let text = optional(cols, r, "layout");
+    let (model, text) = match (model, text) {
+        (None, None) => return Ok(None),
+        (Some(m), Some(l)) => (m, l),
+        (Some(_), None) => return Err("layout: expected a layout beside model".to_owned()),
+        (None, Some(_)) => return Err("model: expected a model preset beside layout".to_owned()),
+    };
+    if has_comm {
+        return Err(
+            "comm_share: a layout job's communication comes from its layout; leave comm_share empty"
+                .to_owned(),
+        );
+    }
+    let m = layout::preset(model).map_err(|e| format!("model: {}", e.message))?;
+    let l = layout::Layout::parse(text).map_err(|e| format!("layout: {}", e.message))?;
+    let t = layout::Training::new(m, l);
+    t.validate(u64::from(gpus))
+        .map_err(|e| format!("layout: {e}"))?;
+    Ok(Some(Box::new(t)))
 }
 
 #[cfg(test)]
@@ -1199,6 +1238,40 @@ mod tests {
         assert_eq!(t.jobs[0].comm.unwrap().comm_share, 0.3);
         assert_eq!(t.jobs[1].queue, "default");
         assert!(t.jobs[1].comm.is_none());
+    }
+
+    #[test]
+    fn native_model_and_layout_columns() {
+        let text = "name,submit_s,duration_s,gpus,model,layout\na,0,10,64,llama3-70b,\"tp=8,pp=4,dp=2\"\nb,1,5,8,,\n";
+        let t = parse_trace("n.csv", text, TraceFormat::Auto, false).unwrap();
+        let a = t.jobs[0].training.as_ref().unwrap();
+        assert_eq!((a.layout.tp, a.layout.pp, a.layout.dp), (8, 4, 2));
+        assert_eq!(a.model, layout::preset("llama3-70b").unwrap());
+        assert!(t.jobs[1].training.is_none());
+        let head = "name,submit_s,duration_s,gpus,model,layout,comm_share\n";
+        for (row, want) in [
+            (
+                "a,0,10,64,llama3-70b,\"tp=8,pp=4,dp=4\",",
+                "line 2: layout: ",
+            ),
+            ("a,0,10,64,gpt-9,\"tp=8,pp=4,dp=2\",", "line 2: model: "),
+            ("a,0,10,64,llama3-70b,\"tp=8,pq=4\",", "line 2: layout: "),
+            (
+                "a,0,10,64,llama3-70b,,",
+                "line 2: layout: expected a layout beside model",
+            ),
+            ("a,0,10,64,,tp=8,", "line 2: model: "),
+            (
+                "a,0,10,64,llama3-70b,\"tp=8,pp=4,dp=2\",0.2",
+                "line 2: comm_share: ",
+            ),
+        ] {
+            let e = parse_trace("n.csv", &format!("{head}{row}\n"), TraceFormat::Auto, false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{row}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
     }
 }
 

@@ -4,10 +4,28 @@
 //! scratch on every change ([`fabric_network_from_scratch`], the reference it is tested
 //! against); and [`FromScratch`], which turns a function of the whole running set into a
 //! [`Network`].
+//!
+//! Layout jobs (design note, 2026-12-01). A job with a model and layout
+//! ([`crate::trace::TraceJob::training`]) is priced once when it starts: `layout::price_step` on
+//! an empty fabric over its ranks (its nodes × GPUs in order) gives its [`layout::Pace`], each
+//! collective's time at its kind's ideal bus bandwidth. Each of its communicator groups that
+//! spans hosts is then started in the incremental [`FabricState`] as a job of its own (a Ring
+//! over the group's ranks, the kind's collective; ID `2^62 + index · 2^24 + group`), so the
+//! running jobs and the layout jobs' groups share links by the same max-min, and only what
+//! touches them is re-solved. A kind's ratio is its slowest group's achieved ÷ ideal bus
+//! bandwidth (as `price_step` takes the slowest group); the job's step now is
+//! [`layout::Pace::step_s`] at those ratios, and its rate is ideal step ÷ step now (its
+//! communicating share is 1, so that ratio is its whole slowdown; kinds inside one NVLink
+//! domain never slow). A layout job inside one host is not on the network and runs at its
+//! trace duration. Groups are weighted alike (one max-min share per group, not per byte), and
+//! the `+network` probe scores candidates as today's Ring AllReduce over the job's GPUs and
+//! sees no change to running layout jobs. The from-scratch reference does not model layout
+//! jobs (they run as Ring AllReduce over their GPUs there).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use fabric::{Collective, Fabric, FabricState, JobTraffic, Rank, RoutedJob, RoutingConfig};
+use layout::{Kind, Pace, StepInput};
 use topology::Cluster;
 
 use crate::engine::{NetJob, NetRate, Network};
@@ -18,8 +36,55 @@ use crate::engine::{NetJob, NetRate, Network};
 #[derive(Debug)]
 pub struct FabricNetwork<'c> {
     state: FabricState<'c>,
-    /// IDs of the running jobs, ascending (what a probe reads before and after).
+    /// IDs of the running jobs without a layout, ascending (what a probe reads before and
+    /// after).
     running: BTreeSet<u64>,
+    /// The running layout jobs by ID: their pace and their groups on the fabric.
+    layouts: BTreeMap<u64, LayoutRun>,
+    /// The fabric layout jobs are priced on when they start (made at the first).
+    pricing: Option<Fabric<'c>>,
+    cluster: &'c Cluster,
+    routing: RoutingConfig,
+}
+
+/// A running layout job.
+#[derive(Debug)]
+struct LayoutRun {
+    pace: Pace,
+    /// Per kind on the network, the fabric IDs of its groups that span hosts.
+    groups: Vec<(Kind, Vec<u64>)>,
+}
+
+impl LayoutRun {
+    /// Its rate from each group's result (`None` when one has none).
+    fn rate(&self, result: impl Fn(u64) -> Option<fabric::JobResult>) -> Option<NetRate> {
+        let mut ratios: Vec<(Kind, f64)> = Vec::with_capacity(self.groups.len());
+        for (kind, ids) in &self.groups {
+            let mut worst = 1.0_f64;
+            for &id in ids {
+                let r = result(id)?;
+                if r.ideal_busbw_gb_s > 0.0 {
+                    worst = worst.min(r.busbw_gb_s / r.ideal_busbw_gb_s);
+                }
+            }
+            ratios.push((*kind, worst));
+        }
+        let ratio = |k: Kind| ratios.iter().find(|x| x.0 == k).map_or(1.0, |x| x.1);
+        let now = self.pace.step_s(ratio);
+        Some(NetRate {
+            ideal_busbw: 1.0,
+            achieved_busbw: if now > 0.0 {
+                self.pace.ideal_step_s / now
+            } else {
+                1.0
+            },
+        })
+    }
+}
+
+/// The fabric ID of group `g` of layout job `id`.
+fn group_id(id: u64, g: usize) -> u64 {
+    (1 << 62) + (id << 24) + g as u64
 }
 
 /// The network model [`crate::engine::simulate`] uses by default, backed by the fabric model.
@@ -27,6 +92,10 @@ pub fn fabric_network(cluster: &Cluster, routing: RoutingConfig) -> FabricNetwor
     FabricNetwork {
         state: FabricState::new(cluster, routing),
         running: BTreeSet::new(),
+        layouts: BTreeMap::new(),
+        pricing: None,
+        cluster,
+        routing,
     }
 }
 
@@ -41,6 +110,11 @@ impl FabricNetwork<'_> {
 
 impl Network for FabricNetwork<'_> {
     fn start(&mut self, job: &NetJob) {
+        if let Some(t) = &job.training {
+            let run = self.start_layout(job.id as u64, t, &traffic(job).ranks);
+            self.layouts.insert(job.id as u64, run);
+            return;
+        }
         self.state
             .start(job.id as u64, &traffic(job))
             .expect("the scheduler only places jobs on GPUs the cluster has");
@@ -48,6 +122,12 @@ impl Network for FabricNetwork<'_> {
     }
 
     fn end(&mut self, id: usize) {
+        if let Some(run) = self.layouts.remove(&(id as u64)) {
+            for (_, ids) in &run.groups {
+                ids.iter().for_each(|&g| self.state.end(g));
+            }
+            return;
+        }
         self.state.end(id as u64);
         self.running.remove(&(id as u64));
     }
@@ -58,6 +138,9 @@ impl Network for FabricNetwork<'_> {
     }
 
     fn provisional(&mut self, id: usize) -> Option<NetRate> {
+        if let Some(run) = self.layouts.get(&(id as u64)) {
+            return run.rate(|g| self.state.provisional(g));
+        }
         self.state.provisional(id as u64).map(|r| NetRate {
             ideal_busbw: r.ideal_busbw_gb_s,
             achieved_busbw: r.busbw_gb_s,
@@ -68,6 +151,11 @@ impl Network for FabricNetwork<'_> {
         self.state.solve();
         ids.iter()
             .map(|&id| {
+                if let Some(run) = self.layouts.get(&(id as u64)) {
+                    return run
+                        .rate(|g| self.state.result(g))
+                        .expect("every group of a running layout job is on the fabric");
+                }
                 let r = self
                     .state
                     .result(id as u64)
@@ -78,6 +166,59 @@ impl Network for FabricNetwork<'_> {
                 }
             })
             .collect()
+    }
+}
+
+impl<'c> FabricNetwork<'c> {
+    /// Price layout job `id` on its `ranks` alone and put its groups that span hosts on the
+    /// fabric (module note).
+    fn start_layout(&mut self, id: u64, t: &layout::Training, ranks: &[Rank]) -> LayoutRun {
+        let cluster = self.cluster;
+        let fabric = self.pricing.get_or_insert_with(|| Fabric::new(cluster));
+        let step = layout::price_step(
+            fabric,
+            StepInput {
+                training: t,
+                ranks,
+                cfg: &self.routing,
+                running: &[],
+                efficiency: None,
+            },
+        )
+        .expect("the engine checked the layout against the job's GPUs and the cluster");
+        let pace = Pace::new(t, &step);
+        let mut groups = Vec::new();
+        let mut g = 0;
+        for kind in pace.network_kinds() {
+            let collective = pace
+                .comms
+                .iter()
+                .find(|c| c.kind == kind)
+                .map_or(Collective::AllReduce, |c| c.op.collective());
+            let mut ids = Vec::new();
+            for group in layout::groups(&t.layout, kind) {
+                let granks: Vec<Rank> = group.iter().map(|&r| ranks[r as usize]).collect();
+                if granks.iter().all(|r| r.node == granks[0].node) {
+                    continue;
+                }
+                let gid = group_id(id, g);
+                g += 1;
+                self.state
+                    .start(
+                        gid,
+                        &JobTraffic {
+                            ranks: granks,
+                            collective,
+                        },
+                    )
+                    .expect("the scheduler only places jobs on GPUs the cluster has");
+                ids.push(gid);
+            }
+            if !ids.is_empty() {
+                groups.push((kind, ids));
+            }
+        }
+        LayoutRun { pace, groups }
     }
 }
 

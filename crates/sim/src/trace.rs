@@ -39,6 +39,9 @@ pub struct TraceJob {
     pub topology: TopologyAsk,
     /// Communication profile, when the trace gives one.
     pub comm: Option<CommProfile>,
+    /// The model and parallel layout it trains, when the trace gives them (native columns
+    /// `model`, `layout`): paced by its priced step ([`crate::network`]) instead of `comm`.
+    pub training: Option<layout::Training>,
     /// Checkpoint interval and restart cost, when the trace gives them (else the run's defaults,
     /// [`crate::failures::Checkpointing`]).
     pub checkpoint: CheckpointAsk,
@@ -51,7 +54,7 @@ impl TraceJob {
     /// A job named `name` asking `gpus` whole GPUs for `duration_s` seconds on an ideal network,
     /// with a native trace row's defaults for everything else: submitted at 0 s, line 0, queue
     /// `default`, priority 0, preemptible, no placement request, the run's communication
-    /// profile and checkpointing, nothing asked besides GPUs. Other fields by struct update:
+    /// profile and checkpointing, no layout, nothing asked besides GPUs. Other fields by struct update:
     /// `TraceJob { submit_s: 5.0, ..TraceJob::new("a", 8, 100.0) }`.
     pub fn new(name: impl Into<String>, gpus: u32, duration_s: f64) -> Self {
         Self {
@@ -65,6 +68,7 @@ impl TraceJob {
             preemptible: true,
             topology: TopologyAsk::None,
             comm: None,
+            training: None,
             checkpoint: CheckpointAsk::default(),
             pod: PodShape::default(),
         }

@@ -19,6 +19,17 @@ pub enum SimError {
         levels: String,
     },
     /// The cluster has no GPUs.
+    #[error("job \"{job}\" (line {line}): {message}")]
+    /// A layout job the cluster cannot price (its layout against its GPUs, or a GPU generation
+    /// with no published efficiency at its precision).
+    Layout {
+        /// The job.
+        job: String,
+        /// Its trace line.
+        line: u64,
+        /// What is wrong, naming the field.
+        message: String,
+    },
     #[error("the cluster has no GPUs")]
     NoGpus,
     /// An invariant failed during the run (only with `SimConfig::check_invariants`).

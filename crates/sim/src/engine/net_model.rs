@@ -18,6 +18,8 @@ pub struct NetJob {
     pub gpus_per_node: u32,
     /// Bytes all-reduced per step.
     pub bytes: f64,
+    /// The model and layout it trains (its ranks: `nodes` × `gpus_per_node` in order), if any.
+    pub training: Option<layout::Training>,
 }
 
 /// The network model `simulate` asks for bandwidth. Whenever the set of running multi-node
@@ -46,7 +48,9 @@ pub trait Network {
     }
 }
 
-/// What the network gives one job: ideal and achieved bus bandwidth, GB/s.
+/// What the network gives one job: ideal and achieved bus bandwidth, GB/s. For a layout job
+/// (whose communicating share is 1) a relative rate: ideal 1, achieved = its ideal step ÷ its
+/// step now.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NetRate {
     /// Bus bandwidth with the fabric to itself and perfect load balance.

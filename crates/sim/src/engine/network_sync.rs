@@ -66,6 +66,8 @@ pub(super) fn place_network_aware(
             gpus_per_node: st.records[i].gpus / nodes.len() as u32,
             nodes,
             bytes,
+            // Candidates are scored as today's Ring AllReduce over their GPUs, layout or not.
+            training: None,
         };
         match network.probe(&job) {
             Some(probe) => probe.score(new, &mut |id| fabric::JobWeight {
@@ -118,6 +120,7 @@ fn sync_network(st: &mut State<'_>, network: &mut dyn Network) -> Vec<usize> {
                 nodes: st.running[&i].nodes.clone(),
                 gpus_per_node: st.records[i].gpus / st.records[i].nodes.max(1),
                 bytes: st.comm[i].bytes_per_step,
+                training: st.trace[i].training.clone(),
             });
             st.net_running.insert(i, run);
             started.push(i);

@@ -246,7 +246,14 @@ fn rows(
     let mut submit = Vec::with_capacity(trace.len());
     for t in trace {
         let (job, pods, per_pod) = to_sched_job(cluster, t, node_gpus, &config.policy)?;
-        let profile = t.comm.unwrap_or_else(|| {
+        check_layout(cluster, t)?;
+        // A layout job is paced by its step alone: the network's rate for it is the ratio
+        // ideal step ÷ step now, the whole of its slowdown (`crate::network`).
+        let layout_share = t.training.as_ref().map(|_| CommProfile {
+            comm_share: 1.0,
+            bytes_per_step: 0.0,
+        });
+        let profile = t.comm.or(layout_share).unwrap_or_else(|| {
             config
                 .comm
                 .by_nodes
@@ -489,4 +496,39 @@ fn to_sched_job(
         tolerations: Vec::new(),
     };
     Ok((job, pods, per_pod))
+}
+
+/// A layout job's layout must fit its GPUs, and every GPU generation of the cluster needs a
+/// peak and a published efficiency at its precision (`layout::compute`).
+fn check_layout(cluster: &Cluster, t: &TraceJob) -> Result<(), SimError> {
+    let Some(training) = &t.training else {
+        return Ok(());
+    };
+    let err = |message: String| SimError::Layout {
+        job: t.name.clone(),
+        line: t.line,
+        message,
+    };
+    training
+        .validate(u64::from(t.gpus))
+        .map_err(|e| err(e.to_string()))?;
+    let mut archs: Vec<fabric::GpuArch> = cluster
+        .nodes
+        .iter()
+        .map(|n| fabric::GpuArch::from_nvlink_gbps(n.nvlink_gbps))
+        .collect();
+    archs.sort();
+    archs.dedup();
+    for arch in archs {
+        let p = training.precision;
+        if layout::compute::peak_flops(arch, p).is_none()
+            || layout::compute::efficiency(arch, p).is_none()
+        {
+            return Err(err(format!(
+                "precision: {arch:?} GPUs have no peak or published efficiency at {} in railyard",
+                p.name()
+            )));
+        }
+    }
+    Ok(())
 }
