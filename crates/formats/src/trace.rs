@@ -1018,8 +1018,7 @@ fn training(
     let m = layout::preset(model).map_err(|e| format!("model: {}", e.message))?;
     let l = layout::Layout::parse(text).map_err(|e| format!("layout: {}", e.message))?;
     let t = layout::Training::new(m, l);
-    t.validate(u64::from(gpus))
-        .map_err(|e| format!("layout: {e}"))?;
+    t.validate(u64::from(gpus)).map_err(|e| e.to_string())?;
     Ok(Some(Box::new(t)))
 }
 
