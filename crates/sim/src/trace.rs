@@ -40,7 +40,7 @@ pub struct TraceJob {
     /// Communication profile, when the trace gives one.
     pub comm: Option<CommProfile>,
     /// The model and parallel layout it trains, when the trace gives them (native columns
-    /// `model`, `layout`): paced by its priced step ([`crate::network`]) instead of `comm`.
+    /// `model`, `layout`): paced by its priced step (the `network` module's layout note) instead of `comm`.
     pub training: Option<layout::Training>,
     /// Checkpoint interval and restart cost, when the trace gives them (else the run's defaults,
     /// [`crate::failures::Checkpointing`]).
