@@ -2,8 +2,8 @@
 //! step costs on a railyard fabric.
 //!
 //! A training job is data ([`Training`]: a [`Model`], a [`Layout`], batch, precision, optimizer
-//! sharding, recomputation, overlap). [`groups`] turns the layout into rank groups by
-//! Megatron-Core's rank-order rule, [`traffic`] says what each kind of group moves per step,
+//! sharding, recomputation, overlap). [`groups()`] turns the layout into rank groups by
+//! Megatron-Core's rank-order rule, [`traffic()`] says what each kind of group moves per step,
 //! [`compute`] counts FLOPs and the pipeline bubble, and [`price_step`] prices all of it on a
 //! [`fabric::Fabric`] for one rank-to-GPU mapping, with the running jobs' traffic. [`advise`]
 //! ranks the exposed costs with the change that would cut each; [`Pace`] re-prices a step from

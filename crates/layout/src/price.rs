@@ -67,7 +67,7 @@ pub struct PricedComm {
     pub groups: usize,
     /// Ranks per group.
     pub group_size: usize,
-    /// The first group's ranks (all groups: [`crate::groups`]).
+    /// The first group's ranks (all groups: [`crate::groups()`]).
     pub example_group: Vec<u32>,
     /// Bytes of one call.
     pub bytes: f64,

@@ -180,7 +180,10 @@ pub fn check_gang(cluster: &Cluster, job: &Job, alloc: &Allocation) -> Result<()
     if pods < min || pods > max {
         return Err(violation(
             "gang not whole",
-            format!("{pods} pods running, expected {min}..={max}"),
+            format!(
+                "{pods} pod{} running, expected {min}..={max}",
+                if pods == 1 { "" } else { "s" }
+            ),
         ));
     }
     // Pods are in rank order, pod set after pod set. With several pod sets that may run short

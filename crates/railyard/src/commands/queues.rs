@@ -94,10 +94,11 @@ pub fn validate(args: &ValidateArgs) -> Result<String, CliError> {
     if !problems.is_empty() {
         return Err(CliError::Problems(problems));
     }
+    let (q, j) = (read.queues.len(), read.jobs.len());
     Ok(format!(
-        "ok: {} queues, {} jobs, no problems\n",
-        read.queues.len(),
-        read.jobs.len()
+        "ok: {q} queue{}, {j} job{}, no problems\n",
+        plural(q),
+        plural(j)
     ))
 }
 

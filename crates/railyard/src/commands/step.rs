@@ -24,7 +24,7 @@ pub struct StepArgs {
     /// llama3-70b, llama3-405b, mixtral-8x7b, deepseek-v3).
     #[arg(long, value_name = "NAME")]
     pub model: String,
-    /// tp=N,pp=N,dp=N[,cp=N][,ep=N][,vp=N][,order=tp-cp-ep-dp-pp] (sizes left out are 1).
+    /// tp=N,pp=N,dp=N, optionally with cp=N, ep=N, vp=N and order=tp-cp-ep-dp-pp (sizes left out are 1).
     #[arg(long, value_name = "SPEC")]
     pub layout: String,
     /// Sequences per step [default: 4 micro-batches per pipeline stage on every DP rank].

@@ -100,7 +100,7 @@ fn share_validate_and_lint_read_the_local_queue() {
     let list = format!("{K}/kubectl-queues.json");
     assert_eq!(
         ok(&["queues", "validate", &list, &job]),
-        "ok: 1 queues, 1 jobs, no problems\n"
+        "ok: 1 queue, 1 job, no problems\n"
     );
     // lint reads a List's documents as one object: its queue checks do not see the items.
     assert!(ok(&["lint", &list, &job]).contains("no findings"));

@@ -22,7 +22,7 @@ fn kai_default_queues_and_kueue_trees_validate() {
         "tests/fixtures/sched/queues/kueue-cohort-tree.yaml",
         "tests/fixtures/sched/jobs/kueue-gpu-job.yaml",
     ]);
-    assert_eq!(out, "ok: 3 queues, 1 jobs, no problems\n");
+    assert_eq!(out, "ok: 3 queues, 1 job, no problems\n");
 }
 
 /// Each defect has its own fixture and exactly one problem line with its exact message.

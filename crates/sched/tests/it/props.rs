@@ -524,7 +524,7 @@ fn the_invariant_checks_catch_a_broken_gang_and_a_broken_required_level() {
     };
     assert_eq!(
         sched::check_gang(&c, &j, &short).unwrap_err().to_string(),
-        "job \"pair\": gang not whole: 1 pods running, expected 2..=2"
+        "job \"pair\": gang not whole: 1 pod running, expected 2..=2"
     );
     let split = sched::Allocation {
         job: running.clone(),
