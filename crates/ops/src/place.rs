@@ -281,17 +281,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
             )?;
             let mut file = match decision {
                 Ok(d) => placement_file(cluster, &job.name, &d),
-                Err(reason) => PlacementFile {
-                    job: Some(job.name.clone()),
-                    placed: false,
-                    reason: Some(reason),
-                    pods: Vec::new(),
-                    highest_tier: None,
-                    worst_latency_us: None,
-                    preempted: Vec::new(),
-                    warnings: Vec::new(),
-                    network: None,
-                },
+                Err(reason) => not_placed(&job.name, reason),
             };
             file.warnings = warnings;
             return Ok(file);
@@ -390,17 +380,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     }
     let mut file = match result {
         Ok(d) => placement_file(cluster, &job.name, &d),
-        Err(reason) => PlacementFile {
-            job: Some(job.name.clone()),
-            placed: false,
-            reason: Some(reason),
-            pods: Vec::new(),
-            highest_tier: None,
-            worst_latency_us: None,
-            preempted: Vec::new(),
-            warnings: Vec::new(),
-            network: None,
-        },
+        Err(reason) => not_placed(&job.name, reason),
     };
     file.warnings = warnings;
     file.network = network;
@@ -973,6 +953,21 @@ pub fn placement_file(cluster: &Cluster, job: &str, d: &sched::Decision) -> Plac
         highest_tier: d.placement.highest_tier,
         worst_latency_us: Some(d.placement.worst_latency_ns as f64 / 1000.0),
         preempted: d.victims.clone(),
+        warnings: Vec::new(),
+        network: None,
+    }
+}
+
+/// The placement file of a job that stays pending, with the reason.
+fn not_placed(job: &str, reason: String) -> PlacementFile {
+    PlacementFile {
+        job: Some(job.to_owned()),
+        placed: false,
+        reason: Some(reason),
+        pods: Vec::new(),
+        highest_tier: None,
+        worst_latency_us: None,
+        preempted: Vec::new(),
         warnings: Vec::new(),
         network: None,
     }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use formats::{placement, FormatError};
-use topology::Cluster;
+use topology::{Cluster, NodeId};
 
 use crate::place::{self, PlaceInputs};
 
@@ -18,6 +18,23 @@ pub struct PlacedRanks {
     pub pods: Vec<placement::ResolvedPod>,
     /// Running jobs of the state that placing the job preempts (none for a placement file).
     pub preempted: Vec<String>,
+}
+
+impl PlacedRanks {
+    /// Each pod's node and GPUs, in rank order; a pod holding a fraction of a GPU is an input
+    /// error naming its rank and `why` whole GPUs are needed.
+    pub fn whole_gpus(&self, why: &str) -> Result<Vec<(NodeId, Vec<u32>)>, FormatError> {
+        self.pods
+            .iter()
+            .map(|p| {
+                if p.gpus.fract() != 0.0 {
+                    let msg = format!("rank {}: {} GPUs; {why}", p.rank, p.gpus);
+                    return Err(FormatError::input(&self.file, msg));
+                }
+                Ok((p.node, p.gpu_ids.clone()))
+            })
+            .collect()
+    }
 }
 
 /// The pods of `placement`, or of `job` placed by [`place::decide`] (the code path of `railyard

@@ -273,20 +273,9 @@ fn price(args: &JobArgs) -> Result<Priced, CliError> {
         args.job.as_deref(),
         &args.state,
     )?;
+    let pairs = placed
+        .whole_gpus("the fabric model needs whole GPUs (a fraction has no NIC of its own)")?;
     let (file, pods, preempted) = (placed.file, placed.pods, placed.preempted);
-    let mut pairs = Vec::with_capacity(pods.len());
-    for p in &pods {
-        if p.gpus.fract() != 0.0 {
-            return Err(CliError::input(
-                &file,
-                format!(
-                    "rank {}: {} GPUs; the fabric model needs whole GPUs (a fraction has no NIC of its own)",
-                    p.rank, p.gpus
-                ),
-            ));
-        }
-        pairs.push((p.node, p.gpu_ids.clone()));
-    }
     let nodes_gpus: Vec<(topology::NodeId, usize)> =
         pods.iter().map(|p| (p.node, p.gpu_ids.len())).collect();
     fabric::check_flow_budget(

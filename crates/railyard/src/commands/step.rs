@@ -125,17 +125,8 @@ pub fn step(args: &StepArgs) -> Result<String, CliError> {
         args.job.as_deref(),
         &args.state,
     )?;
-    let (ranks_from, pods, preempted) = (placed.file, placed.pods, placed.preempted);
-    if let Some(p) = pods.iter().find(|p| p.gpus.fract() != 0.0) {
-        return Err(CliError::input(
-            &ranks_from,
-            format!(
-                "rank {}: {} GPUs; a layout needs whole GPUs",
-                p.rank, p.gpus
-            ),
-        ));
-    }
-    let pairs: Vec<_> = pods.iter().map(|p| (p.node, p.gpu_ids.clone())).collect();
+    let pairs = placed.whole_gpus("a layout needs whole GPUs")?;
+    let (ranks_from, preempted) = (placed.file, placed.preempted);
     let running = place::running_multi_node_jobs(&args.state, &cluster, &preempted)?;
     finish(
         args,
