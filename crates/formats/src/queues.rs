@@ -655,7 +655,7 @@ fn kai_status(d: &Value) -> Result<Option<LiveQueueStatus>, FieldProblem> {
 
 /// The objects of parsed documents, a Kubernetes list (`QueueList`, `List`, as `kubectl get …
 /// -o json` prints it) standing for its items.
-fn list_items(docs: Vec<Value>) -> Vec<Value> {
+pub fn list_items(docs: Vec<Value>) -> Vec<Value> {
     let mut out = Vec::with_capacity(docs.len());
     for d in docs {
         let is_list = d

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use formats::input::parse_documents;
 use formats::kueue_objects::{self, KueueObjects, ResourceFlavor};
+use formats::queues::list_items;
 use formats::FormatError;
 use sched::kueue::{assign, Admitted, KueueQueues, PodSetRequest};
 use serde_json::Value;
@@ -23,29 +24,13 @@ pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 pub fn read_objects(files: &[(String, String)]) -> Result<Option<KueueObjects>, FormatError> {
     let mut objects = KueueObjects::default();
     for (file, text) in files {
-        let docs = items(parse_documents(file, text)?);
+        let docs = list_items(parse_documents(file, text)?);
         objects.read(file, &docs);
     }
     if !objects.problems.is_empty() {
         return Err(FormatError::Problems(objects.problems));
     }
     Ok(objects.has_queues().then_some(objects))
-}
-
-/// The objects of parsed documents, a `List` standing for its items.
-pub fn items(docs: Vec<Value>) -> Vec<Value> {
-    let mut out = Vec::new();
-    for d in docs {
-        let is_list = d
-            .get("kind")
-            .and_then(Value::as_str)
-            .is_some_and(|k| k.ends_with("List"));
-        match (is_list, d.get("items").and_then(Value::as_array)) {
-            (true, Some(items)) => out.extend(items.iter().cloned()),
-            _ => out.push(d),
-        }
-    }
-    out
 }
 
 /// The quota tree of the objects, with the usage of the admitted Workloads counted.
@@ -82,7 +67,7 @@ pub fn admitted_from_state(
 
 /// The namespace of a job document (`metadata.namespace`, `default` when left out).
 pub fn job_namespace(file: &str, text: &str, document: usize) -> Result<String, FormatError> {
-    let docs = items(parse_documents(file, text)?);
+    let docs = list_items(parse_documents(file, text)?);
     Ok(docs
         .get(document.saturating_sub(1))
         .and_then(|d| d.pointer("/metadata/namespace"))

@@ -747,7 +747,7 @@ fn kueue_never_admitted(
     read: &queues::QueueFiles,
 ) -> Vec<(String, usize, String, String)> {
     let mut objects = formats::kueue_objects::KueueObjects::default();
-    let values = crate::kueue_admit::items(docs.iter().map(|d| d.value.clone()).collect());
+    let values = formats::queues::list_items(docs.iter().map(|d| d.value.clone()).collect());
     objects.read("-", &values);
     let Ok(q) = crate::kueue_admit::queues(&objects, &[]) else {
         return Vec::new();

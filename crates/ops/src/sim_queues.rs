@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use formats::input::{parse_documents, read_text};
-use formats::queues::{kueue_amount, kueue_resource, QueueFiles};
+use formats::queues::{kueue_amount, kueue_resource, list_items, QueueFiles};
 use formats::FormatError;
 use sched::{Dialect, Resources};
 use serde_json::Value;
@@ -56,7 +56,7 @@ pub fn load(paths: &[PathBuf]) -> Result<SimQueues, FormatError> {
         let Ok(docs) = parse_documents(file, text) else {
             continue;
         };
-        for (k, d) in items(docs).iter().enumerate() {
+        for (k, d) in list_items(docs).iter().enumerate() {
             let kind = d.get("kind").and_then(Value::as_str);
             let Some(name) = d.pointer("/metadata/name").and_then(Value::as_str) else {
                 continue;
@@ -249,22 +249,6 @@ fn list<'a>(names: impl Iterator<Item = &'a str>, n: usize) -> String {
         s.push_str(&format!(" and {} more", n - shown.len()));
     }
     s
-}
-
-/// A file's documents, a `kind: …List` standing for its items.
-fn items(docs: Vec<Value>) -> Vec<Value> {
-    let mut out = Vec::new();
-    for d in docs {
-        let is_list = d
-            .get("kind")
-            .and_then(Value::as_str)
-            .is_some_and(|k| k.ends_with("List"));
-        match d.get("items").and_then(Value::as_array) {
-            Some(items) if is_list => out.extend(items.iter().cloned()),
-            _ => out.push(d),
-        }
-    }
-    out
 }
 
 /// A ClusterQueue's `spec.preemption` (Kueue's defaults, `Never`, for what it leaves out).
