@@ -1,6 +1,7 @@
 //! railyard's step model against published training throughput: Megatron-LM SC '21 Table 1 and
 //! its 162B (TP, PP) sweep on Selene, Llama 3 405B (Dubey et al. 2024, Table 4) on Meta's RoCE
-//! cluster. `cargo test -p layout --test published -- --nocapture` prints the README tables.
+//! cluster. `cargo test -p layout --test published -- --nocapture` prints the tables of the book's
+//! training-step page (`docs/src/layouts.md`).
 
 mod common;
 

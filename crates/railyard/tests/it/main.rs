@@ -1,5 +1,7 @@
 //! Integration tests of the `railyard` CLI: one test binary, one module per command family.
 
+mod book;
+mod book_links;
 mod cables;
 mod cli;
 mod conventions;
