@@ -11,7 +11,18 @@ use std::process::Command;
 
 /// The repository root.
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root")
+}
+
+/// A page's path as from the repository root, for messages.
+fn shown_path(page: &Path) -> String {
+    page.strip_prefix(repo_root())
+        .unwrap_or(page)
+        .display()
+        .to_string()
 }
 
 /// Every Markdown page of the book, sorted (so failures and blessing are in a fixed order).
@@ -202,7 +213,7 @@ fn normalise(text: &str) -> Vec<String> {
 /// to the root's (so `data/…` and `crates/…` resolve), where files the examples write land.
 fn sandbox(name: &str) -> PathBuf {
     let dir = crate::temp_dir(name);
-    let root = repo_root().canonicalize().expect("the repository root");
+    let root = repo_root();
     for entry in std::fs::read_dir(&root).expect("the root is readable") {
         let entry = entry.expect("a directory entry");
         let file_name = entry.file_name();
@@ -224,11 +235,7 @@ fn run_console_blocks(slow: bool, bless: bool) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     let mut ran = 0;
     for page in book_pages() {
-        let rel = page
-            .strip_prefix(repo_root())
-            .unwrap_or(&page)
-            .display()
-            .to_string();
+        let rel = shown_path(&page);
         let text = std::fs::read_to_string(&page).expect("a readable page");
         let mut file_lines: Vec<String> = text.lines().map(str::to_owned).collect();
         let mut replacements: Vec<(std::ops::Range<usize>, Vec<String>)> = Vec::new();
@@ -250,7 +257,10 @@ fn run_console_blocks(slow: bool, bless: bool) -> (usize, Vec<String>) {
             let sandbox_dir = dir
                 .get_or_insert_with(|| {
                     let stem = rel.replace(['/', '.'], "-");
-                    sandbox(&format!("book-{stem}-{}", if slow { "slow" } else { "fast" }))
+                    sandbox(&format!(
+                        "book-{stem}-{}",
+                        if slow { "slow" } else { "fast" }
+                    ))
                 })
                 .clone();
             let mut cwd = sandbox_dir.clone();
@@ -387,7 +397,7 @@ fn every_usage_synopsis_names_real_commands_and_flags() {
                 if out.code != 0 {
                     failures.push(format!(
                         "{}: `railyard {}` is not a command: {}",
-                        page.display(),
+                        shown_path(&page),
                         path.join(" "),
                         out.stderr
                     ));
@@ -401,7 +411,7 @@ fn every_usage_synopsis_names_real_commands_and_flags() {
                     if name.len() > 2 && !out.stdout.contains(&name) {
                         failures.push(format!(
                             "{}: `railyard {}` has no flag `{name}`",
-                            page.display(),
+                            shown_path(&page),
                             path.join(" ")
                         ));
                     }
@@ -434,7 +444,7 @@ fn railyard_commands_appear_only_in_console_and_usage_blocks() {
                 if line.starts_with("railyard ") || cargo_run {
                     failures.push(format!(
                         "{}:{}: `{line}` in a ```{kind} block: show it in a console block (run by this test) or a usage block",
-                        page.display(),
+                        shown_path(&page),
                         fence.first_line + i + 1
                     ));
                 }

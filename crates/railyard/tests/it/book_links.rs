@@ -251,7 +251,12 @@ fn no_page_cites_an_issue_number_a_reader_cannot_see() {
         let text = std::fs::read_to_string(&file).unwrap();
         for (n, line) in text.lines().enumerate() {
             for found in issue_references(line) {
-                problems.push(format!("{}:{}: {found}…", file.display(), n + 1));
+                let shown = file
+                    .strip_prefix(&root)
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string();
+                problems.push(format!("{shown}:{}: {found}…", n + 1));
             }
         }
     }
@@ -262,22 +267,33 @@ fn no_page_cites_an_issue_number_a_reader_cannot_see() {
 fn the_readme_is_a_front_page() {
     let text = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
     let lines = text.lines().count();
-    assert!(lines <= 250, "README.md has {lines} lines; the manual is docs/src");
     assert!(
-        fences(&text).iter().any(|f| f
-            .lines
+        lines <= 250,
+        "README.md has {lines} lines; the manual is docs/src"
+    );
+    assert!(
+        fences(&text)
             .iter()
-            .any(|l| l.trim() == "cargo test --workspace")),
+            .any(|f| f.lines.iter().any(|l| l.trim() == "cargo test --workspace")),
         "README shows the test command"
     );
 }
 
 #[test]
 fn the_checkers_find_what_they_look_for() {
-    assert_eq!(link_targets("see [a](b.md#c) and `[x](y)` ![i](p.png)"), ["b.md#c", "p.png"]);
+    assert_eq!(
+        link_targets("see [a](b.md#c) and `[x](y)` ![i](p.png)"),
+        ["b.md#c", "p.png"]
+    );
     assert_eq!(anchor("Differences from KAI"), "differences-from-kai");
-    assert_eq!(anchor("`railyard topo show --cluster …`"), "railyard-topo-show---cluster-");
-    assert_eq!(anchor("Network-aware placement (`place --network-aware`)"), "network-aware-placement-place---network-aware");
+    assert_eq!(
+        anchor("`railyard topo show --cluster …`"),
+        "railyard-topo-show---cluster-"
+    );
+    assert_eq!(
+        anchor("Network-aware placement (`place --network-aware`)"),
+        "network-aware-placement-place---network-aware"
+    );
     assert_eq!(issue_references("fixed in issue 33 and #30").len(), 2);
     assert!(issue_references("NVIDIA/nccl#892, coreweave/nccl-tests#43").is_empty());
     assert!(issue_references("tissue 3").is_empty());

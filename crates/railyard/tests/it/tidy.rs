@@ -438,7 +438,10 @@ fn every_documented_kueue_difference_is_in_the_book() {
         // `  "case name": "reason"`: the book's page lists `- "case name": reason`.
         let (case, reason) = line.trim().split_once("\": \"").unwrap();
         let entry = format!("- {case}\": {}", reason.trim_end_matches('"'));
-        assert!(book_page.contains(&entry), "differences-kueue.md lacks: {entry}");
+        assert!(
+            book_page.contains(&entry),
+            "differences-kueue.md lacks: {entry}"
+        );
         n += 1;
     }
     assert!(n >= 1);
