@@ -263,6 +263,54 @@ fn no_page_cites_an_issue_number_a_reader_cannot_see() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The repository paths a line names in code spans (`crates/…`, `data/…`, …), placeholders
+/// (`{a,b}`, `<case>`, `*`, `…`, `N`) left out.
+pub fn repository_paths(line: &str) -> Vec<String> {
+    const ROOTS: [&str; 6] = ["crates/", "data/", "scripts/", "examples/", "docs/", ".ci/"];
+    let mut out = Vec::new();
+    for (i, span) in line.split('`').enumerate() {
+        if i % 2 == 0 {
+            continue;
+        }
+        let path = span.trim_end_matches([')', '.', ',', ':', ';']);
+        let placeholder = path
+            .chars()
+            .any(|c| "{}<>*…|$ ".contains(c) || c.is_ascii_uppercase());
+        if ROOTS.iter().any(|r| path.starts_with(r)) && !placeholder {
+            out.push(path.to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn every_repository_path_the_book_and_readme_name_exists() {
+    // A page that names a file that is not in the repository sends the reader nowhere.
+    let root = repo_root();
+    let mut files = vec![root.join("README.md")];
+    files.extend(book_pages());
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in prose_lines(&text) {
+            for path in repository_paths(&line) {
+                checked += 1;
+                if !root.join(&path).exists() {
+                    let shown = file
+                        .strip_prefix(&root)
+                        .unwrap_or(&file)
+                        .display()
+                        .to_string();
+                    problems.push(format!("{shown}:{n}: `{path}` is not in the repository"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(checked >= 50, "only {checked} paths checked");
+}
+
 #[test]
 fn the_readme_is_a_front_page() {
     let text = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
@@ -297,4 +345,8 @@ fn the_checkers_find_what_they_look_for() {
     assert_eq!(issue_references("fixed in issue 33 and #30").len(), 2);
     assert!(issue_references("NVIDIA/nccl#892, coreweave/nccl-tests#43").is_empty());
     assert!(issue_references("tissue 3").is_empty());
+    assert_eq!(
+        repository_paths("see `data/a.csv`, `crates/x/<case>/` and `DESIGN.md`"),
+        ["data/a.csv"]
+    );
 }
