@@ -21,6 +21,10 @@ pub struct PlacedPod {
     /// Which GPUs of the node (0-based), when known.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpu_ids: Vec<u32>,
+    /// GPU memory the pod asked for on each of its GPUs, MiB, when it asked by memory (KAI's
+    /// `gpu-memory`): `gpus` is then that memory's share of the GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_memory_mib: Option<u32>,
 }
 
 /// A placement decision for one job, as JSON.

@@ -837,6 +837,56 @@ pub fn kueue_amount(r: Resource, v: &Value) -> Option<f64> {
     }
 }
 
+/// What Kueue's API server refuses in a ClusterQueue's or Cohort's resource groups: a flavor
+/// named twice (in one group or in two: its list is keyed by name, and a flavor belongs to one
+/// group), a resource named twice in a flavor, a resource covered twice (in one group or in two).
+/// Each repeat is a problem naming where the first one is.
+fn kueue_duplicates(groups: &[Value], problems: &mut Vec<FieldProblem>) {
+    let name_of = |v: &Value| v.get("name").and_then(Value::as_str).map(str::to_owned);
+    let mut flavors: BTreeMap<String, String> = BTreeMap::new();
+    let mut covered: BTreeMap<String, String> = BTreeMap::new();
+    let mut repeat =
+        |seen: &mut BTreeMap<String, String>, what: &str, name: String, at: String| match seen
+            .get(&name)
+        {
+            Some(first) => problems.push(problem(
+                &at,
+                format!("{what} `{name}` is given twice (first at {first}); Kueue refuses it"),
+            )),
+            None => {
+                seen.insert(name, at);
+            }
+        };
+    for (gi, g) in groups.iter().enumerate() {
+        let list = |k: &str| {
+            g.get(k)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        for (ci, c) in list("coveredResources").iter().enumerate() {
+            if let Some(c) = c.as_str() {
+                let at = format!("spec.resourceGroups[{gi}].coveredResources[{ci}]");
+                repeat(&mut covered, "covered resource", c.to_owned(), at);
+            }
+        }
+        for (fi, f) in list("flavors").iter().enumerate() {
+            let at = format!("spec.resourceGroups[{gi}].flavors[{fi}]");
+            if let Some(n) = name_of(f) {
+                repeat(&mut flavors, "flavor", n, format!("{at}.name"));
+            }
+            let mut resources = BTreeMap::new();
+            let rs = f.get("resources").and_then(Value::as_array).cloned();
+            for (ri, r) in rs.unwrap_or_default().iter().enumerate() {
+                if let Some(n) = name_of(r) {
+                    let at = format!("{at}.resources[{ri}].name");
+                    repeat(&mut resources, "resource", n, at);
+                }
+            }
+        }
+    }
+}
+
 fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> QueueSpec {
     let name = d
         .pointer("/metadata/name")
@@ -871,6 +921,7 @@ fn kueue_queue(d: &Value, kind: &str, problems: &mut Vec<FieldProblem>) -> Queue
         spec.parent = parent;
         return spec;
     };
+    kueue_duplicates(groups, problems);
     // (quota, borrowing sum, every flavor has a borrowingLimit)
     let mut acc: [Option<(f64, f64, bool)>; 3] = [None; 3];
     for (gi, g) in groups.iter().enumerate() {

@@ -4,17 +4,20 @@
 //!
 //! Each document goes to the checker for its `kind` ([`check_document`], one match arm per
 //! kind); checks that need several documents (pods against the networks they attach, Kueue TAS
-//! levels against a Kueue Topology, queue trees) run after ([`check_across`]). Checkers are pure
-//! functions of parsed documents. The Kueue TAS rules and the queue checks are not lint's own:
-//! they call the functions `place` and `queues validate` use ([`jobs::kueue_topology`],
-//! [`jobs::resolve_levels`], [`crate::queues::findings`]).
+//! levels against a Kueue Topology, jobs as `place` reads them, queue trees, kubectl Lists of
+//! queues) run after ([`check_across`]). Checkers are pure functions of parsed documents. The
+//! Kueue TAS rules, the job checks and the queue checks are not lint's own: they call the
+//! functions `place` and `queues validate` use ([`jobs::kueue_topology`],
+//! [`jobs::resolve_levels`], [`jobs::JobDoc::check_requests`], [`crate::queues::findings`]).
 
 use std::collections::BTreeMap;
 
+use report::fmt::count_of;
 use serde::Serialize;
 use serde_json::Value;
 
 use formats::k8s::read_topology;
+use formats::queues::list_items;
 use formats::{jobs, queues, workloads};
 
 pub use crate::Severity;
@@ -67,6 +70,26 @@ impl std::fmt::Display for LintFinding {
             self.message
         )
     }
+}
+
+/// The last line of lint's text: what was read and what was found, e.g. `3 documents in 1
+/// file: 1 error, 2 warnings` (infos are not counted), or `…: no findings`.
+pub fn summary(documents: usize, files: usize, findings: &[LintFinding]) -> String {
+    let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+    let found = if findings.is_empty() {
+        "no findings".to_owned()
+    } else {
+        format!(
+            "{}, {}",
+            count_of(count(Severity::Error), "error"),
+            count_of(count(Severity::Warning), "warning")
+        )
+    };
+    format!(
+        "{} in {}: {found}\n",
+        count_of(documents, "document"),
+        count_of(files, "file")
+    )
 }
 
 /// A parsed document and where it came from.
@@ -207,6 +230,23 @@ fn check_nic_cluster_policy(doc: &Value) -> Vec<Problem> {
     let mut components = Vec::new();
     find_components(spec, "spec", 3, &mut components);
     let mut consistency_problems = false;
+
+    // Fields the operator reads as strings: a YAML number (`version: 25.04`) is not one, and
+    // loses digits on the way (25.04 is 25.4).
+    for c in &components {
+        for key in ["version", "repository", "image"] {
+            match c.value.get(key) {
+                Some(v) if !v.is_string() => out.push(Problem::new(
+                    Severity::Error,
+                    format!("{}.{key}", c.path),
+                    format!(
+                        "{v} is not a string; the Network Operator expects one: quote it (\"{v}\")"
+                    ),
+                )),
+                _ => {}
+            }
+        }
+    }
 
     // Versions: release-tagged sub-components must all be on one release.
     let tagged: Vec<(&Component<'_>, &str)> = components
@@ -403,12 +443,38 @@ fn check_network_attachment(doc: &Value) -> Vec<Problem> {
             return out;
         }
     };
-    let plugins: Vec<(String, &Value)> = match config.get("plugins").and_then(Value::as_array) {
-        Some(list) => list
+    // A conflist (`plugins`) or a single plugin (`type`), as libcni reads them.
+    let plugins: Vec<(String, &Value)> = match config.get("plugins") {
+        Some(Value::Array(list)) if !list.is_empty() => list
             .iter()
             .enumerate()
             .map(|(i, p)| (format!("spec.config.plugins[{i}]"), p))
             .collect(),
+        Some(p) => {
+            out.push(Problem::new(
+                Severity::Error,
+                "spec.config.plugins",
+                match p {
+                    Value::Array(_) => {
+                        "an empty list; a CNI conflist needs at least one plugin".to_owned()
+                    }
+                    _ => format!(
+                        "{}: expected the list of the conflist's plugins",
+                        formats::excerpt(&p.to_string())
+                    ),
+                },
+            ));
+            return out;
+        }
+        None if config.get("type").is_none() => {
+            out.push(Problem::new(
+                Severity::Error,
+                "spec.config",
+                "neither `plugins` (a CNI conflist) nor `type` (one CNI plugin): the pod's network \
+                 would get no plugin",
+            ));
+            return out;
+        }
         None => vec![("spec.config".to_owned(), &config)],
     };
     for (path, plugin) in plugins {
@@ -671,16 +737,19 @@ fn is_queue(doc: &Value) -> bool {
     }
 }
 
-/// With queues among the linted files: every problem `queues validate` reports for them
-/// ([`crate::queues::findings`], the same function), with the jobs in the files that
-/// name a queue. Each finding goes to the document and field it is about.
-fn check_queues(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
-    let mut out = Vec::new();
-    if !docs.iter().any(|d| is_queue(&d.value)) {
-        return out;
-    }
-    // The files with queues or jobs, each with its documents and their places in `docs`.
-    let mut files: Vec<(&str, Vec<Value>, Vec<usize>)> = Vec::new();
+/// Whether a document is a queue `queues validate` reads, or a kubectl List holding one.
+fn holds_queue(doc: &Value) -> bool {
+    is_queue(doc) || list_items(vec![doc.clone()]).iter().any(is_queue)
+}
+
+/// Where an object read from the linted files came from: its document in `docs` and, for an
+/// item of a kubectl List (`kind: List`, `items:`), its index there.
+type Place = (usize, Option<usize>);
+
+/// The linted documents grouped by file in input order, each file's kubectl Lists standing for
+/// their items ([`list_items`], the one List reader): (file, objects, where each came from).
+fn objects_by_file(docs: &[Document]) -> Vec<(&str, Vec<Value>, Vec<Place>)> {
+    let mut files: Vec<(&str, Vec<Value>, Vec<Place>)> = Vec::new();
     for (i, d) in docs.iter().enumerate() {
         let at = match files.iter().position(|f| f.0 == d.file) {
             Some(at) => at,
@@ -689,9 +758,120 @@ fn check_queues(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
                 files.len() - 1
             }
         };
-        files[at].1.push(d.value.clone());
-        files[at].2.push(i);
+        let items = list_items(vec![d.value.clone()]);
+        let is_list = items.len() != 1 || items[0] != d.value;
+        for (k, item) in items.into_iter().enumerate() {
+            files[at].1.push(item);
+            files[at].2.push((i, is_list.then_some(k)));
+        }
     }
+    files
+}
+
+/// A path inside an object, prefixed with `items[K].` when the object is a List's item.
+fn path_at(place: Place, path: &str) -> String {
+    match place.1 {
+        Some(k) => format!("items[{k}].{path}"),
+        None => path.to_owned(),
+    }
+}
+
+/// A reader's message about a document (`FILE: document N (Kind name): PATH: what`) as a
+/// finding's path and message; `-` when it names no path.
+fn located(file: &str, text: &str) -> (String, String) {
+    let rest = text.strip_prefix(&format!("{file}: ")).unwrap_or(text);
+    let rest = match rest
+        .strip_prefix("document ")
+        .and_then(|r| r.split_once(": "))
+    {
+        Some((head, tail))
+            if head
+                .split(' ')
+                .next()
+                .is_some_and(|n| n.parse::<usize>().is_ok()) =>
+        {
+            tail
+        }
+        _ => rest,
+    };
+    match rest.split_once(": ") {
+        Some((path, message)) if !path.is_empty() && !path.contains(' ') => {
+            (path.to_owned(), message.to_owned())
+        }
+        _ => ("-".to_owned(), rest.to_owned()),
+    }
+}
+
+/// Jobs that name a queue, read as `place` reads them ([`jobs::jobs_in_documents`]) with the
+/// requests check `place` applies before it looks at a cluster ([`jobs::JobDoc::check_requests`]):
+/// what `place` would refuse is a finding (a warning when only railyard refuses it: a job asking
+/// for no GPU). A document whose workload checks
+/// ([`check_workload`]) already found an error is not reported again.
+fn check_jobs(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
+    let mut out = Vec::new();
+    let mut files: Vec<(&str, Vec<Value>, Vec<usize>)> = Vec::new();
+    for (i, d) in docs.iter().enumerate() {
+        match files.iter_mut().find(|f| f.0 == d.file) {
+            Some(f) => {
+                f.1.push(d.value.clone());
+                f.2.push(i);
+            }
+            None => files.push((d.file.as_str(), vec![d.value.clone()], vec![i])),
+        }
+    }
+    for (file, values, places) in &files {
+        if !values.iter().any(jobs::names_queue) {
+            continue;
+        }
+        let Ok(found) = jobs::jobs_in_documents(file, values, None) else {
+            continue;
+        };
+        for (document, job) in found {
+            let Some(&i) = places.get(document.wrapping_sub(1)) else {
+                continue;
+            };
+            if !jobs::names_queue(&docs[i].value)
+                || check_workload(&docs[i].value)
+                    .iter()
+                    .any(|p| p.severity == Severity::Error)
+            {
+                continue;
+            }
+            // A job Kueue or KAI would refuse is an error; one they take and `place` does not
+            // (it asks for no GPU) is a warning: the manifest is fine, railyard's answer is no.
+            let refusal = match job {
+                Ok(j) => j.check_requests().err().map(|m| {
+                    let (path, m) = located(file, &m);
+                    (
+                        Severity::Warning,
+                        path,
+                        format!("railyard place refuses it: {m}"),
+                    )
+                }),
+                Err(e) => {
+                    let (path, m) = located(file, &e.to_string());
+                    Some((Severity::Error, path, m))
+                }
+            };
+            if let Some((severity, path, message)) = refusal {
+                out.push((i, vec![Problem::new(severity, path, message)]));
+            }
+        }
+    }
+    out
+}
+
+/// With queues among the linted files (kubectl Lists of them too): every problem `queues
+/// validate` reports for them ([`crate::queues::findings`], the same function), with the jobs
+/// in the files that name a queue. Each finding goes to the document and field it is about. A
+/// job that cannot be read is [`check_jobs`]'s to report, once.
+fn check_queues(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
+    let mut out = Vec::new();
+    if !docs.iter().any(|d| holds_queue(&d.value)) {
+        return out;
+    }
+    // The files with queues or jobs, each with its objects and where they came from.
+    let mut files = objects_by_file(docs);
     files.retain(|(_, values, _)| values.iter().any(|v| is_queue(v) || jobs::is_job_doc(v)));
     let sources: Vec<queues::Source<'_>> = files
         .iter()
@@ -702,38 +882,47 @@ fn check_queues(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
         })
         .collect();
     let read = queues::read_documents(&sources, queues::JobSelection::NamingAQueue);
-    for (file, document, path, message) in kueue_never_admitted(docs, &read) {
+    let place_of = |file: &str, document: Option<usize>| -> Option<Place> {
         let places = files
             .iter()
             .find(|(f, _, _)| *f == file)
             .map(|(_, _, places)| places.as_slice())
             .unwrap_or_default();
-        if let Some(&i) = places.get(document.wrapping_sub(1)) {
-            out.push((i, vec![Problem::new(Severity::Warning, path, message)]));
+        document
+            .and_then(|n| places.get(n.wrapping_sub(1)))
+            .or(places.first())
+            .copied()
+    };
+    for (file, document, path, message) in kueue_never_admitted(docs, &read) {
+        if let Some(place) = place_of(&file, Some(document)) {
+            out.push((
+                place.0,
+                vec![Problem::new(
+                    Severity::Warning,
+                    path_at(place, &path),
+                    message,
+                )],
+            ));
         }
     }
     // A finding without a known document (none expected for parsed files) goes to the file's
     // first document, or the first queue's, so that none is lost.
-    let first_queue = docs.iter().position(|d| is_queue(&d.value)).unwrap_or(0);
+    let first_queue = docs.iter().position(|d| holds_queue(&d.value)).unwrap_or(0);
     for f in crate::queues::findings(&read) {
-        let places = files
-            .iter()
-            .find(|(file, _, _)| *file == f.file)
-            .map(|(_, _, places)| places.as_slice())
-            .unwrap_or_default();
-        let i = f
-            .document
-            .and_then(|n| places.get(n.wrapping_sub(1)))
-            .or(places.first())
-            .copied()
-            .unwrap_or(first_queue);
+        let place = place_of(&f.file, f.document).unwrap_or((first_queue, None));
+        let job_read_error = f.path.is_none()
+            && f.document.is_some()
+            && place.1.is_none()
+            && jobs::names_queue(&docs[place.0].value);
+        if job_read_error {
+            continue; // check_jobs reports it, with its path
+        }
+        let path = f
+            .path
+            .map_or_else(|| "-".to_owned(), |p| path_at(place, &p));
         out.push((
-            i,
-            vec![Problem::new(
-                Severity::Error,
-                f.path.unwrap_or_else(|| "-".to_owned()),
-                f.message,
-            )],
+            place.0,
+            vec![Problem::new(Severity::Error, path, f.message)],
         ));
     }
     out
@@ -747,7 +936,7 @@ fn kueue_never_admitted(
     read: &queues::QueueFiles,
 ) -> Vec<(String, usize, String, String)> {
     let mut objects = formats::kueue_objects::KueueObjects::default();
-    let values = formats::queues::list_items(docs.iter().map(|d| d.value.clone()).collect());
+    let values = list_items(docs.iter().map(|d| d.value.clone()).collect());
     objects.read("-", &values);
     let Ok(q) = crate::kueue_admit::queues(&objects, &[]) else {
         return Vec::new();
@@ -856,11 +1045,13 @@ fn network_names(annotation: &str) -> Vec<String> {
         .collect()
 }
 
-/// Checks that need several documents: pods against the networks they attach, Kueue TAS levels
-/// against the Kueue Topologies, and queue trees (with the jobs naming their queues). Returns
+/// Checks that need several documents: pods against the networks they attach, jobs naming a
+/// queue as `place` reads them, Kueue TAS levels against the Kueue Topologies, and queue trees
+/// (with the jobs naming their queues). Returns
 /// (document index in `docs`, problems), in that order of checks.
 pub fn check_across(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
     let mut out = check_networks(docs);
+    out.extend(check_jobs(docs));
     out.extend(check_kueue_levels(docs));
     out.extend(check_queues(docs));
     out

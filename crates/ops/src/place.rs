@@ -245,10 +245,11 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
         return Err(FormatError::input(
             &job_file,
             format!(
-                "job `{}` can never be placed on cluster {} ({} GPUs), even with nothing running: {e}",
+                "job `{}` can never be placed on cluster {} ({} GPUs), even with nothing running: {e}{}",
                 job.name,
                 cluster.name,
-                cluster.gpu_count()
+                cluster.gpu_count(),
+                missing_pods_note(whole).map_or(String::new(), |n| format!("; {n}"))
             ),
         ));
     }
@@ -266,7 +267,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     }
     let mut policy = PreemptionPolicy::default();
     let mut refused: Option<String> = None;
-    let mut warnings: Vec<String> = Vec::new();
+    let mut warnings: Vec<String> = missing_pods_note(cluster).into_iter().collect();
     if let Some(objects) = &kueue {
         if options.dialect == sched::Dialect::Kueue {
             let decision = crate::kueue_admit::place_decision(
@@ -280,7 +281,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
                 inputs.no_preempt,
             )?;
             let mut file = match decision {
-                Ok(d) => placement_file(cluster, &job.name, &d),
+                Ok(d) => with_gpu_memory(placement_file(cluster, &job.name, &d), &job, &d),
                 Err(reason) => not_placed(&job.name, reason),
             };
             file.warnings = warnings;
@@ -379,7 +380,7 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
         }
     }
     let mut file = match result {
-        Ok(d) => placement_file(cluster, &job.name, &d),
+        Ok(d) => with_gpu_memory(placement_file(cluster, &job.name, &d), &job, &d),
         Err(reason) => not_placed(&job.name, reason),
     };
     file.warnings = warnings;
@@ -933,6 +934,85 @@ pub fn place_input(
     }
 }
 
+/// Nodes shown in a note before `…`.
+const NODES_NAMED: usize = 3;
+
+/// Nodes whose `status.allocatable` lists resources but not `pods` take no pod: Kueue's TAS
+/// counts one `pods` per pod against a node's allocatable, as railyard does. The note names
+/// them (the first few, and how many) and what to do; `None` when every node with an
+/// allocatable lists `pods`.
+pub fn missing_pods_note(cluster: &Cluster) -> Option<String> {
+    let without: Vec<&str> = cluster
+        .nodes
+        .iter()
+        .filter(|n| !n.allocatable.is_empty() && !n.allocatable.contains_key(sched::PODS))
+        .map(|n| n.name.as_str())
+        .collect();
+    if without.is_empty() {
+        return None;
+    }
+    let mut named = without[..without.len().min(NODES_NAMED)].join(", ");
+    if without.len() > NODES_NAMED {
+        named.push_str(", …");
+    }
+    Some(format!(
+        "{} of {} nodes ({named}) have a status.allocatable without `pods`, and Kueue's TAS counts \
+         one `pods` per pod against it, so they take no pod; add `pods` to their \
+         status.allocatable (the kubelet reports it, 110 by default)",
+        without.len(),
+        cluster.nodes.len()
+    ))
+}
+
+/// The placement file with the GPU memory of pods that asked for it ([`PlacedPod::gpu_memory_mib`]).
+fn with_gpu_memory(
+    mut file: PlacementFile,
+    job: &sched::Job,
+    d: &sched::Decision,
+) -> PlacementFile {
+    for (f, p) in file.pods.iter_mut().zip(&d.placement.pods) {
+        if let Some(sched::GpuRequest::MemoryMib { mib, .. }) =
+            job.pod_sets.get(p.pod_set).map(|s| s.gpu)
+        {
+            f.gpu_memory_mib = Some(mib);
+        }
+    }
+    file
+}
+
+/// What a placement's pods hold, for its summary line: `8 GPUs`, or for pods that asked for GPU
+/// memory, that memory and its share of the GPU: `2000 MiB of GPU memory: 0.025 of one 80 GiB
+/// GPU`.
+pub fn gpus_text(cluster: &Cluster, file: &PlacementFile) -> String {
+    let gpus = report::fmt::trim_float(file.pods.iter().map(|p| p.gpus).sum::<f64>());
+    let memory: Option<Vec<(u64, &str)>> = file
+        .pods
+        .iter()
+        .map(|p| {
+            p.gpu_memory_mib.map(|m| {
+                (
+                    u64::from(m) * p.gpu_ids.len().max(1) as u64,
+                    p.node.as_str(),
+                )
+            })
+        })
+        .collect();
+    let Some(memory) = memory.filter(|m| !m.is_empty()) else {
+        return format!("{gpus} GPUs");
+    };
+    let mib: u64 = memory.iter().map(|(m, _)| m).sum();
+    let size = cluster
+        .nodes
+        .iter()
+        .find(|n| n.name == memory[0].1)
+        .map_or(0, |n| n.gpu_memory_gib);
+    if memory.len() == 1 {
+        format!("{mib} MiB of GPU memory: {gpus} of one {size} GiB GPU")
+    } else {
+        format!("{mib} MiB of GPU memory: {gpus} GPUs of {size} GiB")
+    }
+}
+
 /// A decision as the placement file `place --output json` writes.
 pub fn placement_file(cluster: &Cluster, job: &str, d: &sched::Decision) -> PlacementFile {
     PlacementFile {
@@ -948,6 +1028,7 @@ pub fn placement_file(cluster: &Cluster, job: &str, d: &sched::Decision) -> Plac
                 node: cluster.node(p.node).name.clone(),
                 gpus: p.gpus(),
                 gpu_ids: p.gpu_ids.clone(),
+                gpu_memory_mib: None,
             })
             .collect(),
         highest_tier: d.placement.highest_tier,

@@ -87,12 +87,20 @@ fn classified_findings(read: &QueueFiles) -> Vec<(QueueFinding, Option<QueueProb
                 } else {
                     0
                 };
+                // A duplicate names the definition it repeats.
+                let first = match (defs.and_then(|d| d.first()), nth) {
+                    (Some(q), 1..) => match q.document {
+                        Some(n) => format!(" (first in {}, document {n})", q.file),
+                        None => format!(" (first in {})", q.file),
+                    },
+                    _ => String::new(),
+                };
                 defs.and_then(|d| d.get(nth).or(d.first())).map(|q| {
                     QueueFinding::new(
                         &q.file,
                         q.document,
                         q.document.map(|_| q.flavor.field_of(kind)),
-                        p.to_string(),
+                        format!("{p}{first}"),
                     )
                 })
             }
@@ -475,7 +483,17 @@ fn inline_map(at: &str, s: &str) -> Result<BTreeMap<String, Value>, FormatError>
         let (k, v) = part
             .split_once(':')
             .ok_or_else(|| FormatError::input(at, format!("`{part}`: expected RESOURCE:AMOUNT")))?;
-        m.insert(k.trim().to_owned(), Value::String(v.trim().to_owned()));
+        if m.insert(k.trim().to_owned(), Value::String(v.trim().to_owned()))
+            .is_some()
+        {
+            return Err(FormatError::input(
+                at,
+                format!(
+                    "`{s}`: resource `{}` given twice; give each resource once",
+                    k.trim()
+                ),
+            ));
+        }
     }
     Ok(m)
 }

@@ -23,7 +23,10 @@ pub enum CliError {
     /// A reader or an operator tool rejected its input.
     #[error(transparent)]
     Format(#[from] formats::FormatError),
-    /// A check ran and found problems (doctor, lint): `report` is printed on standard output,
+    /// A check whose findings say everything (lint): printed on standard output alone, exit 1.
+    #[error("{0}")]
+    Findings(String),
+    /// A check ran and found problems (doctor): `report` is printed on standard output,
     /// then `summary` as the one-line error.
     #[error("{summary}")]
     CheckFailed {

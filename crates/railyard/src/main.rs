@@ -21,6 +21,10 @@ fn main() -> ExitCode {
             let _ = stdout.write_all(text.as_bytes());
             ExitCode::SUCCESS
         }
+        Err(CliError::Findings(report)) => {
+            let _ = std::io::stdout().lock().write_all(report.as_bytes());
+            ExitCode::FAILURE
+        }
         Err(e) => {
             if let CliError::CheckFailed { report, .. } = &e {
                 let _ = std::io::stdout().lock().write_all(report.as_bytes());

@@ -104,41 +104,47 @@ pub fn resolve_aliased_levels(
 }
 
 impl JobDoc {
+    /// Whether the job asks for something railyard can place it by, needing no cluster: some
+    /// pod set asks for GPUs (KAI jobs excepted), and every pod set asks for GPUs or another
+    /// resource. The message (without the file) is the one [`JobDoc::resolve`] refuses with, so
+    /// `lint` reports what `place` would refuse.
+    pub fn check_requests(&self) -> Result<(), String> {
+        // KAI schedules pods that request no GPU, and pods that request nothing at all (a
+        // BestEffort pod takes a pod slot and nothing else), in the gang of their workload: its
+        // own RayJob and MPIJob examples are such. Kueue and native jobs are GPU jobs.
+        if self.format == super::doc::JobFormat::Kai {
+            return Ok(());
+        }
+        let none = sched::GpuRequest::Whole(0);
+        if self.pod_sets.iter().all(|s| s.gpu == none) {
+            return Err(format!(
+                "{}; no pod set of job `{}` asks for GPUs (railyard places GPU jobs)",
+                self.pod_sets.first().map_or("", |s| s.gpu_field.as_str()),
+                self.name
+            ));
+        }
+        // A pod without GPUs is placed by its other requests (a launcher, a Ray head); one that
+        // asks for nothing at all has nothing to place it by.
+        match self
+            .pod_sets
+            .iter()
+            .find(|s| s.gpu == none && s.extras.requests.is_empty())
+        {
+            Some(s) => Err(format!(
+                "{}, and no other resource requests; railyard places pods by what they request",
+                s.gpu_field
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Resolve level labels against the cluster, apply the format's ordering rules, and check
     /// the result with [`sched::Job::check`].
     pub fn resolve(&self, file: &str, cluster: &Cluster) -> Result<sched::Job, FormatError> {
         let mut pod_sets = Vec::new();
-        // KAI schedules pods that request no GPU, and pods that request nothing at all (a
-        // BestEffort pod takes a pod slot and nothing else), in the gang of their workload: its
-        // own RayJob and MPIJob examples are such. Kueue and native jobs are GPU jobs.
-        let kai = self.format == super::doc::JobFormat::Kai;
-        if !kai
-            && self
-                .pod_sets
-                .iter()
-                .all(|s| s.gpu == sched::GpuRequest::Whole(0))
-        {
-            return Err(FormatError::input(
-                file,
-                format!(
-                    "{}; no pod set of job `{}` asks for GPUs (railyard places GPU jobs)",
-                    self.pod_sets[0].gpu_field, self.name
-                ),
-            ));
-        }
-
+        self.check_requests()
+            .map_err(|m| FormatError::input(file, m))?;
         for s in &self.pod_sets {
-            // A pod without GPUs is placed by its other requests (a launcher, a Ray head); one
-            // that asks for nothing at all has nothing to place it by.
-            if !kai && s.gpu == sched::GpuRequest::Whole(0) && s.extras.requests.is_empty() {
-                return Err(FormatError::input(
-                    file,
-                    format!(
-                        "{}, and no other resource requests; railyard places pods by what they request",
-                        s.gpu_field
-                    ),
-                ));
-            }
             let levels: Vec<&str> = cluster.levels.iter().map(|l| l.label.as_str()).collect();
             let aliases: Vec<Option<&str>> =
                 cluster.levels.iter().map(|l| l.alias.as_deref()).collect();

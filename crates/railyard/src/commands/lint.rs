@@ -1,10 +1,10 @@
 //! `railyard lint FILE…`: reads manifests, runs `ops::lint` on them and prints the findings;
-//! exit 1 when any finding is an error.
+//! exit 1 when any finding is an error, with nothing on standard error.
 
 use std::path::PathBuf;
 
 use formats::input::{parse_documents, read_text};
-use ops::lint::{lint_documents, Document, Severity};
+use ops::lint::{lint_documents, summary, Document, Severity};
 
 use crate::error::CliError;
 use crate::output::OutputFormat;
@@ -36,46 +36,14 @@ pub fn lint(args: &LintArgs) -> Result<String, CliError> {
     }
     let findings = lint_documents(&docs);
     let report = args.output.render(&findings, |_| {
-        if findings.is_empty() {
-            format!(
-                "{} document{} in {} file{}: no findings\n",
-                docs.len(),
-                if docs.len() == 1 { "" } else { "s" },
-                args.files.len(),
-                if args.files.len() == 1 { "" } else { "s" }
-            )
-        } else {
-            findings.iter().map(|f| format!("{f}\n")).collect()
-        }
+        let out: String = findings.iter().map(|f| format!("{f}\n")).collect();
+        out + &summary(docs.len(), args.files.len(), &findings)
     });
-    let errors = findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .count();
-    if errors == 0 {
-        Ok(report)
+    // Findings are lint's answer, on standard output only; standard error is for lint's own
+    // errors (a file it cannot read).
+    if findings.iter().any(|f| f.severity == Severity::Error) {
+        Err(CliError::Findings(report))
     } else {
-        let warnings = findings
-            .iter()
-            .filter(|f| f.severity == Severity::Warning)
-            .count();
-        // The one-line error names the first error's file, document and path; the rest is in
-        // the report.
-        let first = findings
-            .iter()
-            .find(|f| f.severity == Severity::Error)
-            .expect("errors > 0");
-        Err(CliError::CheckFailed {
-            report,
-            summary: format!(
-                "{}: document {}: {}: {} (lint: {errors} error{}, {warnings} warning{})",
-                first.file,
-                first.document,
-                first.path,
-                first.message,
-                if errors == 1 { "" } else { "s" },
-                if warnings == 1 { "" } else { "s" }
-            ),
-        })
+        Ok(report)
     }
 }

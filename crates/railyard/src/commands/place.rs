@@ -109,7 +109,6 @@ fn text(cluster: &Cluster, f: &PlacementFile, wide: bool) -> String {
     let mut nodes: Vec<&str> = f.pods.iter().map(|p| p.node.as_str()).collect();
     nodes.sort_unstable();
     nodes.dedup();
-    let gpus: f64 = f.pods.iter().map(|p| p.gpus).sum();
     let tier = match f.highest_tier {
         None => "one node, no switch".to_owned(),
         Some(t) => {
@@ -122,10 +121,10 @@ fn text(cluster: &Cluster, f: &PlacementFile, wide: bool) -> String {
         }
     };
     let mut out = format!(
-        "job {job}: placed {} on {} ({} GPUs); {tier}, worst latency {} µs\n",
+        "job {job}: placed {} on {} ({}); {tier}, worst latency {} µs\n",
         count_of(f.pods.len(), "pod"),
         count_of(nodes.len(), "node"),
-        trim_float(gpus),
+        ops::place::gpus_text(cluster, f),
         trim_float(f.worst_latency_us.unwrap_or(0.0))
     );
     if !f.preempted.is_empty() {

@@ -866,6 +866,7 @@ fn experiment_placement(order: &str, n: usize) -> PathBuf {
                 node: format!("host-{h:03}"),
                 gpus: 8.0,
                 gpu_ids: Vec::new(),
+                gpu_memory_mib: None,
             })
             .collect(),
         highest_tier: None,

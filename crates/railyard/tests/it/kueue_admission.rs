@@ -93,7 +93,10 @@ fn share_validate_and_lint_read_the_local_queue() {
     assert!(ok(&["queues", "validate", &queues, &job]).contains("no problems"));
     // lint warns that Kueue accepts the 24-GPU job and keeps it pending for ever.
     let never = format!("{job}: document 1: metadata.labels[kueue.x-k8s.io/queue-name]: warning: Kueue keeps job `gpu-24` pending: it asks for 24 nvidia.com/gpu, above the most ClusterQueue tas-cluster-queue can ever have in any flavor (16)\n");
-    assert_eq!(ok(&["lint", &queues, &job]), never);
+    assert_eq!(
+        ok(&["lint", &queues, &job]),
+        format!("{never}5 documents in 2 files: 0 errors, 1 warning\n")
+    );
     let fits = format!("{K}/job-gpu-16.yaml");
     assert!(ok(&["lint", &queues, &fits]).contains("no findings"));
     // The same objects as `kubectl get clusterqueues,localqueues,cohorts,resourceflavors -A -o json`.
@@ -102,8 +105,8 @@ fn share_validate_and_lint_read_the_local_queue() {
         ok(&["queues", "validate", &list, &job]),
         "ok: 1 queue, 1 job, no problems\n"
     );
-    // lint reads a List's documents as one object: its queue checks do not see the items.
-    assert!(ok(&["lint", &list, &job]).contains("no findings"));
+    // lint looks inside the List for its queue checks: the same warning.
+    assert!(ok(&["lint", &list, &job]).starts_with(&never));
     let out = ok(&[
         "queues", "share", "--queues", &list, "--demand", &job, "--output", "json",
     ]);
@@ -164,7 +167,7 @@ fn a_flavor_toleration_counts_in_the_can_never_be_placed_check() {
 
 /// Kueue's example manifests (`tests/fixtures/kueue/examples/`, from Kueue's
 /// `site/static/examples/` at ff69552): each setup and its job pass `queues validate` and
-/// `lint`, and Kueue's admission admits the job to the flavor Kueue's documentation shows.
+/// `lint` (with lint's warning that `place` refuses a job asking for no GPU), and Kueue's admission admits the job to the flavor Kueue's documentation shows.
 /// These jobs ask for CPU and memory only, which railyard does not place (it places GPU jobs),
 /// so the admission is checked through `ops::kueue_admit` directly.
 #[test]
@@ -204,7 +207,13 @@ fn kueue_example_manifests_validate_lint_and_are_admitted_to_their_flavor() {
             ok(&["queues", "validate", &setup, &job]).contains("no problems"),
             "{job}"
         );
-        assert!(ok(&["lint", &setup, &job]).contains("no findings"), "{job}");
+        // lint passes the job, warning that railyard's place refuses it (it asks for no GPU).
+        let lint = ok(&["lint", &setup, &job]);
+        assert!(lint.ends_with(": 0 errors, 1 warning\n"), "{job}: {lint}");
+        assert!(
+            lint.contains("warning: railyard place refuses it: "),
+            "{lint}"
+        );
         let files: Vec<(String, String)> = [&setup, &job]
             .iter()
             .map(|f| (f.to_string(), std::fs::read_to_string(f).unwrap()))

@@ -6,6 +6,15 @@ use std::collections::BTreeSet;
 
 use crate::{assert_one_line_error, fails, railyard, scratch};
 
+/// A lint run that found errors: exit 1, the findings and their count on standard output
+/// (the last line ends with `counts`), nothing on standard error.
+fn assert_findings(run: &crate::Run, counts: &str) {
+    assert_eq!(run.code, 1, "exit code; stderr: {}", run.stderr);
+    assert_eq!(run.stderr, "", "lint's findings go to standard output only");
+    let last = run.stdout.lines().last().unwrap_or_default();
+    assert!(last.ends_with(&format!(": {counts}")), "last line: {last}");
+}
+
 fn lint(files: &[&str]) -> crate::Run {
     let mut args = vec!["lint"];
     args.extend_from_slice(files);
@@ -15,7 +24,7 @@ fn lint(files: &[&str]) -> crate::Run {
 #[test]
 fn nic_cluster_policy_with_one_sub_component_on_an_older_release() {
     let run = lint(&["tests/fixtures/lint/ncp-old-component.yaml"]);
-    assert_one_line_error(&run, "lint: 1 error, 0 warnings");
+    assert_findings(&run, "1 error, 0 warnings");
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert_eq!(
         lines[0],
@@ -27,7 +36,8 @@ fn nic_cluster_policy_with_one_sub_component_on_an_older_release() {
     assert!(
         lines[1].contains("spec: info: keep repository, version and imagePullSecrets in one place")
     );
-    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[2], "1 document in 1 file: 1 error, 0 warnings");
+    assert_eq!(lines.len(), 3);
 }
 
 #[test]
@@ -40,7 +50,7 @@ fn nic_cluster_policy_repositories_secrets_and_driver() {
 #[test]
 fn rdma_network_attachments_and_the_pods_using_them() {
     let run = lint(&["tests/fixtures/lint/nad.yaml"]);
-    assert_one_line_error(&run, "lint: 5 errors, 2 warnings");
+    assert_findings(&run, "5 errors, 2 warnings");
     insta::assert_snapshot!(run.stdout);
 }
 
@@ -101,7 +111,7 @@ fn finding(line: &str) -> Option<(&str, &str, &str, &str)> {
 #[test]
 fn kueue_tas_annotations_on_jobs_and_jobsets() {
     let run = lint(&[KUEUE_TAS]);
-    assert_one_line_error(&run, "lint: 5 errors, 0 warnings");
+    assert_findings(&run, "5 errors, 0 warnings");
     // The valid Job (document 1) and replicated job 0 of the JobSet have no findings.
     assert!(!run.stdout.contains("document 1:"), "{}", run.stdout);
     assert!(!run.stdout.contains("replicatedJobs[0]"), "{}", run.stdout);
@@ -112,12 +122,12 @@ fn kueue_tas_annotations_on_jobs_and_jobsets() {
 fn kueue_tas_levels_are_checked_against_a_topology_among_the_files() {
     let alone = lint(&[KUEUE_TAS]);
     let run = lint(&[KUEUE_TAS, KUEUE_TOPOLOGY]);
-    assert_one_line_error(&run, "lint: 7 errors, 0 warnings");
+    assert_findings(&run, "7 errors, 0 warnings");
     // Everything found without the Topology, then the two level defects it reveals.
     let added: Vec<&str> = run
         .stdout
         .lines()
-        .filter(|l| !alone.stdout.contains(l))
+        .filter(|l| !alone.stdout.contains(l) && !l.starts_with("7 documents in 2 files: "))
         .collect();
     assert_eq!(
         added,
@@ -159,8 +169,9 @@ fn kueue_tas_findings_are_the_errors_place_gives() {
             files.push("tests/fixtures/nodes/kueue-topology.yaml");
         }
         let run = lint(&files);
-        assert_one_line_error(&run, "lint: 1 error, 0 warnings");
-        let (f, doc, path, message) = finding(run.stdout.trim_end()).expect("a finding");
+        assert_findings(&run, "1 error, 0 warnings");
+        let (f, doc, path, message) =
+            finding(run.stdout.lines().next().unwrap_or_default()).expect("a finding");
         assert_eq!((f, doc), (file.as_str(), "document 1"));
         assert!(
             error.ends_with(&format!(": {path}: {message}")),
@@ -172,7 +183,7 @@ fn kueue_tas_findings_are_the_errors_place_gives() {
 #[test]
 fn kai_queues_every_validator_problem_is_a_finding() {
     let run = lint(&["tests/fixtures/lint/kai-queues.yaml"]);
-    assert_one_line_error(&run, "lint: 6 errors, 0 warnings");
+    assert_findings(&run, "6 errors, 0 warnings");
     // The pod that names no queue (document 7) is not KAI's and not checked.
     assert!(!run.stdout.contains("document 7"), "{}", run.stdout);
     insta::assert_snapshot!(run.stdout);
@@ -208,7 +219,9 @@ fn queue_findings_are_the_problems_queues_validate_reports() {
         let run = lint(&[file]);
         assert_eq!(run.code, 1, "{file}: {}", run.stderr);
         let mut found = BTreeSet::new();
-        for line in run.stdout.lines() {
+        let lines: Vec<&str> = run.stdout.lines().collect();
+        // Every line but the last (the counts) is a finding.
+        for line in &lines[..lines.len() - 1] {
             let (f, doc, path, message) = finding(line).expect("an error finding");
             assert_eq!(f, file);
             assert!(doc.starts_with("document "), "{line}");
@@ -227,4 +240,36 @@ fn kai_default_queues_pass() {
     let run = lint(&["tests/fixtures/sched/queues/kai-default-queues.yaml"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(run.stdout, "2 documents in 1 file: no findings\n");
+}
+
+/// Issue 30, defect 6: a job `place` refuses before it looks at a cluster (a Kueue Job asking
+/// for CPU only) is not "no findings": lint warns with place's own message, and the error
+/// place gives ends with the same words.
+#[test]
+fn a_job_place_refuses_is_a_finding() {
+    let file = "tests/fixtures/lint/kueue-cpu-only.yaml";
+    let run = lint(&[file]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    let (f, doc, path, message) = finding_any(lines[0]).expect("a finding");
+    assert_eq!(
+        (f, doc, path),
+        (file, "document 1", "spec.template.spec.containers")
+    );
+    let message = message
+        .strip_prefix("warning: railyard place refuses it: ")
+        .expect("a warning naming place");
+    let error = fails(&["place", "--cluster", "preset:fat-tree-k8", "--job", file]);
+    assert!(
+        error.ends_with(&format!("{path}: {message}")),
+        "place: {error}; lint: {message}"
+    );
+    assert_eq!(lines[1], "1 document in 1 file: 0 errors, 1 warning");
+}
+
+/// `FILE: document N: PATH: SEVERITY: MESSAGE` split at its first three `: `, the rest kept.
+fn finding_any(line: &str) -> Option<(&str, &str, &str, &str)> {
+    let mut parts = line.splitn(4, ": ");
+    Some((parts.next()?, parts.next()?, parts.next()?, parts.next()?))
 }

@@ -511,3 +511,79 @@ fn network_aware_prices_running_jobs_with_shared_or_no_gpus() {
     .unwrap();
     assert!(p.placed && p.network.is_some());
 }
+
+/// Issue 30, defect 3: nodes whose `status.allocatable` lacks `pods` take no pod (Kueue's TAS
+/// counts pods per node). When that leaves the job nowhere, the error says why and names the
+/// nodes, counted; when some nodes still fit, the placement carries it as a warning.
+#[test]
+fn nodes_without_pods_allocatable_are_named() {
+    let error = fails(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/nodes/kind-workers-without-pods.yaml",
+        "--topology",
+        "tests/fixtures/nodes/kueue-topology.yaml",
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+    ]);
+    assert!(error.contains("(the roomiest has room for 0); 8 of 8 nodes (kind-worker, kind-worker2, kind-worker3, …) have a status.allocatable without `pods`"), "{error}");
+    assert!(
+        error.ends_with(
+            "add `pods` to their status.allocatable (the kubelet reports it, 110 by default)"
+        ),
+        "{error}"
+    );
+    let out = ok(&[
+        "place",
+        "--cluster",
+        "tests/fixtures/nodes/kind-workers-two-without-pods.yaml",
+        "--topology",
+        "tests/fixtures/nodes/kueue-topology.yaml",
+        "--job",
+        "tests/fixtures/sched/jobs/native-train.yaml",
+        "--output",
+        "json",
+    ]);
+    let file: PlacementFile = serde_json::from_str(&out).expect("placement JSON");
+    assert!(file.placed);
+    assert!(
+        file.pods
+            .iter()
+            .all(|p| p.node != "kind-worker" && p.node != "kind-worker2"),
+        "{out}"
+    );
+    assert_eq!(file.warnings.len(), 1, "{out}");
+    assert!(
+        file.warnings[0].starts_with(
+            "2 of 8 nodes (kind-worker, kind-worker2) have a status.allocatable without `pods`"
+        ),
+        "{out}"
+    );
+}
+
+/// Issue 30, defect 8: a pod asking for 2000 MiB of GPU memory (KAI's `gpu-memory`) is shown as
+/// that memory and its share of the GPU (2000 / 81920 = 0.0244, counted in thousandths rounded
+/// up: 0.025), and the placement file keeps the memory.
+#[test]
+fn a_gpu_memory_request_is_shown_as_memory() {
+    let args = [
+        "place",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--job",
+        "tests/fixtures/sched/jobs/kai-gpu-memory-pod.yaml",
+    ];
+    let text = ok(&args);
+    assert!(
+        text.starts_with("job gpu-sharing: placed 1 pod on 1 node (2000 MiB of GPU memory: 0.025 of one 80 GiB GPU); "),
+        "{text}"
+    );
+    let mut json = args.to_vec();
+    json.extend_from_slice(&["--output", "json"]);
+    let file: PlacementFile = serde_json::from_str(&ok(&json)).expect("placement JSON");
+    assert_eq!(file.pods[0].gpu_memory_mib, Some(2000));
+    assert_eq!(file.pods[0].gpus, 0.025);
+    // Whole GPUs carry no memory and read as before.
+    let whole = place(&["--job", "tests/fixtures/sched/jobs/native-train.yaml"]);
+    assert!(whole.pods.iter().all(|p| p.gpu_memory_mib.is_none()));
+}

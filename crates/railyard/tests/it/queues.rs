@@ -256,3 +256,70 @@ fn share_reads_demand_and_allocation_from_live_kai_queues() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--demand: missing"), "{}", r.stderr);
 }
+
+/// Issue 30, defect 9: a resource given twice in an inline `--demand` or `--capacity` is
+/// refused (the second would silently replace the first), naming the flag.
+#[test]
+fn a_resource_twice_in_an_inline_demand_is_refused() {
+    let queues = "tests/fixtures/sched/queues/kai-teams.yaml";
+    let line = fails(&[
+        "queues",
+        "share",
+        "--queues",
+        queues,
+        "--demand",
+        "team-a=gpu:1,gpu:3",
+    ]);
+    assert_eq!(
+        line,
+        "error: --demand: `gpu:1,gpu:3`: resource `gpu` given twice; give each resource once"
+    );
+    let line = fails(&[
+        "queues",
+        "share",
+        "--queues",
+        queues,
+        "--demand",
+        "team-a=gpu:1",
+        "--capacity",
+        "gpu:8,cpu:4,gpu:16",
+    ]);
+    assert!(line.starts_with("error: --capacity: "), "{line}");
+    // Each resource once is fine.
+    ok(&[
+        "queues",
+        "share",
+        "--queues",
+        queues,
+        "--demand",
+        "team-a=gpu:1,cpu:2",
+    ]);
+}
+
+/// Issue 30, defect 6: a queue defined more than once names its first definition, file and
+/// document, in `queues validate` and `lint` alike.
+#[test]
+fn a_duplicate_queue_names_its_first_definition() {
+    let dir = crate::scratch("duplicate-queue");
+    let first = "tests/fixtures/sched/queues/kai-teams.yaml";
+    let again = dir.join("again.yaml");
+    std::fs::copy(first, &again).unwrap();
+    let again = again.display().to_string();
+    let run = crate::railyard(&["queues", "validate", first, &again]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains(&format!(
+            "error: {again}: queue `team-a`: defined more than once (first in {first}, document 2)\n"
+        )),
+        "{}",
+        run.stderr
+    );
+    let lint = crate::railyard(&["lint", first, &again]);
+    assert!(
+        lint.stdout.contains(&format!(
+            "{again}: document 2: metadata.name: error: queue `team-a`: defined more than once (first in {first}, document 2)\n"
+        )),
+        "{}",
+        lint.stdout
+    );
+}
