@@ -9,10 +9,8 @@ use formats::{jobs, queues};
 
 use super::{check_workload, Document, Problem, Severity};
 
-// ---------------------------------------------------------------------------------------------
-// Queues (KAI scheduling.run.ai Queues; Kueue ClusterQueues, Cohorts and LocalQueues)
-
-/// Whether a document is a queue `queues validate` reads.
+/// Whether a document is a queue (a KAI `scheduling.run.ai` Queue; a Kueue ClusterQueue,
+/// Cohort or LocalQueue) `queues validate` reads.
 fn is_queue(doc: &Value) -> bool {
     let api = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     match doc.get("kind").and_then(Value::as_str) {
@@ -90,8 +88,8 @@ fn located(file: &str, text: &str) -> (String, String) {
 /// Jobs that name a queue, read as `place` reads them ([`jobs::jobs_in_documents`]) with the
 /// requests check `place` applies before it looks at a cluster ([`jobs::JobDoc::check_requests`]):
 /// what `place` would refuse is a finding (a warning when only railyard refuses it: a job asking
-/// for no GPU). A document whose workload checks
-/// ([`check_workload`]) already found an error is not reported again.
+/// for no GPU). A document whose workload checks ([`check_workload`]) already found an error is
+/// not reported again.
 pub(super) fn check_jobs(docs: &[Document]) -> Vec<(usize, Vec<Problem>)> {
     let mut out = Vec::new();
     let mut files: Vec<(&str, Vec<Value>, Vec<usize>)> = Vec::new();
@@ -254,4 +252,33 @@ fn kueue_never_admitted(
         out.push((j.file.clone(), j.document, j.queue_field.clone(), message));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::located;
+
+    #[test]
+    fn reader_messages_split_into_path_and_message() {
+        let f = "jobs.yaml";
+        assert_eq!(
+            located(
+                f,
+                "jobs.yaml: document 2 (Job a): spec.template.spec.containers: no GPU"
+            ),
+            (
+                "spec.template.spec.containers".to_owned(),
+                "no GPU".to_owned()
+            )
+        );
+        assert_eq!(
+            located(f, "jobs.yaml: document 1: metadata.name: missing"),
+            ("metadata.name".to_owned(), "missing".to_owned())
+        );
+        // No path: the whole message, at `-`.
+        assert_eq!(
+            located(f, "jobs.yaml: no job found; expected a job"),
+            ("-".to_owned(), "no job found; expected a job".to_owned())
+        );
+    }
 }
