@@ -144,84 +144,29 @@ pub fn resolve_with_labels(
     Some(Resolved::ClusterQueue(lq.cluster_queue.clone()))
 }
 
-/// The job's pod sets as Kueue counts them: per pod its requests besides GPUs (Kubernetes
-/// units) and whole GPUs as `nvidia.com/gpu` (a GPU share counts as one, as the device plugin
-/// asks for one GPU).
+/// The job's pod sets as Kueue counts them ([`sched::kueue::pod_set_requests`], GPUs as
+/// `nvidia.com/gpu`).
 pub fn pod_set_requests(job: &sched::Job, extras: &[sched::PodSetExtras]) -> Vec<PodSetRequest> {
-    job.pod_sets
-        .iter()
-        .enumerate()
-        .map(|(i, set)| {
-            let mut per_pod: BTreeMap<String, i64> = extras
-                .get(i)
-                .map(|e| {
-                    e.requests
-                        .iter()
-                        .filter(|(r, _)| r.as_str() != sched::PODS)
-                        .map(|(r, v)| (r.clone(), (*v).min(i64::MAX as u64 / 2) as i64))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let gpus = match set.gpu {
-                sched::GpuRequest::Whole(g) => i64::from(g),
-                _ => 1,
-            };
-            if gpus > 0 {
-                per_pod.insert(GPU.to_owned(), gpus);
-            }
-            PodSetRequest {
-                name: set.name.clone(),
-                count: set.count,
-                per_pod,
-            }
-        })
-        .collect()
+    sched::kueue::pod_set_requests(job, extras, GPU)
 }
 
-/// Why a flavor cannot take a pod set whatever the quota (Kueue's `checkFlavorForPodSets`):
-/// a NoSchedule/NoExecute taint of the flavor that neither the pod nor the flavor tolerates,
-/// or a node selector key of the flavor's labels with another value.
+/// Why a flavor cannot take a pod set whatever the quota ([`sched::kueue::mismatch`]).
 pub fn flavor_mismatch(
     flavor: Option<&ResourceFlavor>,
     name: &str,
     job_tolerations: &[sched::Toleration],
     extras: Option<&sched::PodSetExtras>,
 ) -> Option<String> {
-    let Some(f) = flavor else {
-        return Some(format!("flavor {name} not found"));
-    };
-    for t in &f.node_taints {
-        if !matches!(
-            t.effect,
-            topology::TaintEffect::NoSchedule | topology::TaintEffect::NoExecute
-        ) {
-            continue;
-        }
-        let tolerated = job_tolerations
-            .iter()
-            .chain(extras.into_iter().flat_map(|e| &e.tolerations))
-            .chain(&f.tolerations)
-            .any(|tol| tol.tolerates(t));
-        if !tolerated {
-            let effect = match t.effect {
-                topology::TaintEffect::NoSchedule => "NoSchedule",
-                topology::TaintEffect::NoExecute => "NoExecute",
-                topology::TaintEffect::PreferNoSchedule => "PreferNoSchedule",
-            };
-            return Some(format!(
-                "untolerated taint {{{} {} {effect}}} in flavor {name}",
-                t.key, t.value
-            ));
-        }
+    sched::kueue::mismatch(flavor.map(flavor_nodes), name, job_tolerations, extras)
+}
+
+/// A ResourceFlavor's node facts as `sched::kueue` reads them.
+pub fn flavor_nodes(f: &ResourceFlavor) -> sched::kueue::FlavorNodes<'_> {
+    sched::kueue::FlavorNodes {
+        node_labels: &f.node_labels,
+        node_taints: &f.node_taints,
+        tolerations: &f.tolerations,
     }
-    if let Some(e) = extras {
-        for (k, v) in &e.node_selector {
-            if f.node_labels.get(k).is_some_and(|fv| fv != v) {
-                return Some(format!("flavor {name} doesn't match node affinity"));
-            }
-        }
-    }
-    None
 }
 
 /// Kueue's decision for a job.
