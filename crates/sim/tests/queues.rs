@@ -617,3 +617,44 @@ fn the_kueue_check_finds_usage_kueue_would_not_admit() {
     k.release("j1");
     assert!(k.check().is_ok());
 }
+
+#[test]
+fn kueue_fair_sharing_admits_the_lowest_dominant_share_first() {
+    // One host of 8 GPUs; cq-a and cq-b (nominal 4 each, weight 1) in cohort `all`. a1 (4) and
+    // a2 (2) start at 0: cq-a uses 6, borrowing 2 of the cohort's 8 (share 2 · 1000 / 8 =
+    // 250); b1 (2, ends at 20) fills the rest. a3 (2, submitted 5) and b2 (2, submitted 6)
+    // wait. At 20 b1's 2 GPUs free up: in submission order a3 takes them; with fair sharing
+    // cq-b (share 0) goes before cq-a (250): b2 runs 20–120, and a3 starts when it ends.
+    let c = cluster(1);
+    let trace = [
+        job("a1", 0.0, 1000.0, 4, "cq-a"),
+        job("a2", 0.0, 1000.0, 2, "cq-a"),
+        job("b1", 0.0, 20.0, 2, "cq-b"),
+        job("a3", 5.0, 100.0, 2, "cq-a"),
+        job("b2", 6.0, 100.0, 2, "cq-b"),
+    ];
+    let queues = |fair: bool| {
+        let mut q = kueue_objects(
+            ["cq-a", "cq-b"]
+                .iter()
+                .map(|n| {
+                    cq(
+                        n,
+                        Some("all"),
+                        &[("default", 4, None, None)],
+                        KueuePolicy::default(),
+                    )
+                })
+                .collect(),
+            &[],
+        );
+        q.kueue.as_mut().unwrap().fair_sharing = fair;
+        q
+    };
+    let r = run(&c, &trace, &config(queues(false))).unwrap();
+    assert_eq!(record(&r, "a3").start_s, Some(20.0));
+    assert_eq!(record(&r, "b2").start_s, Some(120.0));
+    let r = run(&c, &trace, &config(queues(true))).unwrap();
+    assert_eq!(record(&r, "b2").start_s, Some(20.0));
+    assert_eq!(record(&r, "a3").start_s, Some(120.0));
+}

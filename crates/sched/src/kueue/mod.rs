@@ -5,6 +5,7 @@
 //! flavors and resources are data; nothing here reads a file or knows a label.
 
 pub mod assign;
+pub mod fair;
 pub mod flavors;
 pub mod preempt;
 pub mod quota;

@@ -15,7 +15,7 @@ use crate::engine::levels::{promote_starved, ranked_order, room_by_level, victim
 use crate::engine::lifecycle::stop_and_start;
 use crate::engine::net_model::Network;
 use crate::engine::network_sync::place_network_aware;
-use crate::engine::reclaim::{admits, fair_order, fair_shares, make_room};
+use crate::engine::reclaim::{admits, fair_order, fair_shares, kueue_fair_order, make_room};
 use crate::engine::state::{set_fragmentation, State};
 use crate::events::EventQueue;
 use crate::time::SimTime;
@@ -80,7 +80,9 @@ pub(super) fn pass(
         promote_starved(st, now);
     }
     // Submission order is walked on the live pending list (no copy of it per pass).
+    let kueue_fair = kueue_fair_order(st);
     let mut listed = match &share {
+        _ if kueue_fair.is_some() => kueue_fair.map(Vec::into_iter),
         Some(fair) if fair_order_on => Some(fair_order(st, fair).into_iter()),
         _ if ranked => Some(ranked_order(st, now).into_iter()),
         _ => None,
