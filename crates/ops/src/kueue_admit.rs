@@ -15,8 +15,8 @@ use serde_json::Value;
 /// Kueue's resource name for GPUs.
 pub const GPU: &str = "nvidia.com/gpu";
 
-/// The label Kubernetes puts on every namespace with its name (the only namespace label
-/// railyard knows, so the only one a `namespaceSelector` can match here).
+/// The label Kubernetes puts on every namespace with its name (a namespace's other labels come
+/// from Namespace objects in the queue files, `KueueObjects::namespaces`).
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// The Kueue objects of queue files (`(file, text)`); `None` when they declare no
@@ -86,8 +86,8 @@ pub enum Resolved {
 }
 
 /// Resolve the job's LocalQueue in its namespace as Kueue does (a missing LocalQueue, a
-/// stopped LocalQueue or ClusterQueue, a namespace the ClusterQueue does not select keep the
-/// Workload pending). `None`: no LocalQueue of that name in any namespace, nor a ClusterQueue
+/// stopped LocalQueue or ClusterQueue, a namespace the ClusterQueue does not select, by the
+/// namespace's labels from the queue files' Namespace objects, keep the Workload pending). `None`: no LocalQueue of that name in any namespace, nor a ClusterQueue
 /// (an input mistake).
 pub fn resolve(
     objects: &KueueObjects,
@@ -95,7 +95,12 @@ pub fn resolve(
     namespace: &str,
     queue: &str,
 ) -> Option<Resolved> {
-    let labels = BTreeMap::from([(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned())]);
+    let mut labels = objects
+        .namespaces
+        .get(namespace)
+        .cloned()
+        .unwrap_or_default();
+    labels.insert(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned());
     resolve_with_labels(objects, q, namespace, &labels, queue)
 }
 
@@ -193,11 +198,16 @@ pub fn decide(
     extras: &[sched::PodSetExtras],
     created: i64,
 ) -> Result<Decision, FormatError> {
+    let labels = objects
+        .namespaces
+        .get(namespace)
+        .cloned()
+        .unwrap_or_default();
     decide_in(
         objects,
         q,
         job_file,
-        (namespace, &BTreeMap::new()),
+        (namespace, &labels),
         job,
         tolerations,
         extras,

@@ -604,13 +604,13 @@ fn the_kueue_check_finds_usage_kueue_would_not_admit() {
     let mut a = k.decide(cq, &job, &[], 0);
     assert!(a.admitted());
     k.stage(0, cq, &a);
-    k.admit(0, "j0", 0);
+    k.admit(0, "j0", 0, 0);
     assert!(k.check().is_ok());
     a = k.decide(cq, &job, &[], 0);
     assert!(!a.admitted(), "{a:?}");
     a.usage = vec![("default".into(), GPU.into(), 8)];
     k.stage(1, cq, &a);
-    k.admit(1, "j1", 0);
+    k.admit(1, "j1", 0, 1);
     let e = k.check().unwrap_err();
     assert_eq!(e.invariant, "Kueue quota exceeded");
     assert!(e.detail.contains("`solo` uses 16"), "{}", e.detail);

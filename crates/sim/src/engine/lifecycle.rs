@@ -28,7 +28,7 @@ pub(super) fn start(
 ) {
     sched::commit(&mut st.occupancy, &st.jobs[i], placement).expect("a fresh placement commits");
     if let Some(k) = st.rules.as_mut().and_then(|r| r.kueue.as_mut()) {
-        k.admit(i, &st.jobs[i].name, st.jobs[i].priority);
+        k.admit(i, &st.jobs[i].name, st.jobs[i].priority, now.0);
     }
     st.changes += 1;
     let nodes: Vec<NodeId> = placement.pods.iter().map(|p| p.node).collect();

@@ -6,7 +6,8 @@
 //! candidate order); the chosen flavors' node labels and tolerations narrow the placement.
 //!
 //! Design note (2026-12-02). Each started job holds its assignment's usage as an admitted
-//! Workload named after the job, admitted in start order (Kueue's candidate order reads it);
+//! Workload named after the job, admitted at its start in ms (Kueue's candidate order reads it,
+//! and `LowerOrNewerEqualPriority` compares it with the preemptor's submission);
 //! a job that ends or is stopped gives it back. A job is admitted only when its pods also place
 //! (after its targets are gone): a Workload whose quota Kueue reserves while its pods wait for
 //! room is not modelled.
@@ -59,8 +60,6 @@ pub struct KueueRun {
     live: KueueQueues,
     /// The tree with nothing admitted, for "could this job ever be admitted".
     idle: RefCell<KueueQueues>,
-    /// Admissions so far (Kueue's "most recently admitted" order).
-    admissions: i64,
     /// Per job index, the usage of its assignment, set by the decision that starts it.
     staged: BTreeMap<usize, (usize, Vec<(String, String, i64)>)>,
 }
@@ -74,7 +73,6 @@ impl KueueRun {
             model: model.clone(),
             idle: RefCell::new(q.clone()),
             live: q,
-            admissions: 0,
             staged: BTreeMap::new(),
         })
     }
@@ -183,18 +181,18 @@ impl KueueRun {
         self.staged.insert(i, (cq, a.usage.clone()));
     }
 
-    /// Job `i`, called `name`, starts: its staged usage is counted as an admitted Workload.
-    pub fn admit(&mut self, i: usize, name: &str, priority: i32) {
+    /// Job `i`, called `name`, starts at `at_ms`: its staged usage is counted as an admitted
+    /// Workload admitted then (ties in start order).
+    pub fn admit(&mut self, i: usize, name: &str, priority: i32, at_ms: u64) {
         let (cq, usage) = self
             .staged
             .remove(&i)
             .expect("a Kueue decision precedes every start");
-        self.admissions += 1;
         let w = Admitted {
             name: name.to_owned(),
             cluster_queue: self.live.tree.nodes[cq].name.clone(),
             priority,
-            admitted_at: self.admissions,
+            admitted_at: at_ms as i64,
             usage,
         };
         self.live
