@@ -146,7 +146,7 @@ fn a_kueue_configuration_turns_fair_sharing_on() {
     let (config, _) = load(&[cq.clone(), off]).unwrap().config(None).unwrap();
     assert!(!config.kueue.unwrap().fair_sharing);
     let bad = file("fair", "bad.yaml", &on.replace("true", "\"yes\""));
-    let e = load(&[cq.clone(), bad.clone()]).unwrap_err().to_string();
+    let e = load(&[cq, bad.clone()]).unwrap_err().to_string();
     assert_eq!(
         e,
         format!(
@@ -155,7 +155,7 @@ fn a_kueue_configuration_turns_fair_sharing_on() {
         )
     );
     let mixed = file("fair", "mixed.yaml", &format!("{on}---\n{KUEUE}"));
-    let e = load(&[mixed.clone()]).unwrap_err().to_string();
+    let e = load(std::slice::from_ref(&mixed)).unwrap_err().to_string();
     assert!(
         e.contains("a Kueue Configuration must be in a file of its own"),
         "{e}"

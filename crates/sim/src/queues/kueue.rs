@@ -22,6 +22,9 @@ use sched::kueue::{
 use sched::{Job, PodSetExtras, Toleration, Violation};
 use topology::Taint;
 
+/// A Workload's usage: (flavor, resource, amount).
+type Usage = Vec<(String, String, i64)>;
+
 /// A ResourceFlavor as a run needs it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KueueFlavor {
@@ -61,7 +64,7 @@ pub struct KueueRun {
     /// The tree with nothing admitted, for "could this job ever be admitted".
     idle: RefCell<KueueQueues>,
     /// Per job index, the usage of its assignment, set by the decision that starts it.
-    staged: BTreeMap<usize, (usize, Vec<(String, String, i64)>)>,
+    staged: BTreeMap<usize, (usize, Usage)>,
 }
 
 impl KueueRun {
