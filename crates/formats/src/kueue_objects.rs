@@ -56,6 +56,9 @@ pub struct KueueObjects {
     pub local_queues: Vec<LocalQueue>,
     /// ResourceFlavors in file order.
     pub flavors: Vec<ResourceFlavor>,
+    /// Namespaces (`v1` Namespace objects, e.g. `kubectl get namespaces -o yaml`) and their
+    /// labels, for `namespaceSelector`s (the first definition of a name wins).
+    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
     /// Problems, one line each.
     pub problems: Vec<String>,
 }
@@ -82,6 +85,21 @@ impl KueueObjects {
     pub fn read(&mut self, file: &str, docs: &[Value]) {
         for (i, d) in docs.iter().enumerate() {
             let api = d.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            if api == "v1" && d.get("kind").and_then(Value::as_str) == Some("Namespace") {
+                if let Some(ns) = str_at(d, "/metadata/name") {
+                    let labels = d
+                        .pointer("/metadata/labels")
+                        .and_then(Value::as_object)
+                        .map(|m| {
+                            m.iter()
+                                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    self.namespaces.entry(ns.to_owned()).or_insert(labels);
+                }
+                continue;
+            }
             if !api.starts_with("kueue.x-k8s.io/") {
                 continue;
             }

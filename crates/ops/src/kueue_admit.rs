@@ -15,8 +15,8 @@ use serde_json::Value;
 /// Kueue's resource name for GPUs.
 pub const GPU: &str = "nvidia.com/gpu";
 
-/// The label Kubernetes puts on every namespace with its name (the only namespace label
-/// railyard knows, so the only one a `namespaceSelector` can match here).
+/// The label Kubernetes puts on every namespace with its name (a namespace's other labels come
+/// from Namespace objects in the queue files, `KueueObjects::namespaces`).
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// The Kueue objects of queue files (`(file, text)`); `None` when they declare no
@@ -86,8 +86,8 @@ pub enum Resolved {
 }
 
 /// Resolve the job's LocalQueue in its namespace as Kueue does (a missing LocalQueue, a
-/// stopped LocalQueue or ClusterQueue, a namespace the ClusterQueue does not select keep the
-/// Workload pending). `None`: no LocalQueue of that name in any namespace, nor a ClusterQueue
+/// stopped LocalQueue or ClusterQueue, a namespace the ClusterQueue does not select, by the
+/// namespace's labels from the queue files' Namespace objects, keep the Workload pending). `None`: no LocalQueue of that name in any namespace, nor a ClusterQueue
 /// (an input mistake).
 pub fn resolve(
     objects: &KueueObjects,
@@ -95,7 +95,12 @@ pub fn resolve(
     namespace: &str,
     queue: &str,
 ) -> Option<Resolved> {
-    let labels = BTreeMap::from([(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned())]);
+    let mut labels = objects
+        .namespaces
+        .get(namespace)
+        .cloned()
+        .unwrap_or_default();
+    labels.insert(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned());
     resolve_with_labels(objects, q, namespace, &labels, queue)
 }
 
@@ -144,84 +149,29 @@ pub fn resolve_with_labels(
     Some(Resolved::ClusterQueue(lq.cluster_queue.clone()))
 }
 
-/// The job's pod sets as Kueue counts them: per pod its requests besides GPUs (Kubernetes
-/// units) and whole GPUs as `nvidia.com/gpu` (a GPU share counts as one, as the device plugin
-/// asks for one GPU).
+/// The job's pod sets as Kueue counts them ([`sched::kueue::pod_set_requests`], GPUs as
+/// `nvidia.com/gpu`).
 pub fn pod_set_requests(job: &sched::Job, extras: &[sched::PodSetExtras]) -> Vec<PodSetRequest> {
-    job.pod_sets
-        .iter()
-        .enumerate()
-        .map(|(i, set)| {
-            let mut per_pod: BTreeMap<String, i64> = extras
-                .get(i)
-                .map(|e| {
-                    e.requests
-                        .iter()
-                        .filter(|(r, _)| r.as_str() != sched::PODS)
-                        .map(|(r, v)| (r.clone(), (*v).min(i64::MAX as u64 / 2) as i64))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let gpus = match set.gpu {
-                sched::GpuRequest::Whole(g) => i64::from(g),
-                _ => 1,
-            };
-            if gpus > 0 {
-                per_pod.insert(GPU.to_owned(), gpus);
-            }
-            PodSetRequest {
-                name: set.name.clone(),
-                count: set.count,
-                per_pod,
-            }
-        })
-        .collect()
+    sched::kueue::pod_set_requests(job, extras, GPU)
 }
 
-/// Why a flavor cannot take a pod set whatever the quota (Kueue's `checkFlavorForPodSets`):
-/// a NoSchedule/NoExecute taint of the flavor that neither the pod nor the flavor tolerates,
-/// or a node selector key of the flavor's labels with another value.
+/// Why a flavor cannot take a pod set whatever the quota ([`sched::kueue::mismatch`]).
 pub fn flavor_mismatch(
     flavor: Option<&ResourceFlavor>,
     name: &str,
     job_tolerations: &[sched::Toleration],
     extras: Option<&sched::PodSetExtras>,
 ) -> Option<String> {
-    let Some(f) = flavor else {
-        return Some(format!("flavor {name} not found"));
-    };
-    for t in &f.node_taints {
-        if !matches!(
-            t.effect,
-            topology::TaintEffect::NoSchedule | topology::TaintEffect::NoExecute
-        ) {
-            continue;
-        }
-        let tolerated = job_tolerations
-            .iter()
-            .chain(extras.into_iter().flat_map(|e| &e.tolerations))
-            .chain(&f.tolerations)
-            .any(|tol| tol.tolerates(t));
-        if !tolerated {
-            let effect = match t.effect {
-                topology::TaintEffect::NoSchedule => "NoSchedule",
-                topology::TaintEffect::NoExecute => "NoExecute",
-                topology::TaintEffect::PreferNoSchedule => "PreferNoSchedule",
-            };
-            return Some(format!(
-                "untolerated taint {{{} {} {effect}}} in flavor {name}",
-                t.key, t.value
-            ));
-        }
+    sched::kueue::mismatch(flavor.map(flavor_nodes), name, job_tolerations, extras)
+}
+
+/// A ResourceFlavor's node facts as `sched::kueue` reads them.
+pub fn flavor_nodes(f: &ResourceFlavor) -> sched::kueue::FlavorNodes<'_> {
+    sched::kueue::FlavorNodes {
+        node_labels: &f.node_labels,
+        node_taints: &f.node_taints,
+        tolerations: &f.tolerations,
     }
-    if let Some(e) = extras {
-        for (k, v) in &e.node_selector {
-            if f.node_labels.get(k).is_some_and(|fv| fv != v) {
-                return Some(format!("flavor {name} doesn't match node affinity"));
-            }
-        }
-    }
-    None
 }
 
 /// Kueue's decision for a job.
@@ -248,11 +198,16 @@ pub fn decide(
     extras: &[sched::PodSetExtras],
     created: i64,
 ) -> Result<Decision, FormatError> {
+    let labels = objects
+        .namespaces
+        .get(namespace)
+        .cloned()
+        .unwrap_or_default();
     decide_in(
         objects,
         q,
         job_file,
-        (namespace, &BTreeMap::new()),
+        (namespace, &labels),
         job,
         tolerations,
         extras,

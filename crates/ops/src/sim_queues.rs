@@ -13,6 +13,7 @@ use formats::queues::{kueue_amount, kueue_resource, list_items, QueueFiles};
 use formats::FormatError;
 use sched::{Dialect, Resources};
 use serde_json::Value;
+use sim::queues::kueue::{KueueFlavor, KueueModel};
 use sim::queues::{KueuePreemption, QueueConfig, ReclaimWithinCohort, WithinClusterQueue};
 use sim::TraceJob;
 
@@ -31,6 +32,8 @@ pub struct SimQueues {
     preemption: BTreeMap<String, KueuePreemption>,
     /// Kueue: each LocalQueue's ClusterQueue (first definition wins).
     local_queues: BTreeMap<String, String>,
+    /// Kueue's objects, for `sched::kueue`'s admission (`None` for KAI Queues).
+    kueue: Option<KueueModel>,
 }
 
 /// Read queue files (`-` is standard input) for `simulate --queues`: the queues and, for Kueue
@@ -38,8 +41,15 @@ pub struct SimQueues {
 /// define is an error naming the file, document and field.
 pub fn load(paths: &[PathBuf]) -> Result<SimQueues, FormatError> {
     let mut files = Vec::new();
+    let mut fair_sharing = None;
     for p in paths {
-        files.push((p.display().to_string(), read_text(p)?));
+        let file = p.display().to_string();
+        let text = read_text(p)?;
+        // A file of Kueue Configurations only says whether fair sharing is on.
+        match kueue_configuration(&file, &text)? {
+            Some(on) => fair_sharing = Some(on),
+            None => files.push((file, text)),
+        }
     }
     let read = formats::queues::read(&files);
     if read.queues.is_empty() && read.problems.is_empty() {
@@ -78,12 +88,101 @@ pub fn load(paths: &[PathBuf]) -> Result<SimQueues, FormatError> {
             }
         }
     }
+    let kueue = crate::kueue_admit::read_objects(&files)?.map(|o| KueueModel {
+        cluster_queues: o.cluster_queues,
+        cohorts: o.cohorts,
+        flavors: o
+            .flavors
+            .into_iter()
+            .map(|f| KueueFlavor {
+                name: f.name,
+                node_labels: f.node_labels,
+                node_taints: f.node_taints,
+                tolerations: f.tolerations,
+                undeclared: false,
+            })
+            .collect(),
+        gpu_resource: crate::kueue_admit::GPU.to_owned(),
+        fair_sharing: fair_sharing.unwrap_or(false),
+    });
+    let kueue = kueue.map(with_named_flavors);
+    if fair_sharing.is_some() && kueue.is_none() {
+        return Err(FormatError::input(
+            "--queues",
+            "a Kueue Configuration was given, but no Kueue ClusterQueue",
+        ));
+    }
     Ok(SimQueues {
         files: read,
         kept,
         preemption,
         local_queues,
+        kueue,
     })
+}
+
+/// The model with a flavor for every flavor a ClusterQueue or Cohort names: one without a
+/// ResourceFlavor is added with no node labels, marked undeclared (a warning, not Kueue's
+/// pending Workloads: queue files for a simulation often leave ResourceFlavors out).
+fn with_named_flavors(mut m: KueueModel) -> KueueModel {
+    let named: Vec<String> = m
+        .cluster_queues
+        .iter()
+        .flat_map(|q| &q.groups)
+        .chain(m.cohorts.iter().flat_map(|c| &c.groups))
+        .flat_map(|g| g.flavors.iter().map(|(f, _)| f.clone()))
+        .collect();
+    for f in named {
+        if !m.flavors.iter().any(|x| x.name == f) {
+            m.flavors.push(KueueFlavor {
+                name: f,
+                undeclared: true,
+                ..KueueFlavor::default()
+            });
+        }
+    }
+    m
+}
+
+/// Whether a queue file holds Kueue Configurations (`apiVersion:
+/// config.kueue.x-k8s.io/…`, `kind: Configuration`) and nothing else: `Some(fairSharing.enable)`
+/// (the last one's), `None` for any other file. A Configuration beside queue objects, or a
+/// `fairSharing.enable` that is not a boolean, is an error naming the file and document.
+fn kueue_configuration(file: &str, text: &str) -> Result<Option<bool>, FormatError> {
+    // Unreadable files are reported by the tree's checks.
+    let Ok(docs) = parse_documents(file, text) else {
+        return Ok(None);
+    };
+    let is_config = |d: &Value| {
+        d.get("kind").and_then(Value::as_str) == Some("Configuration")
+            && d.get("apiVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|a| a.starts_with("config.kueue.x-k8s.io/"))
+    };
+    let n = docs.iter().filter(|d| is_config(d)).count();
+    if n == 0 {
+        return Ok(None);
+    }
+    if n != docs.len() {
+        return Err(FormatError::input(
+            file,
+            "a Kueue Configuration must be in a file of its own, not beside queue objects",
+        ));
+    }
+    let mut on = false;
+    for (k, d) in docs.iter().enumerate() {
+        on = match d.pointer("/fairSharing/enable") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => {
+                return Err(FormatError::input(
+                    format!("{file}: document {}: fairSharing.enable", k + 1),
+                    format!("expected true or false, got {v}"),
+                ))
+            }
+        };
+    }
+    Ok(Some(on))
 }
 
 impl SimQueues {
@@ -101,8 +200,21 @@ impl SimQueues {
             dialect,
             kept: self.kept.clone(),
             kueue_preemption: self.preemption.clone(),
+            kueue: self
+                .kueue
+                .clone()
+                .filter(|_| dialect == sched::Dialect::Kueue),
         };
-        Ok((config, warnings.iter().map(ToString::to_string).collect()))
+        let mut warnings: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+        if let Some(k) = &config.kueue {
+            warnings.extend(k.flavors.iter().filter(|f| f.undeclared).map(|f| {
+                format!(
+                    "--queues: flavor `{}` has no ResourceFlavor; simulated as one with no node labels or taints (Kueue keeps such Workloads pending)",
+                    f.name
+                )
+            }));
+        }
+        Ok((config, warnings))
     }
 
     /// Leaf queues (no queue names them as parent), in file order.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ops::sim_queues::{load, map_trace, read_queue_map};
+use sched::kueue::preempt::Policy;
 use sched::Dialect;
 use sim::queues::{ReclaimWithinCohort, WithinClusterQueue};
 use sim::TraceJob;
@@ -72,6 +73,11 @@ apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
 metadata: {name: team-b-queue, namespace: team-b}
 spec: {clusterQueue: cq-b}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: h100}
+spec: {nodeLabels: {gpu: h100}}
 ";
 
 fn job(name: &str, queue: &str) -> TraceJob {
@@ -98,6 +104,62 @@ fn kueue_preemption_and_lending_limits_are_read() {
     assert_eq!(config.kept["cq-a"].gpu, 6.0);
     assert!(!config.kept.contains_key("cq-b"));
     assert_eq!(queues.leaves(), ["cq-a", "cq-b"]);
+    // The objects `sched::kueue` admits with: flavors, preemption and lending limits as read.
+    let k = config.kueue.expect("Kueue's objects");
+    assert!(!k.fair_sharing);
+    assert_eq!(k.flavors.len(), 1);
+    assert_eq!(k.flavors[0].node_labels["gpu"], "h100");
+    let cq_a = &k.cluster_queues[0];
+    assert_eq!(cq_a.preemption.reclaim_within_cohort, Policy::Any);
+    assert_eq!(
+        cq_a.groups[0].flavors[0].1["nvidia.com/gpu"].lending_limit,
+        Some(2)
+    );
+    // Under KAI's rules the objects are not used.
+    let (kai, _) = queues.config(Some(Dialect::Kai)).unwrap();
+    assert!(kai.kueue.is_none());
+}
+
+#[test]
+fn a_flavor_without_a_resource_flavor_is_a_warning() {
+    let text = KUEUE
+        .split("---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor")
+        .next()
+        .unwrap();
+    let queues = load(&[file("no-flavor", "cq.yaml", text)]).unwrap();
+    let (config, warnings) = queues.config(None).unwrap();
+    assert_eq!(
+        warnings,
+        ["--queues: flavor `h100` has no ResourceFlavor; simulated as one with no node labels or taints (Kueue keeps such Workloads pending)"]
+    );
+    assert!(config.kueue.unwrap().flavors[0].undeclared);
+}
+
+#[test]
+fn a_kueue_configuration_turns_fair_sharing_on() {
+    let cq = file("fair", "cq.yaml", KUEUE);
+    let on = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nfairSharing:\n  enable: true\n";
+    let cfg = file("fair", "config.yaml", on);
+    let (config, _) = load(&[cq.clone(), cfg]).unwrap().config(None).unwrap();
+    assert!(config.kueue.unwrap().fair_sharing);
+    let off = file("fair", "off.yaml", &on.replace("true", "false"));
+    let (config, _) = load(&[cq.clone(), off]).unwrap().config(None).unwrap();
+    assert!(!config.kueue.unwrap().fair_sharing);
+    let bad = file("fair", "bad.yaml", &on.replace("true", "\"yes\""));
+    let e = load(&[cq, bad.clone()]).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "{}: document 1: fairSharing.enable: expected true or false, got \"yes\"",
+            bad.display()
+        )
+    );
+    let mixed = file("fair", "mixed.yaml", &format!("{on}---\n{KUEUE}"));
+    let e = load(std::slice::from_ref(&mixed)).unwrap_err().to_string();
+    assert!(
+        e.contains("a Kueue Configuration must be in a file of its own"),
+        "{e}"
+    );
 }
 
 #[test]

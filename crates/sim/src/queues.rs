@@ -23,6 +23,8 @@
 //!   queue stays within its nominal quota may stop borrowing jobs (queues above their nominal
 //!   quota) of its own cohort.
 
+pub mod kueue;
+
 use std::collections::BTreeMap;
 
 use sched::{
@@ -77,6 +79,10 @@ pub struct QueueConfig {
     pub kept: BTreeMap<String, Resources>,
     /// Kueue: each ClusterQueue's `preemption`; missing = Kueue's defaults (none).
     pub kueue_preemption: BTreeMap<String, KueuePreemption>,
+    /// Kueue's queue objects: when given (under Kueue's rules), admission, flavors and quota
+    /// preemption are `sched::kueue`'s ([`kueue::KueueRun`]) and the fields above only
+    /// name the tree.
+    pub kueue: Option<kueue::KueueModel>,
 }
 
 /// The rules of a run, built from a [`QueueConfig`] once.
@@ -94,6 +100,8 @@ pub struct QueueRules {
     root: Vec<QueueId>,
     /// Per root, what its cohort lends (Kueue), by [`QueueId`] of the root.
     pool: Vec<Resources>,
+    /// Kueue's admission model, live, when the config gives Kueue's objects.
+    pub kueue: Option<kueue::KueueRun>,
 }
 
 impl QueueRules {
@@ -125,7 +133,12 @@ impl QueueRules {
         for &r in &tree.roots {
             pool[r.index()] = lendable(&tree, &kept, r);
         }
+        let kueue = match (&config.kueue, config.dialect) {
+            (Some(m), Dialect::Kueue) => Some(kueue::KueueRun::new(m)?),
+            _ => None,
+        };
         Ok(QueueRules {
+            kueue,
             tree,
             dialect: config.dialect,
             kept,
@@ -226,12 +239,16 @@ impl QueueRules {
     /// What the dialect allows, checked on a state's use (leaf use and non-preemptible leaf
     /// use, recomputed by the caller from the running jobs): no queue (with its subtree) above
     /// its limit on any resource; KAI: no queue's non-preemptible use above its quota; Kueue:
-    /// no cohort lending more than it has. Pure; O(queues).
+    /// no cohort lending more than it has; with Kueue's objects, [`kueue::KueueRun::check`] instead.
+    /// Pure; O(queues).
     pub fn check(
         &self,
         usage: &[Resources],
         non_preemptible: &[Resources],
     ) -> Result<(), Violation> {
+        if let Some(k) = &self.kueue {
+            return k.check();
+        }
         let violation = |invariant: &'static str, detail: String| Violation {
             job: String::new(),
             invariant,

@@ -6,8 +6,11 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{fixed_network, job, one_rack as cluster, record};
+use sched::kueue::preempt::{Policy, PreemptionPolicy as KueuePolicy};
+use sched::kueue::{ClusterQueueSpec, Quota, ResourceGroup};
 use sched::{Dialect, QueueSpec, ResourceQuota, Resources, UNLIMITED};
 use sim::engine::{simulate, Order, Outcome, SimConfig, SimError, SimResult};
+use sim::queues::kueue::{KueueFlavor, KueueModel, KueueRun};
 use sim::queues::{
     KueuePreemption, QueueConfig, QueueRules, ReclaimWithinCohort, WithinClusterQueue,
 };
@@ -103,6 +106,7 @@ fn kueue(reclaim: ReclaimWithinCohort, b_limit: f64) -> QueueConfig {
                 reclaim_within_cohort: reclaim,
             },
         )]),
+        kueue: None,
     }
 }
 
@@ -291,4 +295,366 @@ fn the_rules_check_finds_use_the_dialect_does_not_allow() {
     assert!(rules.check(&use_of(&[0.0, 0.0, 16.0]), &none).is_ok());
     let e = rules.check(&use_of(&[0.0, 1.0, 16.0]), &none).unwrap_err();
     assert_eq!(e.invariant, "borrowing beyond the cohort");
+}
+
+// Kueue's objects (`QueueConfig::kueue`): admission, flavors and quota preemption are
+// `sched::kueue`'s, the model `place --queues` uses.
+
+/// A ClusterQueue covering `nvidia.com/gpu` with these flavors in order: (name, nominal,
+/// borrowingLimit, lendingLimit).
+fn cq(
+    name: &str,
+    cohort: Option<&str>,
+    flavors: &[(&str, i64, Option<i64>, Option<i64>)],
+    preemption: KueuePolicy,
+) -> ClusterQueueSpec {
+    ClusterQueueSpec {
+        name: name.into(),
+        cohort: cohort.map(Into::into),
+        groups: vec![ResourceGroup {
+            covered: vec![GPU.into()],
+            flavors: flavors
+                .iter()
+                .map(|&(f, nominal, borrowing_limit, lending_limit)| {
+                    let q = Quota {
+                        nominal,
+                        borrowing_limit,
+                        lending_limit,
+                    };
+                    (f.to_owned(), BTreeMap::from([(GPU.to_owned(), q)]))
+                })
+                .collect(),
+        }],
+        preemption,
+        namespace_selector: Some(vec![]),
+        fair_weight_milli: 1000,
+        ..ClusterQueueSpec::default()
+    }
+}
+
+const GPU: &str = "nvidia.com/gpu";
+
+/// Queues for a run under Kueue's objects: the tree `formats` would read (ClusterQueues as
+/// leaves of their cohort) and the objects; `labels` are each flavor's node labels.
+fn kueue_objects(cqs: Vec<ClusterQueueSpec>, labels: &[(&str, &str, &str)]) -> QueueConfig {
+    let mut specs = Vec::new();
+    let mut cohorts: Vec<String> = Vec::new();
+    for q in &cqs {
+        if let Some(c) = &q.cohort {
+            if !cohorts.contains(c) {
+                cohorts.push(c.clone());
+                let mut all = queue(c, None, UNLIMITED, UNLIMITED, 1.0);
+                all.resources = [all.resources[0]; 3];
+                specs.push(all);
+            }
+        }
+        let nominal: i64 = q.groups[0].flavors.iter().map(|f| f.1[GPU].nominal).sum();
+        specs.push(queue(
+            &q.name,
+            q.cohort.as_deref(),
+            nominal as f64,
+            UNLIMITED,
+            1.0,
+        ));
+    }
+    let mut flavors: Vec<KueueFlavor> = Vec::new();
+    for q in &cqs {
+        for (f, _) in &q.groups[0].flavors {
+            if flavors.iter().all(|x| &x.name != f) {
+                flavors.push(KueueFlavor {
+                    name: f.clone(),
+                    node_labels: labels
+                        .iter()
+                        .filter(|l| l.0 == f)
+                        .map(|l| (l.1.to_owned(), l.2.to_owned()))
+                        .collect(),
+                    ..KueueFlavor::default()
+                });
+            }
+        }
+    }
+    QueueConfig {
+        specs,
+        dialect: Dialect::Kueue,
+        kueue: Some(KueueModel {
+            cluster_queues: cqs,
+            cohorts: Vec::new(),
+            flavors,
+            gpu_resource: GPU.into(),
+            fair_sharing: false,
+        }),
+        ..QueueConfig::default()
+    }
+}
+
+/// `nodes` hosts of 8 GPUs, host k labelled `pool=<pools[k]>`.
+fn labelled(pools: &[&str]) -> Cluster {
+    let mut c = cluster(pools.len() as u32);
+    for (n, p) in c.nodes.iter_mut().zip(pools) {
+        n.labels.insert("pool".into(), (*p).into());
+    }
+    c
+}
+
+#[test]
+fn kueue_no_cohort_queue_stays_within_nominal_quota_per_flavor() {
+    // 32 GPUs: host 0 is h100, hosts 1–3 a100. ClusterQueue `solo`, no cohort: flavors h100
+    // (nominal 8) then a100 (nominal 16), Kueue's default fungibility. Worked by hand:
+    // - j1 (8 GPUs, 0 s, 100 s): h100 fits (0 + 8 ≤ 8) → starts at 0 on host 0.
+    // - j2 (8, 1 s, 100 s): h100 8 + 8 > 8, no preemption → NoFit; a100 fits → starts at 1.
+    // - j3 (24, 2 s): more than either flavor could ever hold (8, 16) → failed at arrival
+    //   (summing the flavors, 24 ≤ 24, would admit it).
+    // - j4 (16, 3 s, 100 s): h100 16 > 8 ever; a100 8 + 16 > 16 → waits; j1's end at 100
+    //   frees only h100, so it waits for j2's end at 101: a100 0 + 16 → starts at 101.
+    // - j5 (8, 4 s, 10 s): h100 8 + 8 > 8 → NoFit; a100 8 + 8 ≤ 16 → starts at 4 (the
+    //   best-effort order steps over j4, as Kueue's BestEffortFIFO does) and ends at 14.
+    // The invariant check (on) rebuilds Kueue's usage after every event and refuses any
+    // flavor above what `solo` may hold.
+    let c = labelled(&["h100", "a100", "a100", "a100"]);
+    let q = kueue_objects(
+        vec![cq(
+            "solo",
+            None,
+            &[("h100", 8, None, None), ("a100", 16, None, None)],
+            KueuePolicy::default(),
+        )],
+        &[("h100", "pool", "h100"), ("a100", "pool", "a100")],
+    );
+    let trace = [
+        job("j1", 0.0, 100.0, 8, "solo"),
+        job("j2", 1.0, 100.0, 8, "solo"),
+        job("j3", 2.0, 100.0, 24, "solo"),
+        job("j4", 3.0, 100.0, 16, "solo"),
+        job("j5", 4.0, 10.0, 8, "solo"),
+    ];
+    let r = run(&c, &trace, &config(q)).unwrap();
+    let starts: Vec<Option<f64>> = ["j1", "j2", "j4", "j5"]
+        .iter()
+        .map(|j| record(&r, j).start_s)
+        .collect();
+    assert_eq!(starts, [Some(0.0), Some(1.0), Some(101.0), Some(4.0)]);
+    assert_eq!(record(&r, "j3").outcome, Outcome::Failed);
+    // Never more than the nominal 24 in all: the queue's share of 32 GPUs at every point.
+    let share = &r.queues.as_ref().unwrap().gpu_share;
+    let share = &share.iter().find(|(q, _)| q == "solo").unwrap().1;
+    assert!(
+        share.iter().all(|(_, s)| *s <= 24.0 / 32.0 + 1e-9),
+        "{share:?}"
+    );
+}
+
+#[test]
+fn kueue_places_pods_on_the_assigned_flavors_nodes() {
+    // Flavor h100 (nominal 16) is host 0 only; hosts 1–2 carry no flavor's label. j1 and j2
+    // (8 GPUs each) both fit h100's quota, but only host 0 is h100: j2 waits for j1 (100 s)
+    // although 16 GPUs are free elsewhere.
+    let c = labelled(&["h100", "other", "other"]);
+    let q = kueue_objects(
+        vec![cq(
+            "solo",
+            None,
+            &[("h100", 16, None, None)],
+            KueuePolicy::default(),
+        )],
+        &[("h100", "pool", "h100")],
+    );
+    let trace = [
+        job("j1", 0.0, 100.0, 8, "solo"),
+        job("j2", 1.0, 100.0, 8, "solo"),
+    ];
+    let r = run(&c, &trace, &config(q)).unwrap();
+    assert_eq!(record(&r, "j2").start_s, Some(100.0));
+}
+
+/// Cohort `all`: cq-a and cq-b, one flavor `default` of nominal 8 GPUs each; cq-a reclaims
+/// with `reclaim`, cq-b may borrow up to `b_borrow` and cq-a lends up to `a_lend`.
+fn cohort_ab(reclaim: Policy, b_borrow: Option<i64>, a_lend: Option<i64>) -> QueueConfig {
+    let a = KueuePolicy {
+        reclaim_within_cohort: reclaim,
+        ..KueuePolicy::default()
+    };
+    kueue_objects(
+        vec![
+            cq("cq-a", Some("all"), &[("default", 8, None, a_lend)], a),
+            cq(
+                "cq-b",
+                Some("all"),
+                &[("default", 8, b_borrow, None)],
+                KueuePolicy::default(),
+            ),
+        ],
+        &[],
+    )
+}
+
+#[test]
+fn kueue_cohort_borrowing_and_reclaim_follow_kueues_rules() {
+    // 24 GPUs, so quota, not room, decides. Worked by hand:
+    // - b1 (8 GPUs, 0 s, 1000 s) fits cq-b's nominal 8: starts at 0. b2 (8, 1 s, 1000 s):
+    //   cq-b 8 + 8 > 8, but the cohort (subtree 16, used 8) lends cq-a's idle 8: cq-b
+    //   borrows, starts at 1.
+    // - a1 (8, 10 s, 100 s): cq-a uses 0 of its nominal 8, the cohort's 16 are used. With
+    //   `reclaimWithinCohort: Any`, cq-b (16 > 8, borrowing) is reclaimed from; Kueue's
+    //   candidate order takes the most recently admitted first: b2 (admitted at 1 s), not b1.
+    //   a1 starts at 10 s; b2 (first started at 1 s) waits until a1 ends at 110 and runs
+    //   again 110–1110.
+    let c = cluster(3);
+    let trace = [
+        job("b1", 0.0, 1000.0, 8, "cq-b"),
+        job("b2", 1.0, 1000.0, 8, "cq-b"),
+        job("a1", 10.0, 100.0, 8, "cq-a"),
+    ];
+    let r = run(&c, &trace, &config(cohort_ab(Policy::Any, None, None))).unwrap();
+    assert_eq!(record(&r, "b2").start_s, Some(1.0));
+    assert_eq!(record(&r, "a1").start_s, Some(10.0));
+    assert_eq!(record(&r, "b2").preemptions, 1);
+    assert_eq!(record(&r, "b2").end_s, Some(1110.0));
+    assert_eq!(record(&r, "b1").preemptions, 0);
+    assert_eq!(record(&r, "b1").end_s, Some(1000.0));
+    // Kueue's default (`Never`): a1 waits for a borrower to end: b1 at 1000 s.
+    let r = run(&c, &trace, &config(cohort_ab(Policy::Never, None, None))).unwrap();
+    assert_eq!(record(&r, "a1").start_s, Some(1000.0));
+    assert_eq!(r.summary.preemptions, 0);
+    // `borrowingLimit: 0` on cq-b: b2 never borrows, waits for b1 (1000 s); a1 fits at 10.
+    let r = run(&c, &trace, &config(cohort_ab(Policy::Any, Some(0), None))).unwrap();
+    assert_eq!(record(&r, "b2").start_s, Some(1000.0));
+    assert_eq!(record(&r, "a1").start_s, Some(10.0));
+    assert_eq!(r.summary.preemptions, 0);
+}
+
+#[test]
+fn kueue_lending_limit_bounds_what_the_cohort_lends() {
+    // cq-a lends at most 4 of its 8: the cohort holds 8 (cq-b's) + 4 for cq-b. b1 (8) starts
+    // at 0; b2 (8) would need 16 > 12: it waits for b1 (1000 s); b3 (4) fits 8 + 4 ≤ 12 at 2 s.
+    let c = cluster(3);
+    let trace = [
+        job("b1", 0.0, 1000.0, 8, "cq-b"),
+        job("b2", 1.0, 1000.0, 8, "cq-b"),
+        job("b3", 2.0, 10.0, 4, "cq-b"),
+    ];
+    let mut cfg = config(cohort_ab(Policy::Never, None, Some(4)));
+    cfg.policy.order = Order::Sjf;
+    let r = run(&c, &trace, &cfg).unwrap();
+    assert_eq!(record(&r, "b3").start_s, Some(2.0));
+    assert_eq!(record(&r, "b2").start_s, Some(1000.0));
+}
+
+#[test]
+fn kueue_within_cluster_queue_preempts_lower_priority() {
+    // No cohort, nominal 8. low (priority 0, 8 GPUs) runs from 0; high (priority 10) arrives
+    // at 5: with `withinClusterQueue: LowerPriority` it preempts low and starts at 5; low
+    // restarts at 55. With `Never` high waits until 100.
+    let c = cluster(2);
+    let mut high = job("high", 5.0, 50.0, 8, "solo");
+    high.priority = 10;
+    let trace = [job("low", 0.0, 100.0, 8, "solo"), high];
+    let objects = |within: Policy| {
+        kueue_objects(
+            vec![cq(
+                "solo",
+                None,
+                &[("default", 8, None, None)],
+                KueuePolicy {
+                    within_cluster_queue: within,
+                    ..KueuePolicy::default()
+                },
+            )],
+            &[],
+        )
+    };
+    let r = run(&c, &trace, &config(objects(Policy::LowerPriority))).unwrap();
+    assert_eq!(record(&r, "high").start_s, Some(5.0));
+    assert_eq!(record(&r, "low").preemptions, 1);
+    assert_eq!(record(&r, "low").end_s, Some(155.0));
+    let r = run(&c, &trace, &config(objects(Policy::Never))).unwrap();
+    assert_eq!(record(&r, "high").start_s, Some(100.0));
+}
+
+#[test]
+fn the_kueue_check_finds_usage_kueue_would_not_admit() {
+    // Two jobs of 8 staged on a no-cohort queue of nominal 8, bypassing the decision: the
+    // check refuses the second.
+    let q = kueue_objects(
+        vec![cq(
+            "solo",
+            None,
+            &[("default", 8, None, None)],
+            KueuePolicy::default(),
+        )],
+        &[],
+    );
+    let mut k = KueueRun::new(q.kueue.as_ref().unwrap()).unwrap();
+    let cq = k.cluster_queue("solo").unwrap();
+    let job = sched::Job {
+        name: "j".into(),
+        queue: "solo".into(),
+        priority: 0,
+        preemptible: true,
+        pod_sets: vec![sched::PodSet {
+            name: "workers".into(),
+            count: 1,
+            min_count: 1,
+            gpu: sched::GpuRequest::Whole(8),
+            cpu_millis: 0,
+            memory_mib: 0,
+            topology: sched::TopologyRequest::default(),
+        }],
+        tolerations: Vec::new(),
+    };
+    let mut a = k.decide(cq, &job, &[], 0);
+    assert!(a.admitted());
+    k.stage(0, cq, &a);
+    k.admit(0, "j0", 0, 0);
+    assert!(k.check().is_ok());
+    a = k.decide(cq, &job, &[], 0);
+    assert!(!a.admitted(), "{a:?}");
+    a.usage = vec![("default".into(), GPU.into(), 8)];
+    k.stage(1, cq, &a);
+    k.admit(1, "j1", 0, 1);
+    let e = k.check().unwrap_err();
+    assert_eq!(e.invariant, "Kueue quota exceeded");
+    assert!(e.detail.contains("`solo` uses 16"), "{}", e.detail);
+    k.release("j1");
+    assert!(k.check().is_ok());
+}
+
+#[test]
+fn kueue_fair_sharing_admits_the_lowest_dominant_share_first() {
+    // One host of 8 GPUs; cq-a and cq-b (nominal 4 each, weight 1) in cohort `all`. a1 (4) and
+    // a2 (2) start at 0: cq-a uses 6, borrowing 2 of the cohort's 8 (share 2 · 1000 / 8 =
+    // 250); b1 (2, ends at 20) fills the rest. a3 (2, submitted 5) and b2 (2, submitted 6)
+    // wait. At 20 b1's 2 GPUs free up: in submission order a3 takes them; with fair sharing
+    // cq-b (share 0) goes before cq-a (250): b2 runs 20–120, and a3 starts when it ends.
+    let c = cluster(1);
+    let trace = [
+        job("a1", 0.0, 1000.0, 4, "cq-a"),
+        job("a2", 0.0, 1000.0, 2, "cq-a"),
+        job("b1", 0.0, 20.0, 2, "cq-b"),
+        job("a3", 5.0, 100.0, 2, "cq-a"),
+        job("b2", 6.0, 100.0, 2, "cq-b"),
+    ];
+    let queues = |fair: bool| {
+        let mut q = kueue_objects(
+            ["cq-a", "cq-b"]
+                .iter()
+                .map(|n| {
+                    cq(
+                        n,
+                        Some("all"),
+                        &[("default", 4, None, None)],
+                        KueuePolicy::default(),
+                    )
+                })
+                .collect(),
+            &[],
+        );
+        q.kueue.as_mut().unwrap().fair_sharing = fair;
+        q
+    };
+    let r = run(&c, &trace, &config(queues(false))).unwrap();
+    assert_eq!(record(&r, "a3").start_s, Some(20.0));
+    assert_eq!(record(&r, "b2").start_s, Some(120.0));
+    let r = run(&c, &trace, &config(queues(true))).unwrap();
+    assert_eq!(record(&r, "b2").start_s, Some(20.0));
+    assert_eq!(record(&r, "a3").start_s, Some(120.0));
 }

@@ -5,6 +5,8 @@
 //! flavors and resources are data; nothing here reads a file or knows a label.
 
 pub mod assign;
+pub mod fair;
+pub mod flavors;
 pub mod preempt;
 pub mod quota;
 
@@ -13,6 +15,7 @@ use std::fmt;
 
 use crate::constraints::SelectorRequirement;
 pub use assign::{Assignment, FlavorCheck, Mode, PodSetAssignment, PodSetRequest};
+pub use flavors::{mismatch, pod_set_requests, FlavorNodes};
 pub use preempt::{PreemptionPolicy, Target};
 pub use quota::{Fr, NodeKind, Quota, QuotaTree, UNLIMITED};
 
@@ -297,6 +300,44 @@ impl KueueQueues {
     pub fn admitted_usage(&self, i: usize) -> (usize, &[(Fr, i64)]) {
         let (cq, u) = &self.admitted_usage[i];
         (*cq, u)
+    }
+
+    /// Give back the quota of admitted Workload `name` (it finished or was stopped); whether it
+    /// held any. Later Workloads keep their order.
+    pub fn release(&mut self, name: &str) -> bool {
+        let Some(i) = self.admitted.iter().position(|w| w.name == name) else {
+            return false;
+        };
+        let (cq, usage) = self.admitted_usage.remove(i);
+        for (fr, v) in usage {
+            self.tree.remove_usage(cq, fr, v);
+        }
+        self.admitted.remove(i);
+        true
+    }
+
+    /// The first ClusterQueue (in node order) that holds more of a (flavor, resource) than
+    /// Kueue could have admitted: its usage above what its nominal quota, its Cohorts and their
+    /// limits allow (`available` below zero), as `(queue, flavor, resource, usage, nominal)`.
+    /// A ClusterQueue without a Cohort is held to its nominal quota. Pure.
+    pub fn over_admitted(&self) -> Option<(String, String, String, i64, i64)> {
+        for (n, node) in self.tree.nodes.iter().enumerate() {
+            if node.kind != NodeKind::ClusterQueue {
+                continue;
+            }
+            for (&fr, &u) in &node.usage {
+                if u > 0 && self.tree.available(n, fr) < 0 {
+                    return Some((
+                        node.name.clone(),
+                        self.tree.flavors[fr.0 as usize].clone(),
+                        self.tree.resources[fr.1 as usize].clone(),
+                        u,
+                        self.tree.nominal(n, fr),
+                    ));
+                }
+            }
+        }
+        None
     }
 
     /// Whether ClusterQueue `cq` takes Workloads from a namespace with these labels.

@@ -51,14 +51,17 @@ impl<'a> Feasibility<'a> {
                 ..sched::PlaceInput::default()
             };
             sched::place_with(cluster, empty, &st.jobs[i], &input).is_ok()
-        }) && st.rules.as_ref().is_none_or(|r| {
-            r.admits(
+        }) && st.rules.as_ref().is_none_or(|r| match &r.kueue {
+            Some(k) => k.cluster_queue(&st.jobs[i].queue).is_some_and(|cq| {
+                k.could_ever_admit(cq, &st.jobs[i], &st.class_extras[st.class[i] as usize])
+            }),
+            None => r.admits(
                 &self.no_use,
                 &self.no_use,
                 QueueId(st.queue_of[i] as u32),
                 &st.requests[i],
                 st.jobs[i].preemptible,
-            )
+            ),
         })
     }
 }

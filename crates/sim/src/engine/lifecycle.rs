@@ -27,6 +27,9 @@ pub(super) fn start(
     now: SimTime,
 ) {
     sched::commit(&mut st.occupancy, &st.jobs[i], placement).expect("a fresh placement commits");
+    if let Some(k) = st.rules.as_mut().and_then(|r| r.kueue.as_mut()) {
+        k.admit(i, &st.jobs[i].name, st.jobs[i].priority, now.0);
+    }
     st.changes += 1;
     let nodes: Vec<NodeId> = placement.pods.iter().map(|p| p.node).collect();
     let rec = &mut st.records[i];
@@ -77,6 +80,9 @@ pub(super) fn start(
 pub(super) fn finish(st: &mut State<'_>, i: usize, now: SimTime) {
     let mut r = st.running.remove(&i).expect("finishing a running job");
     st.occupancy.release(&st.jobs[i].name);
+    if let Some(k) = st.rules.as_mut().and_then(|r| r.kueue.as_mut()) {
+        k.release(&st.jobs[i].name);
+    }
     st.changes += 1;
     if let Some(t) = st.tiresias.get_mut(i) {
         t.wake_stamp += 1;
@@ -153,6 +159,9 @@ pub(super) fn lose_restart(st: &mut State<'_>, i: usize, r: &Running, now: SimTi
 pub(super) fn stop(st: &mut State<'_>, i: usize, now: SimTime, cause: StopCause) {
     let mut r = st.running.remove(&i).expect("a stopped job is running");
     st.occupancy.release(&st.jobs[i].name);
+    if let Some(k) = st.rules.as_mut().and_then(|r| r.kueue.as_mut()) {
+        k.release(&st.jobs[i].name);
+    }
     st.changes += 1;
     hold_room(st, i, &r.nodes, false);
     refresh_weng(st, &r.nodes, now);

@@ -2,9 +2,11 @@
 //! whether it starts (placement, with the place memo), stops lower-level work (`levels`) or
 //! reclaims (`reclaim`); after it, the fragmentation measure.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
+use sched::kueue::preempt::Policy;
 use sched::{Dialect, PreemptionPolicy, QueueId};
 
 use crate::engine::config::Order;
@@ -13,7 +15,7 @@ use crate::engine::levels::{promote_starved, ranked_order, room_by_level, victim
 use crate::engine::lifecycle::stop_and_start;
 use crate::engine::net_model::Network;
 use crate::engine::network_sync::place_network_aware;
-use crate::engine::reclaim::{admits, fair_order, fair_shares, make_room};
+use crate::engine::reclaim::{admits, fair_order, fair_shares, kueue_fair_order, make_room};
 use crate::engine::state::{set_fragmentation, State};
 use crate::events::EventQueue;
 use crate::time::SimTime;
@@ -41,6 +43,9 @@ struct PassKnown {
     admit: BTreeMap<(usize, bool, [u64; 3]), bool>,
     hopeless: BTreeMap<(usize, i32, u64), bool>,
     victims: Option<Vec<(u64, usize, f64)>>,
+    /// Kueue: (queue, priority, class, creation when the queue's policy reads it) known not
+    /// to start.
+    kueue_blocked: BTreeSet<(usize, i32, u32, i64)>,
 }
 
 impl PassKnown {
@@ -49,6 +54,7 @@ impl PassKnown {
         self.admit.clear();
         self.hopeless.clear();
         self.victims = None;
+        self.kueue_blocked.clear();
     }
 }
 
@@ -74,7 +80,9 @@ pub(super) fn pass(
         promote_starved(st, now);
     }
     // Submission order is walked on the live pending list (no copy of it per pass).
+    let kueue_fair = kueue_fair_order(st);
     let mut listed = match &share {
+        _ if kueue_fair.is_some() => kueue_fair.map(Vec::into_iter),
         Some(fair) if fair_order_on => Some(fair_order(st, fair).into_iter()),
         _ if ranked => Some(ranked_order(st, now).into_iter()),
         _ => None,
@@ -89,6 +97,7 @@ pub(super) fn pass(
     let mut known = PassKnown::default();
     let mut policies: BTreeMap<usize, PreemptionPolicy> = BTreeMap::new();
     let network_aware = st.config.policy.network_aware;
+    let kueue = st.rules.as_ref().is_some_and(|r| r.kueue.is_some());
     // When only placement can start a job (nobody is stopped for another), the pass is over
     // once every pending job's class is known not to place in the current state.
     let only_placement = !by_level && !may_preempt && !network_aware;
@@ -111,6 +120,26 @@ pub(super) fn pass(
         let enough_gpus = want <= free + 1e-9;
         if !enough_gpus {
             st.memo.note(st.class[i] as usize, st.changes, true);
+        }
+        if kueue {
+            // Kueue's objects decide admission and quota preemption (`kueue_start`).
+            let key = kueue_key(st, i);
+            let room = match key {
+                Some(k) if !known.kueue_blocked.contains(&k) => {
+                    kueue_start(st, i, network, enough_gpus)
+                }
+                _ => None,
+            };
+            if let Some((victims, placement)) = room {
+                stop_and_start(st, events, i, &victims, &placement, now);
+                known.forget();
+                continue;
+            }
+            known.kueue_blocked.extend(key);
+            if st.config.policy.order == Order::Fifo {
+                break;
+            }
+            continue;
         }
         // Admission depends on the queues' use, which changes only when a job starts.
         let ask = &st.requests[i];
@@ -192,6 +221,64 @@ pub(super) fn pass(
         }
     }
     note_fragmentation(st, now);
+}
+
+/// What a Kueue decision for job `i` depends on besides the state: its ClusterQueue, priority
+/// and placement class, and its creation when its ClusterQueue's policy compares it
+/// (`LowerOrNewerEqualPriority`); `None` when its queue is no ClusterQueue.
+fn kueue_key(st: &State<'_>, i: usize) -> Option<(usize, i32, u32, i64)> {
+    let k = st.rules.as_ref()?.kueue.as_ref()?;
+    let cq = k.cluster_queue(&st.jobs[i].queue)?;
+    let p = k.queues().spec(cq).preemption;
+    let newer = Policy::LowerOrNewerEqualPriority;
+    let created = if p.within_cluster_queue == newer || p.reclaim_within_cohort == newer {
+        st.submit[i].0 as i64
+    } else {
+        0
+    };
+    Some((cq, st.jobs[i].priority, st.class[i], created))
+}
+
+/// Kueue's decision for pending job `i` now (`sched::kueue` through
+/// [`crate::queues::kueue::KueueRun`]): when it is admitted, maybe after preempting its
+/// targets, its placement on the assigned flavors' nodes with the targets gone, and its
+/// assignment staged for the start. `None` leaves it pending and stops nobody (also when its
+/// targets would free the quota but not the room).
+fn kueue_start(
+    st: &mut State<'_>,
+    i: usize,
+    network: &mut dyn Network,
+    enough_gpus: bool,
+) -> Option<(Vec<String>, sched::Placement)> {
+    let c = st.class[i] as usize;
+    let k = st.rules.as_mut()?.kueue.as_mut()?;
+    let cq = k.cluster_queue(&st.jobs[i].queue)?;
+    let a = k.decide(cq, &st.jobs[i], &st.class_extras[c], st.submit[i].0 as i64);
+    if !a.admitted() {
+        return None;
+    }
+    let victims = k.target_names(&a);
+    let on_flavors = k.on_flavors(&a, &st.class_extras[c], st.jobs[i].pod_sets.len());
+    let placement = match on_flavors {
+        None if victims.is_empty() && !enough_gpus => None,
+        None if victims.is_empty() && st.config.policy.network_aware => {
+            place_network_aware(st, i, network)
+        }
+        None if victims.is_empty() => place_memo(st, i),
+        extras => {
+            let mut occupancy = Cow::Borrowed(&st.occupancy);
+            for v in &victims {
+                occupancy.to_mut().release(v);
+            }
+            let mut extras = extras.unwrap_or_else(|| st.class_extras[c].clone());
+            std::mem::swap(&mut st.input.pod_sets, &mut extras);
+            let placed = sched::place_with(&st.cluster, &occupancy, &st.jobs[i], &st.input).ok();
+            std::mem::swap(&mut st.input.pod_sets, &mut extras);
+            placed
+        }
+    }?;
+    st.rules.as_mut()?.kueue.as_mut()?.stage(i, cq, &a);
+    Some((victims, placement))
 }
 
 /// After a pass at `now`, the fragmentation level until the next: the share of GPUs free while

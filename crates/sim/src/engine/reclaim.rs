@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use sched::kueue::fair::{dominant_resource_share, Share};
 use sched::{Dialect, PreemptionPolicy, QueueId, Resources};
 
 use crate::engine::state::{job_input, release_ask, State};
@@ -80,6 +81,45 @@ pub(super) fn make_room(
     for_quota.extend(d.victims);
     for_quota.sort();
     Some((for_quota, d.placement))
+}
+
+/// Under Kueue's fair sharing (`KueueModel::fair_sharing`), the pending jobs in the order
+/// Kueue's fair sharing admits: their ClusterQueue's dominant resource share over its weight
+/// now (`sched::kueue::fair`, lowest first), then priority (highest first), then submission;
+/// `None` when fair sharing is off.
+pub(super) fn kueue_fair_order(st: &State<'_>) -> Option<Vec<usize>> {
+    let k = st.rules.as_ref()?.kueue.as_ref()?;
+    if !k.fair_sharing() {
+        return None;
+    }
+    let q = k.queues();
+    let mut shares: BTreeMap<usize, Share> = BTreeMap::new();
+    let mut v: Vec<(Share, i32, SimTime, usize)> = st
+        .pending
+        .keys()
+        .map(|&(t, i)| {
+            let share = k.cluster_queue(&st.jobs[i].queue).map(|cq| {
+                shares
+                    .entry(cq)
+                    .or_insert_with(|| {
+                        dominant_resource_share(q, cq, &[], q.spec(cq).fair_weight_milli)
+                    })
+                    .clone()
+            });
+            let none = Share {
+                ratio: 0.0,
+                resource: None,
+                weight: 1.0,
+                borrowing: false,
+            };
+            (share.unwrap_or(none), -st.jobs[i].priority, t, i)
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        a.0.compare(&b.0)
+            .then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3)))
+    });
+    Some(v.into_iter().map(|(_, _, _, i)| i).collect())
 }
 
 /// Pending jobs ordered by their queue's use over fair share (lowest first), then priority

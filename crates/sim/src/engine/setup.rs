@@ -7,7 +7,9 @@ use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use sched::{GpuRequest, Job, Occupancy, PodSet, QueueSpec, QueueTree, Resources, TopologyRequest};
+use sched::{
+    GpuRequest, Job, Occupancy, PodSet, QueueId, QueueSpec, QueueTree, Resources, TopologyRequest,
+};
 use topology::{Cluster, NodeId};
 
 use crate::engine::config::{Order, Policy, SimConfig, TopologyMode};
@@ -307,7 +309,17 @@ fn queues_of(
         Some(r) => {
             let mut of = Vec::with_capacity(trace.len());
             for t in trace {
-                match r.tree.find(&t.queue).filter(|&q| r.tree.is_leaf(q)) {
+                let cluster_queue = |_: &QueueId| {
+                    r.kueue
+                        .as_ref()
+                        .is_none_or(|k| k.cluster_queue(&t.queue).is_some())
+                };
+                match r
+                    .tree
+                    .find(&t.queue)
+                    .filter(|&q| r.tree.is_leaf(q))
+                    .filter(cluster_queue)
+                {
                     Some(q) => of.push(q.index()),
                     None => {
                         return Err(SimError::QueueNotLeaf {
