@@ -65,6 +65,7 @@ pub fn placed_ranks(
                     options: sched::PlaceOptions::default(),
                     scheduler: None,
                     network_aware: false,
+                    training: None,
                 },
             )?;
             if !decided.placed {
