@@ -116,11 +116,12 @@ pub fn step(args: &StepArgs) -> Result<String, CliError> {
         }
         return finish(args, &cluster, &t, note, &ranks, nccl, &[]);
     }
-    let placed = ops::ranks::placed_ranks(
+    let placed = ops::ranks::placed_ranks_for(
         &cluster,
         args.placement.as_deref(),
         args.job.as_deref(),
         &args.state,
+        Some(&t),
     )?;
     let pairs = placed.whole_gpus("a layout needs whole GPUs")?;
     let (ranks_from, preempted) = (placed.file, placed.preempted);

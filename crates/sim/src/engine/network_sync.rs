@@ -1,6 +1,7 @@
 //! Keeping the network model in step with the running multi-node jobs: telling it which
 //! started and ended, re-solving link sharing after the last event of an instant or at a network
-//! round, pacing jobs by the rates it gives, and `+network` placement scored by its probe.
+//! round, pacing jobs by the rates it gives, and `+network` placement scored by its probe (a
+//! layout job's candidates by its step time, `Network::step_probe`).
 
 use sched::Job;
 use topology::NodeId;
