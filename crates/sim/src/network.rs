@@ -19,7 +19,7 @@
 //! domain never slow). A layout job inside one host is not on the network and runs at its
 //! trace duration. Groups are weighted alike (one max-min share per group, not per byte).
 //! `+network` scores a layout job's candidates by its step time
-//! ([`Network::step_probe`](crate::engine::Network::step_probe)): `price_step` over the
+//! ([`Network::step_probe`]): `price_step` over the
 //! candidate's ranks in the trace's rank order with everything on the fabric (the running
 //! jobs' Rings and the running layout jobs' groups, routed once per change) beside it, as
 //! `fabric step --state` prices it; it sees no change to the running jobs. Other jobs'
