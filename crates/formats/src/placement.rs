@@ -86,6 +86,40 @@ pub struct NetworkChoice {
     /// (`label-only`, when the choice differs) and under the chosen one (`chosen`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hot_links: Vec<HotLink>,
+    /// A job placed with a training layout (`--model`, `--layout`): candidates scored by its
+    /// step time in each rank order instead of a Ring AllReduce (absent without a layout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<LayoutChoice>,
+}
+
+/// The step of a layout job on the chosen placement and on the label rules' own.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayoutChoice {
+    /// The layout as given (`tp=8,pp=4,dp=16`).
+    pub layout: String,
+    /// The slice layers it put on the job, outermost first (`16 pods per <level>`, or `none`).
+    pub slices: String,
+    /// The rank order chosen (`tp-cp-ep-dp-pp`): Megatron-Core's `order`.
+    pub order: String,
+    /// The step on the chosen placement in the chosen order, s.
+    pub step_s: f64,
+    /// Its tokens per second (the score).
+    pub tokens_per_s: f64,
+    /// The step on the label rules' own placement in the layout's own order, s.
+    pub label_only_step_s: f64,
+    /// Every order tried on the chosen placement, with its step, s.
+    pub orders: Vec<OrderStep>,
+}
+
+/// One rank order's step time.
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrderStep {
+    /// The order.
+    pub order: String,
+    /// Its step, s.
+    pub step_s: f64,
 }
 
 /// A link port the job crosses, as loaded with the running jobs at their achieved pace.

@@ -6,8 +6,9 @@ use serde::Serialize;
 use topology::Cluster;
 
 use crate::groups::Kind;
-use crate::layout::Training;
+use crate::layout::{Optimizer, Training};
 use crate::price::Step;
+use crate::traffic::Op;
 
 /// One cost and what to do about it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -62,6 +63,12 @@ pub fn advise(cluster: &Cluster, t: &Training, step: &Step) -> Vec<Advice> {
                 l.tp
             ),
             Kind::Tp if !t.overlap_tp => "turn on TP communication overlap, or a smaller tp with more pp".to_owned(),
+            // The distributed optimizer's parameter AllGather overlaps the next step's first
+            // forward (Megatron-Core `--overlap-param-gather`); the gradient collectives the
+            // last micro-batch's backward (`--overlap-grad-reduce`).
+            Kind::Dp | Kind::ExpertDp if !t.overlap_dp && c.op == Op::AllGather && t.optimizer == Optimizer::Distributed => {
+                "turn on DP parameter-gather overlap (it hides behind the first micro-batch's forward)".to_owned()
+            }
             Kind::Dp | Kind::ExpertDp if !t.overlap_dp => {
                 "turn on DP gradient overlap (it hides behind the last micro-batch's backward)".to_owned()
             }

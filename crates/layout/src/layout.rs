@@ -308,6 +308,27 @@ impl Training {
         }
     }
 
+    /// The command line's job from a preset name (`--model`) and a layout string (`--layout`),
+    /// with `fabric step`'s defaults: micro-batch 1, global batch = 4 micro-batches per
+    /// pipeline stage on every DP rank, the distributed optimizer; errors name `--model` or the
+    /// `--layout` key.
+    pub fn from_flags(model: &str, layout: &str) -> Result<Training, LayoutError> {
+        let m = crate::model::preset(model).map_err(|e| LayoutError::new("--model", e.message))?;
+        let l = Layout::parse(layout)?;
+        Ok(Training {
+            global_batch: Training::default_global_batch(&l, 1),
+            optimizer: Optimizer::Distributed,
+            ..Training::new(m, l)
+        })
+    }
+
+    /// 4 micro-batches per pipeline stage on every DP rank: `micro_batch × dp × 4 × pp`, capped
+    /// at `u32::MAX`.
+    pub fn default_global_batch(layout: &Layout, micro_batch: u32) -> u32 {
+        let n = u64::from(micro_batch) * u64::from(layout.dp) * 4 * u64::from(layout.pp);
+        n.min(u64::from(u32::MAX)) as u32
+    }
+
     /// Micro-batches per data-parallel rank per step: global batch / (micro-batch × DP).
     pub fn micro_batches(&self) -> u32 {
         self.global_batch / (self.micro_batch * self.layout.dp).max(1)

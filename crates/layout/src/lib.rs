@@ -7,7 +7,8 @@
 //! [`compute`] counts FLOPs and the pipeline bubble, and [`price_step`] prices all of it on a
 //! [`fabric::Fabric`] for one rank-to-GPU mapping, with the running jobs' traffic. [`advise`]
 //! ranks the exposed costs with the change that would cut each; [`Pace`] re-prices a step from
-//! each kind's bandwidth ratio, for the simulator.
+//! each kind's bandwidth ratio, for the simulator; [`slice_layers`] derives the Kueue slices that
+//! keep a layout's groups in a cluster's tiers.
 //!
 //! This crate is pure: no I/O, no clock. It knows nothing about placement, queues or files:
 //! the caller says which GPU each rank runs on.
@@ -18,8 +19,10 @@ mod error;
 pub mod groups;
 pub mod layout;
 pub mod model;
+pub mod orders;
 pub mod pace;
 pub mod price;
+pub mod slices;
 pub mod traffic;
 
 pub use advice::{advise, Advice};
@@ -27,6 +30,8 @@ pub use error::LayoutError;
 pub use groups::{groups, Kind};
 pub use layout::{Dim, Layout, Optimizer, Precision, Recompute, Training};
 pub use model::{preset, Model, PRESETS};
+pub use orders::{best_order, candidate_orders, OrderChoice, OrderTime};
 pub use pace::{Pace, PaceComm};
 pub use price::{first_gpus, price_step, PricedComm, Step, StepInput};
+pub use slices::{slice_layers, LevelRoom, Slice};
 pub use traffic::{traffic, Op, Traffic};

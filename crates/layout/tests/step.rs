@@ -187,3 +187,29 @@ fn pace_reassembles_the_priced_step() {
     );
     assert!(pace.step_s(|_| 0.0).is_infinite());
 }
+
+/// The distributed optimizer's parameter AllGather hides behind the forward pass, its gradient
+/// ReduceScatter behind the backward (Megatron-Core `--overlap-param-gather`,
+/// `--overlap-grad-reduce`): the advice for each names the pass it overlaps.
+#[test]
+fn dp_advice_names_the_pass_each_collective_overlaps() {
+    let mut t = job("llama3-8b", "tp=8,dp=8", 64);
+    t.optimizer = layout::Optimizer::Distributed;
+    let cluster = common::selene();
+    let step = common::price(&cluster, &t, Some(0.5));
+    let advice = layout::advise(&cluster, &t, &step);
+    let change = |cost: &str| {
+        advice
+            .iter()
+            .find(|a| a.cost == cost)
+            .unwrap_or_else(|| panic!("no `{cost}` in {advice:?}"))
+            .change
+            .clone()
+    };
+    let gather = change("dp allgather");
+    assert!(
+        gather.contains("forward") && !gather.contains("backward"),
+        "{gather}"
+    );
+    assert!(change("dp reducescatter").contains("backward"));
+}

@@ -18,6 +18,7 @@ pub mod lint;
 pub mod nccl_settings;
 pub mod nccl_shapes;
 pub mod place;
+pub mod place_layout;
 pub mod queues;
 pub mod ranks;
 pub mod sim_failures;

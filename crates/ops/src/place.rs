@@ -37,6 +37,10 @@ pub struct PlaceInputs<'a> {
     /// one the fabric model predicts best against the running jobs' traffic ([`network_aware`]),
     /// and report why (`network` in the placement file).
     pub network_aware: bool,
+    /// `--model`/`--layout`: the job trains this layout. Its slice layers are derived and put on
+    /// the job ([`crate::place_layout::apply_slices`]), and `network_aware` scores candidates by
+    /// its step time in each rank order instead of a Ring AllReduce.
+    pub training: Option<&'a layout::Training>,
 }
 
 /// The dialect a job is placed with: the run's choice, else by the format it came in.
@@ -198,7 +202,10 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
                 .collect();
         }
     }
-    let job = doc.resolve(&job_file, cluster)?;
+    let mut job = doc.resolve(&job_file, cluster)?;
+    if let Some(t) = inputs.training {
+        crate::place_layout::apply_slices(cluster, &mut job, t, &job_file)?;
+    }
     let mut options = inputs.options;
     options.dialect = dialect_for(inputs.scheduler, doc.format);
     doc.resolve_sub_groups(&job_file, cluster)?;
@@ -362,7 +369,8 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
     let mut network = None;
     for (flavor, input) in &inputs_by_flavor {
         if inputs.network_aware && refused.is_none() {
-            if let Some((placement, choice)) = network_aware(cluster, &occupancy, &job, input)? {
+            let aware = network_aware(cluster, &occupancy, &job, input, inputs.training)?;
+            if let Some((placement, choice)) = aware {
                 result = Ok(sched::Decision {
                     placement,
                     victims: Vec::new(),
@@ -380,7 +388,13 @@ pub fn decide(cluster: &Cluster, inputs: &PlaceInputs<'_>) -> Result<PlacementFi
         }
     }
     let mut file = match result {
-        Ok(d) => with_gpu_memory(placement_file(cluster, &job.name, &d), &job, &d),
+        Ok(mut d) => {
+            // A layout's ranks run pod by pod in domain order, so its slices are consecutive.
+            if inputs.training.is_some() {
+                d.placement = sched::in_rank_order(cluster, d.placement);
+            }
+            with_gpu_memory(placement_file(cluster, &job.name, &d), &job, &d)
+        }
         Err(reason) => not_placed(&job.name, reason),
     };
     file.warnings = warnings;
@@ -400,13 +414,16 @@ const QPS_TRIED: [u32; 4] = [2, 4, 8, 16];
 /// the next ID), each candidate is priced by [`fabric::probe`] and scored by
 /// [`fabric::Probe::score`], every job's communicating share taken from the simulator's
 /// defaults by node count ([`sim::engine::CommDefaults`]). Routing: ECMP with the QPs per
-/// connection `launch` would write ([`crate::launch::default_qps`]). `None`: the rules place the
-/// job nowhere without preemption.
+/// connection `launch` would write ([`crate::launch::default_qps`]). With a `training` layout,
+/// each candidate's score is instead its tokens per second in its fastest rank order, priced
+/// beside the same running jobs ([`crate::place_layout::LayoutPricer`]); the Ring figures stay
+/// in the output. `None`: the rules place the job nowhere without preemption.
 pub fn network_aware(
     cluster: &Cluster,
     occupancy: &sched::Occupancy,
     job: &sched::Job,
     input: &sched::PlaceInput,
+    training: Option<&layout::Training>,
 ) -> Result<Option<(sched::Placement, formats::placement::NetworkChoice)>, FormatError> {
     let fabric_err = |e: fabric::FabricError| FormatError::input("--network-aware", e.to_string());
     let comm = sim::engine::CommDefaults::default();
@@ -446,6 +463,20 @@ pub fn network_aware(
         running_traffic.push((id as u64, name.to_string(), traffic));
     }
     let new_id = weights.len() as u64;
+    let mut pricer = match training {
+        Some(t) => {
+            let named: Vec<(String, fabric::JobTraffic)> = running_traffic
+                .iter()
+                .map(|(_, n, t)| (n.clone(), t.clone()))
+                .collect();
+            Some(crate::place_layout::LayoutPricer::new(
+                cluster, cfg, t, &named,
+            )?)
+        }
+        None => None,
+    };
+    let mut steps: Vec<Option<layout::OrderChoice>> = Vec::new();
+    let mut layout_failure: Option<FormatError> = None;
     let mut priced: Vec<Option<fabric::Probe>> = Vec::new();
     let mut failure: Option<fabric::FabricError> = None;
     let mut scorer = |_: &sched::Job, p: &sched::Placement| {
@@ -453,15 +484,27 @@ pub fn network_aware(
         let nodes = distinct_nodes(&pods).len();
         let gpus: f64 = p.pods.iter().map(sched::PlacedPod::gpus).sum();
         let new = weight(gpus, nodes);
+        let layout_score = pricer.as_mut().map(|pr| match pr.price(&pods) {
+            Ok(c) => {
+                let s = c.step.tokens_per_s;
+                steps.push(Some(c));
+                s
+            }
+            Err(e) => {
+                layout_failure.get_or_insert(e);
+                steps.push(None);
+                f64::NEG_INFINITY
+            }
+        });
         let Some(traffic) = ring_of(&pods).filter(|_| new.comm_share > 0.0) else {
             priced.push(None);
-            return fabric::ideal_score(new);
+            return layout_score.unwrap_or_else(|| fabric::ideal_score(new));
         };
         match fabric::probe(&mut state, new_id, &traffic, &running) {
             Ok(probe) => {
                 let score = probe.score(new, &mut |id| weights[id as usize]);
                 priced.push(Some(probe));
-                score
+                layout_score.unwrap_or(score)
             }
             Err(e) => {
                 failure.get_or_insert(e);
@@ -483,6 +526,31 @@ pub fn network_aware(
     if let Some(e) = failure {
         return Err(fabric_err(e));
     }
+    if let Some(e) = layout_failure {
+        return Err(e);
+    }
+    let layout_choice = match (training, steps.get(aware.chosen).cloned().flatten()) {
+        (Some(t), Some(c)) => Some(formats::placement::LayoutChoice {
+            layout: t.layout.label(),
+            slices: crate::place_layout::slices_text(
+                cluster,
+                job.pod_sets.first().map_or(&[][..], |s| &s.topology.slices),
+            ),
+            order: layout::layout::order_label(&c.order),
+            step_s: c.step.step_s,
+            tokens_per_s: c.step.tokens_per_s,
+            label_only_step_s: steps[0].as_ref().map_or(f64::NAN, |l| l.tried[0].step_s),
+            orders: c
+                .tried
+                .iter()
+                .map(|o| formats::placement::OrderStep {
+                    order: o.order.clone(),
+                    step_s: o.step_s,
+                })
+                .collect(),
+        }),
+        _ => None,
+    };
     let busbw = |i: usize| priced[i].as_ref().map(|p| p.busbw_gb_s);
     let domain_name = |d: Option<topology::DomainId>| match d {
         None => "label-only".to_owned(),
@@ -550,6 +618,7 @@ pub fn network_aware(
         margin,
         nccl_advice,
         hot_links,
+        layout: layout_choice,
     };
     Ok(Some((aware.into_placement(), choice)))
 }
@@ -742,6 +811,17 @@ pub fn network_text(n: &formats::placement::NetworkChoice) -> String {
             r.domain,
             gbs(r.busbw_gb_s),
             report::fmt::trim_float(r.score)
+        ));
+    }
+    if let Some(l) = &n.layout {
+        let orders: Vec<String> = l
+            .orders
+            .iter()
+            .map(|o| format!("{} {:.3} s", o.order, o.step_s))
+            .collect();
+        out.push_str(&format!(
+            "  layout {} (slices: {}): rank order {}, step {:.3} s ({:.0} tokens/s) vs {:.3} s on the label-only placement; orders: {}\n",
+            l.layout, l.slices, l.order, l.step_s, l.tokens_per_s, l.label_only_step_s, orders.join(", ")
         ));
     }
     for a in &n.nccl_advice {

@@ -46,6 +46,18 @@ pub fn placed_ranks(
     job: Option<&Path>,
     state: &[PathBuf],
 ) -> Result<PlacedRanks, FormatError> {
+    placed_ranks_for(cluster, placement_file, job, state, None)
+}
+
+/// [`placed_ranks`] for a job training `training` (`fabric step --job`): the job is placed
+/// with the slice layers its layout derives, as `place --model --layout` places it.
+pub fn placed_ranks_for(
+    cluster: &Cluster,
+    placement_file: Option<&Path>,
+    job: Option<&Path>,
+    state: &[PathBuf],
+    training: Option<&layout::Training>,
+) -> Result<PlacedRanks, FormatError> {
     match (placement_file, job) {
         (Some(p), None) => Ok(PlacedRanks {
             file: p.display().to_string(),
@@ -65,6 +77,7 @@ pub fn placed_ranks(
                     options: sched::PlaceOptions::default(),
                     scheduler: None,
                     network_aware: false,
+                    training,
                 },
             )?;
             if !decided.placed {

@@ -17,9 +17,13 @@
 //! [`layout::Pace::step_s`] at those ratios, and its rate is ideal step ÷ step now (its
 //! communicating share is 1, so that ratio is its whole slowdown; kinds inside one NVLink
 //! domain never slow). A layout job inside one host is not on the network and runs at its
-//! trace duration. Groups are weighted alike (one max-min share per group, not per byte), and
-//! the `+network` probe scores candidates as today's Ring AllReduce over the job's GPUs and
-//! sees no change to running layout jobs. The from-scratch reference does not model layout
+//! trace duration. Groups are weighted alike (one max-min share per group, not per byte).
+//! `+network` scores a layout job's candidates by its step time
+//! ([`Network::step_probe`]): `price_step` over the
+//! candidate's ranks in the trace's rank order with everything on the fabric (the running
+//! jobs' Rings and the running layout jobs' groups, routed once per change) beside it, as
+//! `fabric step --state` prices it; it sees no change to the running jobs. Other jobs'
+//! candidates are scored by their Ring AllReduce's probe, as before. The from-scratch reference does not model layout
 //! jobs (they run as Ring AllReduce over their GPUs there).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -43,6 +47,11 @@ pub struct FabricNetwork<'c> {
     layouts: BTreeMap<u64, LayoutRun>,
     /// The fabric layout jobs are priced on when they start (made at the first).
     pricing: Option<Fabric<'c>>,
+    /// The traffic of everything started on `state` (jobs and layout groups) by fabric ID, for
+    /// pricing a layout candidate beside it ([`Network::step_probe`]).
+    on_fabric: BTreeMap<u64, JobTraffic>,
+    /// `on_fabric` routed on `pricing`, in ID order; dropped on every start and end.
+    routed: Option<Vec<RoutedJob>>,
     cluster: &'c Cluster,
     routing: RoutingConfig,
 }
@@ -94,6 +103,8 @@ pub fn fabric_network(cluster: &Cluster, routing: RoutingConfig) -> FabricNetwor
         running: BTreeSet::new(),
         layouts: BTreeMap::new(),
         pricing: None,
+        on_fabric: BTreeMap::new(),
+        routed: None,
         cluster,
         routing,
     }
@@ -110,26 +121,58 @@ impl FabricNetwork<'_> {
 
 impl Network for FabricNetwork<'_> {
     fn start(&mut self, job: &NetJob) {
+        self.routed = None;
         if let Some(t) = &job.training {
             let run = self.start_layout(job.id as u64, t, &traffic(job).ranks);
             self.layouts.insert(job.id as u64, run);
             return;
         }
+        let t = traffic(job);
         self.state
-            .start(job.id as u64, &traffic(job))
+            .start(job.id as u64, &t)
             .expect("the scheduler only places jobs on GPUs the cluster has");
+        self.on_fabric.insert(job.id as u64, t);
         self.running.insert(job.id as u64);
     }
 
     fn end(&mut self, id: usize) {
+        self.routed = None;
         if let Some(run) = self.layouts.remove(&(id as u64)) {
             for (_, ids) in &run.groups {
-                ids.iter().for_each(|&g| self.state.end(g));
+                for &g in ids {
+                    self.state.end(g);
+                    self.on_fabric.remove(&g);
+                }
             }
             return;
         }
         self.state.end(id as u64);
+        self.on_fabric.remove(&(id as u64));
         self.running.remove(&(id as u64));
+    }
+
+    fn step_probe(&mut self, job: &NetJob) -> Option<f64> {
+        let t = job.training.as_ref()?;
+        let cluster = self.cluster;
+        let fabric = self.pricing.get_or_insert_with(|| Fabric::new(cluster));
+        if self.routed.is_none() {
+            let mut routed = Vec::with_capacity(self.on_fabric.len());
+            for (&id, traffic) in &self.on_fabric {
+                routed.push(fabric.route_flows(traffic, &self.routing, id).ok()?);
+            }
+            self.routed = Some(routed);
+        }
+        let step = layout::price_step(
+            fabric,
+            StepInput {
+                training: t,
+                ranks: &traffic(job).ranks,
+                cfg: &self.routing,
+                running: self.routed.as_deref().unwrap_or(&[]),
+                efficiency: None,
+            },
+        );
+        step.ok().map(|s| s.step_s)
     }
 
     fn probe(&mut self, job: &NetJob) -> Option<fabric::Probe> {
@@ -203,15 +246,14 @@ impl<'c> FabricNetwork<'c> {
                 }
                 let gid = group_id(id, g);
                 g += 1;
+                let group = JobTraffic {
+                    ranks: granks,
+                    collective,
+                };
                 self.state
-                    .start(
-                        gid,
-                        &JobTraffic {
-                            ranks: granks,
-                            collective,
-                        },
-                    )
+                    .start(gid, &group)
                     .expect("the scheduler only places jobs on GPUs the cluster has");
+                self.on_fabric.insert(gid, group);
                 ids.push(gid);
             }
             if !ids.is_empty() {

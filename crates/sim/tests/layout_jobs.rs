@@ -1,15 +1,16 @@
 //! Layout jobs in the simulator: inside one host a layout job runs at its trace duration; with
 //! its data-parallel groups across an oversubscribed uplink it runs slower than on the same
-//! cluster without oversubscription; the same inputs give the same run.
+//! cluster without oversubscription; the same inputs give the same run; `+network` prices a
+//! layout job's candidates by its step time beside the running jobs.
 
 mod common;
 
 use common::{clos, host, tier};
 use fabric::RoutingConfig;
-use sim::engine::{simulate, Order, SimConfig, SimResult};
+use sim::engine::{simulate, NetJob, NetRate, Network, Order, SimConfig, SimResult};
 use sim::network::fabric_network;
 use sim::TraceJob;
-use topology::{Cluster, TierSpec};
+use topology::{Cluster, NodeId, TierSpec};
 
 /// A non-preemptible job of `gpus` GPUs training `model` with `layout`.
 fn layout_job(name: &str, submit: f64, gpus: u32, model: &str, layout: &str) -> TraceJob {
@@ -101,4 +102,182 @@ fn layout_runs_are_deterministic() {
     let b = run(&cluster, &trace);
     assert_eq!(format!("{:?}", a.jobs), format!("{:?}", b.jobs));
     assert_eq!(format!("{:?}", a.summary), format!("{:?}", b.summary));
+}
+
+/// Three racks of four 8-GPU hosts (one 100 Gb/s NIC each), 4:1 above the racks.
+fn three_racks() -> Cluster {
+    let t = |label: &str, n: u32, o: Option<f64>| TierSpec {
+        switches_per_domain: Some(1),
+        oversubscription: o,
+        ..tier(label, n, 1.0 + f64::from(n))
+    };
+    clos(
+        "three-racks",
+        host(8, 100.0),
+        12,
+        vec![t("rack", 4, None), t("top", 12, Some(4.0))],
+    )
+}
+
+fn net_job(id: usize, nodes: &[u32], training: Option<layout::Training>) -> NetJob {
+    NetJob {
+        id,
+        name: format!("j{id}"),
+        nodes: nodes.iter().map(|&n| NodeId(n)).collect(),
+        gpus_per_node: 8,
+        bytes: 1e9,
+        training,
+    }
+}
+
+/// `step_probe` is `price_step` over the candidate's ranks with the running jobs' Rings routed
+/// beside it (the reference here, from scratch), and leaves the running set as it was.
+#[test]
+fn step_probe_is_price_step_beside_the_running_jobs() {
+    let c = three_racks();
+    let t = layout::Training::from_flags("llama3-8b", "tp=8,dp=4").unwrap();
+    let mut net = fabric_network(&c, RoutingConfig::default());
+    let probe = |net: &mut sim::network::FabricNetwork<'_>, nodes: &[u32]| {
+        net.step_probe(&net_job(9, nodes, Some(t.clone()))).unwrap()
+    };
+    let idle = probe(&mut net, &[0, 1, 4, 5]);
+    // A running Ring over hosts 2, 3, 6, 7 crosses the same 4:1 uplinks.
+    net.start(&net_job(0, &[2, 3, 6, 7], None));
+    let busy = probe(&mut net, &[0, 1, 4, 5]);
+    assert!(busy > idle * 1.01, "busy {busy} vs idle {idle}");
+    let reference = {
+        let cfg = RoutingConfig::default();
+        let mut fab = fabric::Fabric::new(&c);
+        let ring = fabric::JobTraffic {
+            ranks: [2, 3, 6, 7]
+                .iter()
+                .flat_map(|&n| {
+                    (0..8).map(move |gpu| fabric::Rank {
+                        node: NodeId(n),
+                        gpu,
+                    })
+                })
+                .collect(),
+            collective: fabric::Collective::AllReduce,
+        };
+        let running = vec![fab.route_flows(&ring, &cfg, 0).unwrap()];
+        let ranks: Vec<fabric::Rank> = [0, 1, 4, 5]
+            .iter()
+            .flat_map(|&n| {
+                (0..8).map(move |gpu| fabric::Rank {
+                    node: NodeId(n),
+                    gpu,
+                })
+            })
+            .collect();
+        let input = layout::StepInput {
+            training: &t,
+            ranks: &ranks,
+            cfg: &cfg,
+            running: &running,
+            efficiency: None,
+        };
+        layout::price_step(&mut fab, input).unwrap().step_s
+    };
+    assert!(
+        (busy - reference).abs() <= 1e-12 * reference,
+        "{busy} vs {reference}"
+    );
+    // Rack 2 (hosts 8-11) is idle and under one leaf.
+    let alone = probe(&mut net, &[8, 9, 10, 11]);
+    assert!(alone < busy, "{alone} vs {busy}");
+    // Probing changed nothing: the running job's rate is what it was.
+    let before = net.rates(&[0]);
+    probe(&mut net, &[0, 1, 4, 5]);
+    assert_eq!(net.rates(&[0]), before);
+    // Jobs without a layout are not priced this way.
+    assert_eq!(net.step_probe(&net_job(9, &[0, 1], None)), None);
+}
+
+/// A [`Network`] that counts `step_probe` calls and otherwise is the fabric network.
+struct Counting<'c> {
+    inner: sim::network::FabricNetwork<'c>,
+    step_probes: usize,
+}
+
+impl Network for Counting<'_> {
+    fn start(&mut self, job: &NetJob) {
+        self.inner.start(job)
+    }
+    fn end(&mut self, id: usize) {
+        self.inner.end(id)
+    }
+    fn rates(&mut self, ids: &[usize]) -> Vec<NetRate> {
+        self.inner.rates(ids)
+    }
+    fn probe(&mut self, job: &NetJob) -> Option<fabric::Probe> {
+        self.inner.probe(job)
+    }
+    fn step_probe(&mut self, job: &NetJob) -> Option<f64> {
+        self.step_probes += 1;
+        self.inner.step_probe(job)
+    }
+    fn provisional(&mut self, id: usize) -> Option<NetRate> {
+        self.inner.provisional(id)
+    }
+}
+
+/// `+network` on a layout job: its candidates are priced by step time (every candidate once),
+/// and it lands in the idle rack, off the uplinks the running split job uses, which then runs at
+/// its ideal pace.
+#[test]
+fn plus_network_prices_a_layout_jobs_candidates_by_step_time() {
+    let c = three_racks();
+    let comm = |j: TraceJob| TraceJob {
+        preemptible: false,
+        comm: Some(sim::CommProfile {
+            comm_share: 0.4,
+            bytes_per_step: 1e9,
+        }),
+        ..j
+    };
+    let mut trace: Vec<TraceJob> = (0..12)
+        .map(|i| {
+            let end = if [0, 1, 4, 5].contains(&i) { 0.5 } else { 8.0 };
+            comm(common::job(&format!("f{i}"), 0.0, end, 8, "q"))
+        })
+        .collect();
+    trace.push(comm(common::job("split", 1.0, 100.0, 32, "q")));
+    let mut new = layout_job("new", 10.0, 32, "llama3-8b", "tp=8,dp=4");
+    new.duration_s = 100.0;
+    trace.push(new);
+    let run = |network_aware: bool| {
+        let mut config = SimConfig {
+            timeline_points: 10,
+            ..common::checked()
+        };
+        config.policy.network_aware = network_aware;
+        let mut net = Counting {
+            inner: fabric_network(&c, RoutingConfig::default()),
+            step_probes: 0,
+        };
+        let r = simulate(&c, &trace, &config, &mut net, &mut |_| {}).unwrap();
+        (r, net.step_probes)
+    };
+    let (label, none) = run(false);
+    let (aware, probes) = run(true);
+    assert_eq!(none, 0);
+    assert!(probes >= 2, "{probes}");
+    let slowdown = |r: &SimResult, name: &str| common::record(r, name).network_slowdown.unwrap();
+    // Label-only: across racks 0 and 1, beside the split job; +network: the idle rack 2,
+    // under one leaf, faster (a layout job's slowdown is against each kind's ideal bus
+    // bandwidth alone, which 8 GPUs behind one NIC never reach).
+    assert_eq!(common::record(&label, "new").highest_tier, Some(1));
+    assert_eq!(common::record(&aware, "new").highest_tier, Some(0));
+    assert!(slowdown(&aware, "new") < slowdown(&label, "new"));
+    assert!(
+        slowdown(&label, "split") > 1.01,
+        "{}",
+        slowdown(&label, "split")
+    );
+    assert!((slowdown(&aware, "split") - 1.0).abs() < 1e-9);
+    assert_eq!(
+        format!("{:?}", run(true).0.jobs),
+        format!("{:?}", aware.jobs)
+    );
 }

@@ -89,25 +89,22 @@ struct StepReport {
 
 /// `fabric step`.
 pub fn step(args: &StepArgs) -> Result<String, CliError> {
-    let bad = |e: layout::LayoutError| CliError::input(&e.field, &e.message);
     let nccl = args.nccl.config()?;
     let cluster = load_cluster(&args.cluster)?;
-    let mut model =
-        layout::preset(&args.model).map_err(|e| CliError::input("--model", e.message))?;
-    model.seq = args.seq.unwrap_or(model.seq);
-    let lay = layout::Layout::parse(&args.layout).map_err(bad)?;
-    let per_step = u64::from(args.micro_batch) * u64::from(lay.dp) * 4 * u64::from(lay.pp);
+    let mut t = Training::from_flags(&args.model, &args.layout)
+        .map_err(|e| CliError::input(&e.field, &e.message))?;
+    t.model.seq = args.seq.unwrap_or(t.model.seq);
     let t = Training {
         global_batch: args
             .global_batch
-            .unwrap_or(per_step.min(u64::from(u32::MAX)) as u32),
+            .unwrap_or(Training::default_global_batch(&t.layout, args.micro_batch)),
         micro_batch: args.micro_batch,
         precision: args.precision,
         optimizer: args.optimizer,
         recompute: args.recompute,
         overlap_dp: args.overlap_dp,
         overlap_tp: args.overlap_tp,
-        ..Training::new(model, lay)
+        ..t
     };
     let gpus = t.layout.gpus();
     if args.placement.is_none() && args.job.is_none() {
@@ -119,11 +116,12 @@ pub fn step(args: &StepArgs) -> Result<String, CliError> {
         }
         return finish(args, &cluster, &t, note, &ranks, nccl, &[]);
     }
-    let placed = ops::ranks::placed_ranks(
+    let placed = ops::ranks::placed_ranks_for(
         &cluster,
         args.placement.as_deref(),
         args.job.as_deref(),
         &args.state,
+        Some(&t),
     )?;
     let pairs = placed.whole_gpus("a layout needs whole GPUs")?;
     let (ranks_from, preempted) = (placed.file, placed.preempted);

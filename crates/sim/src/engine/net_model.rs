@@ -40,6 +40,14 @@ pub trait Network {
         let _ = job;
         None
     }
+    /// The step time, s, of layout job `job` (its `training` set) on its nodes beside the
+    /// running jobs, for network-aware placement of layout jobs; the running jobs stay as they
+    /// were. `None`: this network cannot tell (or the job has no layout), and the candidates
+    /// are scored by [`Network::probe`].
+    fn step_probe(&mut self, job: &NetJob) -> Option<f64> {
+        let _ = job;
+        None
+    }
     /// A quick estimate of running job `id`'s rate without re-solving the others, for a job
     /// started between network rounds. `None`: it runs at its ideal rate until the next round.
     fn provisional(&mut self, id: usize) -> Option<NetRate> {

@@ -1,6 +1,7 @@
 //! Keeping the network model in step with the running multi-node jobs: telling it which
 //! started and ended, re-solving link sharing after the last event of an instant or at a network
-//! round, pacing jobs by the rates it gives, and `+network` placement scored by its probe.
+//! round, pacing jobs by the rates it gives, and `+network` placement scored by its probe (a
+//! layout job's candidates by its step time, `Network::step_probe`).
 
 use sched::Job;
 use topology::NodeId;
@@ -54,9 +55,25 @@ pub(super) fn place_network_aware(
     let comm_share = st.comm[i].comm_share;
     let bytes = st.comm[i].bytes_per_step;
     let new = fabric::JobWeight { gpus, comm_share };
+    let training = st.trace[i].training.as_ref();
     let mut scorer = |_: &Job, p: &sched::Placement| {
         let mut nodes: Vec<NodeId> = p.pods.iter().map(|x| x.node).collect();
         nodes.dedup();
+        // A layout job's candidates are scored by its step time beside the running jobs
+        // (tokens per second, higher is better), one node included; the others by a Ring.
+        if let Some(t) = training {
+            let job = NetJob {
+                id: i,
+                name: String::new(),
+                gpus_per_node: st.records[i].gpus / nodes.len().max(1) as u32,
+                nodes: nodes.clone(),
+                bytes,
+                training: Some(t.clone()),
+            };
+            if let Some(step_s) = network.step_probe(&job).filter(|&s| s > 0.0) {
+                return f64::from(t.global_batch) * f64::from(t.model.seq) / step_s;
+            }
+        }
         if nodes.len() <= 1 || comm_share <= 0.0 {
             return fabric::ideal_score(new);
         }
@@ -66,7 +83,6 @@ pub(super) fn place_network_aware(
             gpus_per_node: st.records[i].gpus / nodes.len() as u32,
             nodes,
             bytes,
-            // Candidates are scored as today's Ring AllReduce over their GPUs, layout or not.
             training: None,
         };
         match network.probe(&job) {
