@@ -2,16 +2,26 @@
 //! arrivals either at an offered load of a cluster's GPUs or at a rate.
 
 use sim::synth::{profile, Arrivals, Profile, PROFILES};
+use topology::Cluster;
 
-/// The profile and arrivals `trace synth` options ask for, or the one-line usage error.
-/// `cluster_gpus` is the GPUs of `--cluster` when given; `load` defaults to 0.8 with a cluster.
+/// GPUs per node without `--cluster`: Acme Seren's nodes hold 8 GPUs (Hu et al., NSDI '24, §2).
+pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
+
+/// The profile, arrivals and GPUs per node (the most on any node of `cluster`, else
+/// [`DEFAULT_GPUS_PER_NODE`]) `trace synth` options ask for, or the one-line usage error.
+/// `cluster` is `--cluster` when given; `load` defaults to 0.8 with a cluster.
 pub fn check_options(
     profile_name: &str,
     jobs: usize,
-    cluster_gpus: Option<u64>,
+    cluster: Option<&Cluster>,
     load: Option<f64>,
     rate: Option<f64>,
-) -> Result<(&'static Profile, Arrivals), String> {
+) -> Result<(&'static Profile, Arrivals, u32), String> {
+    let cluster_gpus = cluster.map(Cluster::gpu_count);
+    let gpus_per_node = cluster
+        .and_then(|c| c.nodes.iter().map(|n| n.gpus).max())
+        .filter(|&g| g > 0)
+        .unwrap_or(DEFAULT_GPUS_PER_NODE);
     let Some(profile) = profile(profile_name) else {
         let names: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
         return Err(format!(
@@ -45,5 +55,5 @@ pub fn check_options(
             )
         }
     };
-    Ok((profile, arrivals))
+    Ok((profile, arrivals, gpus_per_node))
 }

@@ -22,9 +22,14 @@ pub struct SynthArgs {
     /// The cluster the load is offered to (`preset:NAME` or a spec file).
     #[arg(long, value_name = "preset:NAME|FILE")]
     pub cluster: Option<String>,
-    /// Offered load, a share of the cluster's GPUs (needs --cluster).
+    /// Offered load, held exactly: the arriving jobs' GPU-time ÷ (cluster GPUs × arrival window,
+    /// first to last arrival); default 0.8 (needs --cluster).
     #[arg(long)]
     pub load: Option<f64>,
+    /// Begin with the jobs already running at 0 (the arrivals' steady occupancy; not counted
+    /// in --jobs or --load).
+    #[arg(long)]
+    pub warm_start: bool,
     /// Arrival rate, jobs per hour, instead of --cluster/--load.
     #[arg(long)]
     pub rate: Option<f64>,
@@ -35,18 +40,22 @@ pub struct SynthArgs {
 
 /// Generate the trace; returns the CSV, or nothing when written to `--out`.
 pub fn synth(args: &SynthArgs) -> Result<String, CliError> {
-    let cluster_gpus = match &args.cluster {
-        Some(c) => Some(load_named(c)?.gpu_count()),
-        None => None,
-    };
-    let (profile, arrivals) =
-        ops::synth::check_options(&args.profile, args.jobs, cluster_gpus, args.load, args.rate)
-            .map_err(CliError::Usage)?;
+    let cluster = args.cluster.as_deref().map(load_named).transpose()?;
+    let (profile, arrivals, gpus_per_node) = ops::synth::check_options(
+        &args.profile,
+        args.jobs,
+        cluster.as_ref(),
+        args.load,
+        args.rate,
+    )
+    .map_err(CliError::Usage)?;
     let csv = to_csv(&synth_trace(&SynthSpec {
         profile,
         jobs: args.jobs,
         seed: args.seed,
         arrivals,
+        gpus_per_node,
+        warm_start: args.warm_start,
     }));
     match &args.out {
         Some(path) => {

@@ -405,7 +405,7 @@ fn no_network_removes_every_slowdown_and_bounds_the_multi_node_jct() {
             "--cluster",
             "preset:oci-h100-16k-4to1",
             "--trace",
-            "../../data/llm-oci-h100-16k-4to1-seed1.csv",
+            "../../data/llm-oci-h100-16k-4to1-load0.8-warm-seed1.csv",
             "--policy",
             "best-effort",
             "--output",
@@ -438,18 +438,19 @@ fn the_bundled_llm_trace_is_what_trace_synth_writes() {
         "--profile",
         "llm",
         "--jobs",
-        "10000",
+        "5000",
         "--seed",
         "1",
         "--cluster",
         "preset:oci-h100-16k-4to1",
         "--load",
-        "10",
+        "0.8",
+        "--warm-start",
         "--out",
         out.to_str().unwrap(),
     ]);
     let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data/llm-oci-h100-16k-4to1-seed1.csv");
+        .join("../../data/llm-oci-h100-16k-4to1-load0.8-warm-seed1.csv");
     assert!(std::fs::read(out).unwrap() == std::fs::read(bundled).unwrap());
 }
 
