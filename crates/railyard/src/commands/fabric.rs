@@ -422,31 +422,50 @@ fn collective_text(r: &CollectiveReport, wide: bool) -> String {
         r.channels
     );
     let mut t = Table::new(&["figure", "value"]);
-    let mut rows: Vec<(&str, String)> = vec![
-        ("algorithm bandwidth", gb(r.algbw_gb_s)),
-        ("bus bandwidth", gb(r.busbw_gb_s)),
-    ];
+    // The headline is one choice: the tuner's pick at `--size`, its time and bandwidths
+    // together; what the fabric model routed (a Ring, or PXN's AllToAll) follows, named.
+    let routed = if r.collective == "alltoall" {
+        "AllToAll"
+    } else {
+        "Ring"
+    };
+    let mut rows: Vec<(String, String)> = match &r.at_size {
+        Some(s) => vec![
+            (
+                format!("NCCL's pick at {}", report::fmt::fmt_bytes(s.size_bytes)),
+                format!("{}/{}", s.algorithm.name(), s.protocol.name()),
+            ),
+            ("time".to_owned(), fmt_us(s.time_us)),
+            ("algorithm bandwidth".to_owned(), gb(s.algbw_gb_s)),
+            ("bus bandwidth".to_owned(), gb(s.busbw_gb_s)),
+        ],
+        None => vec![(format!("{routed} algorithm bandwidth"), gb(r.algbw_gb_s))],
+    };
+    rows.push((format!("{routed} bus bandwidth"), gb(r.busbw_gb_s)));
     if !r.running.is_empty() {
-        rows.push(("bus bandwidth alone", gb(r.busbw_alone_gb_s)));
+        rows.push((
+            format!("{routed} bus bandwidth alone"),
+            gb(r.busbw_alone_gb_s),
+        ));
     }
     rows.extend([
-        ("ideal bus bandwidth", gb(r.ideal_busbw_gb_s)),
-        ("efficiency", pct(r.efficiency)),
-        ("max link utilization", pct(r.max_link_utilization)),
-        ("worst latency", fmt_us(r.latency_us)),
         (
-            "flows",
+            format!("ideal {routed} bus bandwidth"),
+            gb(r.ideal_busbw_gb_s),
+        ),
+        (format!("{routed} efficiency"), pct(r.efficiency)),
+        (
+            "max link utilization".to_owned(),
+            pct(r.max_link_utilization),
+        ),
+        ("worst latency".to_owned(), fmt_us(r.latency_us)),
+        (
+            "flows".to_owned(),
             format!("{} ({} across the fabric)", r.flows, r.network_flows),
         ),
     ]);
-    if let Some(s) = &r.at_size {
-        let pick = format!("{}/{}", s.algorithm.name(), s.protocol.name());
-        let size = report::fmt::fmt_bytes(s.size_bytes);
-        let time = format!("{} for {size} ({pick})", fmt_us(s.time_us));
-        rows.push(("time (NCCL tuner)", time));
-    }
     for (k, v) in rows {
-        t.row(vec![k.to_owned(), v]);
+        t.row(vec![k, v]);
     }
     out.push_str(&t.render());
     if !r.running.is_empty() {
