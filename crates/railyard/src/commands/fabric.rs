@@ -21,7 +21,7 @@ use crate::output::OutputFormat;
 use formats::input::read_text;
 use formats::nccl_tests;
 use ops::place;
-use report::fmt::trim_float;
+use report::fmt::{fmt_bytes, trim_float};
 use report::table::Table;
 
 /// `--hash`: the switches' ECMP hash.
@@ -422,51 +422,33 @@ fn collective_text(r: &CollectiveReport, wide: bool) -> String {
         r.channels
     );
     let mut t = Table::new(&["figure", "value"]);
+    let mut row = |k: &str, v: String| t.row(vec![k.to_owned(), v]);
     // The headline is one choice: the tuner's pick at `--size`, its time and bandwidths
     // together; what the fabric model routed (a Ring, or PXN's AllToAll) follows, named.
-    let routed = if r.collective == "alltoall" {
-        "AllToAll"
-    } else {
-        "Ring"
-    };
-    let mut rows: Vec<(String, String)> = match &r.at_size {
-        Some(s) => vec![
-            (
-                format!("NCCL's pick at {}", report::fmt::fmt_bytes(s.size_bytes)),
-                format!("{}/{}", s.algorithm.name(), s.protocol.name()),
-            ),
-            ("time".to_owned(), fmt_us(s.time_us)),
-            ("algorithm bandwidth".to_owned(), gb(s.algbw_gb_s)),
-            ("bus bandwidth".to_owned(), gb(s.busbw_gb_s)),
-        ],
-        None => vec![(format!("{routed} algorithm bandwidth"), gb(r.algbw_gb_s))],
-    };
-    rows.push((format!("{routed} bus bandwidth"), gb(r.busbw_gb_s)));
+    let routed = ["AllToAll", "Ring"][usize::from(r.collective != "alltoall")];
+    if let Some(s) = &r.at_size {
+        let pick = format!("{}/{}", s.algorithm.name(), s.protocol.name());
+        row(&format!("NCCL's pick at {}", fmt_bytes(s.size_bytes)), pick);
+        row("time", fmt_us(s.time_us));
+        row("algorithm bandwidth", gb(s.algbw_gb_s));
+        row("bus bandwidth", gb(s.busbw_gb_s));
+    }
+    row(&format!("{routed} bus bandwidth"), gb(r.busbw_gb_s));
     if !r.running.is_empty() {
-        rows.push((
-            format!("{routed} bus bandwidth alone"),
+        row(
+            &format!("{routed} bus bandwidth alone"),
             gb(r.busbw_alone_gb_s),
-        ));
+        );
     }
-    rows.extend([
-        (
-            format!("ideal {routed} bus bandwidth"),
-            gb(r.ideal_busbw_gb_s),
-        ),
-        (format!("{routed} efficiency"), pct(r.efficiency)),
-        (
-            "max link utilization".to_owned(),
-            pct(r.max_link_utilization),
-        ),
-        ("worst latency".to_owned(), fmt_us(r.latency_us)),
-        (
-            "flows".to_owned(),
-            format!("{} ({} across the fabric)", r.flows, r.network_flows),
-        ),
-    ]);
-    for (k, v) in rows {
-        t.row(vec![k, v]);
-    }
+    row(
+        &format!("ideal {routed} bus bandwidth"),
+        gb(r.ideal_busbw_gb_s),
+    );
+    row(&format!("{routed} efficiency"), pct(r.efficiency));
+    row("max link utilization", pct(r.max_link_utilization));
+    row("worst latency", fmt_us(r.latency_us));
+    let flows = format!("{} ({} across the fabric)", r.flows, r.network_flows);
+    row("flows", flows);
     out.push_str(&t.render());
     if !r.running.is_empty() {
         out.push_str("\nrunning jobs (Ring AllReduce each) before and after this job starts\n");

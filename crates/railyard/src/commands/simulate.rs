@@ -206,6 +206,8 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             Box::new(move |n| bar.tick(n))
         },
     )?;
+    // The headline's bound costs one more run: only for the text and the report.
+    let bound = args.report.is_some() || !args.output.is_structured();
     let done = Simulated {
         cluster: &cluster,
         trace_name: &trace_name,
@@ -221,7 +223,13 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             warnings,
             ..RunMeta::of(&options, &routing)
         },
-    };
+        bound: None,
+        no_network: args.no_network,
+    }
+    .with_bound(bound, &trace.jobs, &configs, args.from_scratch_network)?;
+    done.not_run_lines()
+        .iter()
+        .for_each(|l| tracing::debug!("{l}"));
     if let Some(path) = &args.report {
         std::fs::write(path, done.html()).map_err(|source| CliError::Io {
             path: path.display().to_string(),

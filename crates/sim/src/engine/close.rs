@@ -4,6 +4,7 @@
 use sched::QueueId;
 
 use crate::engine::lifecycle::lose_restart;
+use crate::engine::not_run::{count_reasons, NotRunReason};
 use crate::engine::results::{Outcome, QueueRun, SimResult, Summary};
 use crate::engine::running::advance;
 use crate::engine::state::State;
@@ -36,6 +37,15 @@ pub(super) fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
     let mut wait: Vec<f64> = Vec::new();
     let mut slow: Vec<f64> = Vec::new();
     let mut tier_span = vec![0u64; st.cluster.tiers.len()];
+    for r in &mut st.records {
+        if r.outcome == Outcome::Unfinished {
+            r.reason = Some(if r.start_s.is_some() {
+                NotRunReason::RunningAtHorizon
+            } else {
+                NotRunReason::PendingAtHorizon
+            });
+        }
+    }
     let (mut completed, mut failed, mut unfinished) = (0, 0, 0);
     for r in &st.records {
         match r.outcome {
@@ -114,6 +124,7 @@ pub(super) fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         preemptions: st.preemptions,
         lost_gpu_seconds: st.lost_gpu_seconds,
         tier_span,
+        not_run_reasons: count_reasons(&st.records),
         failures: (!st.config.failures.is_empty()
             || st
                 .checkpointing

@@ -51,6 +51,7 @@ mod lifecycle;
 mod net_model;
 mod network_sync;
 mod node_failures;
+mod not_run;
 mod pass;
 mod pending_by_size;
 mod place_memo;
@@ -64,6 +65,7 @@ mod weng;
 pub use config::{CommDefaults, Order, Policy, SimConfig, TopologyMode};
 pub use error::SimError;
 pub use net_model::{NetJob, NetRate, Network};
+pub use not_run::{count_reasons, NotRunReason, ReasonCount};
 pub use results::{JobRecord, Outcome, QueueRun, QueueSummary, SimResult, Summary};
 
 use topology::Cluster;
