@@ -298,6 +298,9 @@ pub struct RunMeta {
     /// `--network-round-s` (absent: 0, link sharing re-solved on every change).
     #[serde(skip_serializing_if = "is_zero_s")]
     pub network_round_s: f64,
+    /// `--no-network`: every job's communicating share was 0 (absent: the network was on).
+    #[serde(skip_serializing_if = "is_false")]
+    pub no_network: bool,
     /// Queue-tree problems KAI tolerates (`--queues`), as the text output's `warning:` lines.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -319,6 +322,7 @@ impl RunMeta {
             cycle_s: o.cycle_s,
             horizon_s: o.horizon_s,
             network_round_s: o.network_round_s,
+            no_network: o.no_network,
             warnings: Vec::new(),
         }
     }
@@ -387,13 +391,22 @@ pub struct JsonCompare<'a> {
     runs: Vec<JsonRun<'a>>,
 }
 
-/// The JSON output of a simulation.
+/// The JSON output of a simulation: serialised as the run, or as the runs side by side.
 #[derive(Debug)]
 pub enum SimulateJson<'a> {
     /// One run, with how it was made.
     One(JsonRun<'a>),
     /// Several runs side by side.
     Several(JsonCompare<'a>),
+}
+
+impl Serialize for SimulateJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SimulateJson::One(run) => run.serialize(serializer),
+            SimulateJson::Several(runs) => runs.serialize(serializer),
+        }
+    }
 }
 
 /// A finished simulation and what it ran on: what the outputs render.
@@ -414,8 +427,6 @@ pub struct Simulated<'a> {
     /// The headline's bound: the best multi-node mode rerun with the network off (none when
     /// every run already had it off; see [`Simulated::with_bound`]).
     pub bound: Option<SimResult>,
-    /// Every run had the network off (`--no-network`).
-    pub no_network: bool,
 }
 
 impl Simulated<'_> {
@@ -431,7 +442,7 @@ impl Simulated<'_> {
     ) -> Result<Self, FormatError> {
         let best = report::headline::best_multi_node(&self.results);
         let completed = self.results.iter().any(|r| r.summary.completed > 0);
-        let (Some(&best), true, false) = (best.first(), wanted && completed, self.no_network)
+        let (Some(&best), true, false) = (best.first(), wanted && completed, self.meta.no_network)
         else {
             return Ok(self);
         };
@@ -521,7 +532,7 @@ impl Simulated<'_> {
                 not_run: self.trace.not_run.len(),
                 observed_waits: &self.observed(),
                 bound: self.bound.as_ref(),
-                no_network: self.no_network,
+                no_network: self.meta.no_network,
             },
             &self.results,
             wide,
@@ -555,7 +566,7 @@ impl Simulated<'_> {
             meta: self.meta.rows(),
             observed_waits: &self.observed(),
             bound: self.bound.as_ref(),
-            no_network: self.no_network,
+            no_network: self.meta.no_network,
         };
         report::html::render(&ctx, &self.results)
     }
@@ -571,6 +582,10 @@ fn network_description(routing: &RoutingConfig) -> String {
         },
         report::fmt::count_of(routing.qps() as usize, "QP")
     )
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -181,30 +181,40 @@ pub fn failure_text(results: &[SimResult]) -> String {
 /// The per-queue table of runs with the user's queues: one row per queue that had jobs, per
 /// run.
 pub fn queue_text(results: &[SimResult]) -> String {
+    let rows: Vec<(&SimResult, sim::engine::QueueSummary)> = results
+        .iter()
+        .filter(|r| r.queues.is_some())
+        .flat_map(|r| r.per_queue().into_iter().map(move |q| (r, q)))
+        .collect();
+    let (wait_unit, waits) =
+        crate::fmt::durations(&rows.iter().map(|(_, q)| q.avg_wait_s).collect::<Vec<_>>());
+    let (jct_unit, jcts) =
+        crate::fmt::durations(&rows.iter().map(|(_, q)| q.avg_jct_s).collect::<Vec<_>>());
+    let (wait, jct) = (
+        format!("avg wait {wait_unit}"),
+        format!("avg JCT {jct_unit}"),
+    );
     let mut t = Table::new(&[
         "policy",
         "queue",
         "jobs",
         "completed",
         "GPU-h",
-        "avg wait h",
-        "avg JCT h",
+        &wait,
+        &jct,
         "preempted",
     ]);
-    let h = |s: f64| sig3(s / 3600.0);
-    for r in results.iter().filter(|r| r.queues.is_some()) {
-        for q in r.per_queue() {
-            t.row(vec![
-                r.summary.policy.clone(),
-                q.queue.clone(),
-                fmt_count(q.jobs as u64),
-                fmt_count(q.completed as u64),
-                sig3(q.gpu_hours),
-                h(q.avg_wait_s),
-                h(q.avg_jct_s),
-                fmt_count(q.preemptions),
-            ]);
-        }
+    for (k, (r, q)) in rows.iter().enumerate() {
+        t.row(vec![
+            r.summary.policy.clone(),
+            q.queue.clone(),
+            fmt_count(q.jobs as u64),
+            fmt_count(q.completed as u64),
+            sig3(q.gpu_hours),
+            waits[k].clone(),
+            jcts[k].clone(),
+            fmt_count(q.preemptions),
+        ]);
     }
     t.render()
 }

@@ -422,10 +422,9 @@ fn collective_text(r: &CollectiveReport, wide: bool) -> String {
         r.channels
     );
     let mut t = Table::new(&["figure", "value"]);
-    let mut row = |k: &str, v: String| t.row(vec![k.to_owned(), v]);
-    // The headline is one choice: the tuner's pick at `--size`, its time and bandwidths
-    // together; what the fabric model routed (a Ring, or PXN's AllToAll) follows, named.
+    // One choice heads the table (the tuner's pick at `--size`); the routed collective follows.
     let routed = ["AllToAll", "Ring"][usize::from(r.collective != "alltoall")];
+    let mut row = |k: &str, v: String| t.row(vec![k.replace("ROUTED", routed), v]);
     if let Some(s) = &r.at_size {
         let pick = format!("{}/{}", s.algorithm.name(), s.protocol.name());
         row(&format!("NCCL's pick at {}", fmt_bytes(s.size_bytes)), pick);
@@ -433,18 +432,12 @@ fn collective_text(r: &CollectiveReport, wide: bool) -> String {
         row("algorithm bandwidth", gb(s.algbw_gb_s));
         row("bus bandwidth", gb(s.busbw_gb_s));
     }
-    row(&format!("{routed} bus bandwidth"), gb(r.busbw_gb_s));
+    row("ROUTED bus bandwidth", gb(r.busbw_gb_s));
     if !r.running.is_empty() {
-        row(
-            &format!("{routed} bus bandwidth alone"),
-            gb(r.busbw_alone_gb_s),
-        );
+        row("ROUTED bus bandwidth alone", gb(r.busbw_alone_gb_s));
     }
-    row(
-        &format!("ideal {routed} bus bandwidth"),
-        gb(r.ideal_busbw_gb_s),
-    );
-    row(&format!("{routed} efficiency"), pct(r.efficiency));
+    row("ideal ROUTED bus bandwidth", gb(r.ideal_busbw_gb_s));
+    row("ROUTED efficiency", pct(r.efficiency));
     row("max link utilization", pct(r.max_link_utilization));
     row("worst latency", fmt_us(r.latency_us));
     let flows = format!("{} ({} across the fabric)", r.flows, r.network_flows);

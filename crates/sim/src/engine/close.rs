@@ -4,8 +4,8 @@
 use sched::QueueId;
 
 use crate::engine::lifecycle::lose_restart;
-use crate::engine::not_run::{count_reasons, NotRunReason};
-use crate::engine::results::{Outcome, QueueRun, SimResult, Summary};
+use crate::engine::not_run::NotRunReason;
+use crate::engine::results::{JobRecord, Outcome, QueueRun, ReasonCount, SimResult, Summary};
 use crate::engine::running::advance;
 use crate::engine::state::State;
 use crate::failures::{FailureSummary, StopCause};
@@ -161,6 +161,37 @@ pub(super) fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         jobs: st.records,
         queues,
     }
+}
+
+/// The jobs that did not complete, counted by outcome and reason: failed before unfinished,
+/// then the most jobs first, then by reason (no hash order reaches the output).
+fn count_reasons(records: &[JobRecord]) -> Vec<ReasonCount> {
+    let mut by: std::collections::BTreeMap<(bool, &NotRunReason), usize> = Default::default();
+    for r in records {
+        if let Some(reason) = &r.reason {
+            *by.entry((r.outcome == Outcome::Unfinished, reason))
+                .or_default() += 1;
+        }
+    }
+    let mut out: Vec<ReasonCount> = by
+        .into_iter()
+        .map(|((unfinished, reason), jobs)| ReasonCount {
+            outcome: if unfinished {
+                Outcome::Unfinished
+            } else {
+                Outcome::Failed
+            },
+            reason: reason.to_string(),
+            jobs,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (a.outcome == Outcome::Unfinished)
+            .cmp(&(b.outcome == Outcome::Unfinished))
+            .then(b.jobs.cmp(&a.jobs))
+            .then_with(|| a.reason.cmp(&b.reason))
+    });
+    out
 }
 
 /// Busy GPU-seconds over [0, until] from the step function of `(time, busy GPUs)` changes.

@@ -65,8 +65,8 @@ mod weng;
 pub use config::{CommDefaults, Order, Policy, SimConfig, TopologyMode};
 pub use error::SimError;
 pub use net_model::{NetJob, NetRate, Network};
-pub use not_run::{count_reasons, NotRunReason, ReasonCount};
-pub use results::{JobRecord, Outcome, QueueRun, QueueSummary, SimResult, Summary};
+pub use not_run::NotRunReason;
+pub use results::{JobRecord, Outcome, QueueRun, QueueSummary, ReasonCount, SimResult, Summary};
 
 use topology::Cluster;
 

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::engine::not_run::{NotRunReason, ReasonCount};
+use crate::engine::not_run::NotRunReason;
 use crate::failures::FailureSummary;
 use crate::metrics::Cdf;
 
@@ -131,6 +131,17 @@ pub struct Summary {
     /// Node failures and lost work by cause, when the run had failures or checkpoints.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failures: Option<FailureSummary>,
+}
+
+/// How many jobs ended one way for one reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReasonCount {
+    /// `Failed` or `Unfinished`.
+    pub outcome: Outcome,
+    /// The reason, as [`NotRunReason`] displays it.
+    pub reason: String,
+    /// Jobs.
+    pub jobs: usize,
 }
 
 /// Everything one run produces.
