@@ -55,6 +55,7 @@ const STYLE: &str = "<style>body{font-family:sans-serif;margin:24px auto;max-wid
     th{background:#f0f0f0;font-weight:600;vertical-align:bottom;font-size:13px}td:first-child,th:first-child{text-align:left}\
     .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(600px,1fr));gap:12px}\
     .plots svg{border:1px solid #eee;width:100%;height:auto}\
+    @media (max-width:1000px){table{font-size:12px}td,th{padding:3px 5px}}\
     p.note{color:#555;font-size:13px;max-width:1100px}dl.meta{font-size:13px;color:#444}\
     dl.meta dt{font-weight:600;float:left;clear:left;width:110px}dl.meta dd{margin:0 0 4px 120px;font-family:monospace;word-break:break-all}</style>";
 
@@ -98,10 +99,19 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
     let (main, more): (Vec<&Column>, Vec<&Column>) = columns.iter().partition(|c| !c.wide);
     let observed = (!ctx.observed_waits.is_empty()).then(|| sim::WaitStats::of(ctx.observed_waits));
     columns_table(&mut h, &main, None);
-    h.push_str("<h2>Waits, utilisation and placement</h2>\n");
-    let mut all_more = vec![&columns[0]];
-    all_more.extend(more);
-    columns_table(&mut h, &all_more, observed.as_ref());
+    // The wide columns in two tables: waits and utilisation, then placement and lost work.
+    let split = more
+        .iter()
+        .position(|c| c.header == "frag")
+        .unwrap_or(more.len());
+    h.push_str("<h2>Waits and utilisation</h2>\n");
+    columns_table(
+        &mut h,
+        &[&[&columns[0]], &more[..split]].concat(),
+        observed.as_ref(),
+    );
+    h.push_str("<h2>Placement and lost work</h2>\n");
+    columns_table(&mut h, &[&[&columns[0]], &more[split..]].concat(), None);
     reasons_table(&mut h, runs);
     if runs.iter().any(|r| r.summary.failures.is_some()) {
         h.push_str("<h2>Failures and checkpoints</h2>\n<div class=\"scroll\"><table><tr><th>policy</th><th>node failures</th><th>jobs stopped by failures</th><th>GPU-h lost to preemption</th><th>GPU-h lost to failures</th></tr>\n");
@@ -139,13 +149,12 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
             label: "last arrival".to_owned(),
         }],
     ));
-    let cdf = |f: &dyn Fn(&SimResult) -> sim::Cdf,
-               n: &dyn Fn(&SimResult) -> usize|
-     -> Vec<(String, Vec<(f64, f64)>, Option<usize>)> {
-        runs.iter()
-            .map(|r| (r.summary.policy.clone(), f(r).points, Some(n(r))))
-            .collect()
-    };
+    let cdf =
+        |f: &dyn Fn(&SimResult) -> sim::Cdf, n: &dyn Fn(&SimResult) -> usize| -> Vec<Counted> {
+            runs.iter()
+                .map(|r| (r.summary.policy.clone(), f(r).points, Some(n(r))))
+                .collect()
+        };
     let completed = |r: &SimResult| r.jobs.iter().filter(|j| j.end_s.is_some()).count();
     let started = |r: &SimResult| r.jobs.iter().filter(|j| j.start_s.is_some()).count();
     let multi = |r: &SimResult| {
@@ -245,14 +254,14 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
     h
 }
 
+/// A series before drawing: its label, its points and how many jobs it counts (if it does).
+type Counted = (String, Vec<(f64, f64)>, Option<usize>);
+
 /// A chart's series: those with identical points (and counts) drawn once, named together
 /// (`a = b`); the count of each said once in the axis label when all have the same, else in
 /// each legend entry. Returns the series and the axis label.
-fn chart_series(
-    series: Vec<(String, Vec<(f64, f64)>, Option<usize>)>,
-    y_label: &str,
-) -> (Vec<Series>, String) {
-    let mut merged: Vec<(String, Vec<(f64, f64)>, Option<usize>)> = Vec::new();
+fn chart_series(series: Vec<Counted>, y_label: &str) -> (Vec<Series>, String) {
+    let mut merged: Vec<Counted> = Vec::new();
     for (label, points, n) in series {
         match merged
             .iter_mut()
@@ -299,7 +308,7 @@ fn coincide(a: &[(f64, f64)], b: &[(f64, f64)]) -> bool {
 /// A table of columns, one row per run (a line break between a header's word groups), and an
 /// `observed` row under the wait columns when the trace says how long its jobs waited.
 fn columns_table(h: &mut String, columns: &[&Column], observed: Option<&sim::WaitStats>) {
-    h.push_str("<table><tr>");
+    h.push_str("<div class=\"scroll\"><table><tr>");
     for c in columns {
         let _ = write!(h, "<th>{}</th>", esc(&c.header).replace('\n', "<br>"));
     }
@@ -331,7 +340,7 @@ fn columns_table(h: &mut String, columns: &[&Column], observed: Option<&sim::Wai
         }
         h.push_str("</tr>\n");
     }
-    h.push_str("</table>\n");
+    h.push_str("</table></div>\n");
 }
 
 /// The jobs that did not complete, by run, outcome and reason (nothing when all completed).
