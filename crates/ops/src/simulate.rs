@@ -169,11 +169,7 @@ pub fn configs(
     o: &SimulateOptions,
 ) -> Result<(Vec<SimConfig>, Vec<String>), SimulateError> {
     if o.no_network {
-        let silent = sim::CommProfile {
-            comm_share: 0.0,
-            bytes_per_step: 0.0,
-        };
-        jobs.iter_mut().for_each(|j| j.comm = Some(silent));
+        network_off(jobs);
     }
     // The user's queues: every run's rules checked and the trace mapped before anything runs.
     let mut queue_configs = Vec::new();
@@ -229,6 +225,15 @@ pub fn configs(
         })
         .collect();
     Ok((configs, warnings))
+}
+
+/// `--no-network` on `jobs`: every job's communicating share set to 0.
+pub fn network_off(jobs: &mut [TraceJob]) {
+    let silent = sim::CommProfile {
+        comm_share: 0.0,
+        bytes_per_step: 0.0,
+    };
+    jobs.iter_mut().for_each(|j| j.comm = Some(silent));
 }
 
 /// A progress counter for one run: told how many of its jobs are done; dropped when it ends.
@@ -293,6 +298,9 @@ pub struct RunMeta {
     /// `--network-round-s` (absent: 0, link sharing re-solved on every change).
     #[serde(skip_serializing_if = "is_zero_s")]
     pub network_round_s: f64,
+    /// `--no-network`: every job's communicating share was 0 (absent: the network was on).
+    #[serde(skip_serializing_if = "is_false")]
+    pub no_network: bool,
     /// Queue-tree problems KAI tolerates (`--queues`), as the text output's `warning:` lines.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -314,6 +322,7 @@ impl RunMeta {
             cycle_s: o.cycle_s,
             horizon_s: o.horizon_s,
             network_round_s: o.network_round_s,
+            no_network: o.no_network,
             warnings: Vec::new(),
         }
     }
@@ -382,13 +391,22 @@ pub struct JsonCompare<'a> {
     runs: Vec<JsonRun<'a>>,
 }
 
-/// The JSON output of a simulation.
+/// The JSON output of a simulation: serialised as the run, or as the runs side by side.
 #[derive(Debug)]
 pub enum SimulateJson<'a> {
     /// One run, with how it was made.
     One(JsonRun<'a>),
     /// Several runs side by side.
     Several(JsonCompare<'a>),
+}
+
+impl Serialize for SimulateJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SimulateJson::One(run) => run.serialize(serializer),
+            SimulateJson::Several(runs) => runs.serialize(serializer),
+        }
+    }
 }
 
 /// A finished simulation and what it ran on: what the outputs render.
@@ -406,9 +424,67 @@ pub struct Simulated<'a> {
     pub results: Vec<SimResult>,
     /// How it was made.
     pub meta: RunMeta,
+    /// The headline's bound: the best multi-node mode rerun with the network off (none when
+    /// every run already had it off; see [`Simulated::with_bound`]).
+    pub bound: Option<SimResult>,
 }
 
 impl Simulated<'_> {
+    /// With the headline's bound when `wanted`: unless every run had the network off, the best mode
+    /// for multi-node jobs (`report::headline`) run once more on `jobs` with the network off
+    /// (one extra run, the same configuration otherwise).
+    pub fn with_bound(
+        mut self,
+        wanted: bool,
+        jobs: &[TraceJob],
+        configs: &[SimConfig],
+        from_scratch: bool,
+    ) -> Result<Self, FormatError> {
+        let best = report::headline::best_multi_node(&self.results);
+        let completed = self.results.iter().any(|r| r.summary.completed > 0);
+        let (Some(&best), true, false) = (best.first(), wanted && completed, self.meta.no_network)
+        else {
+            return Ok(self);
+        };
+        let mut silent = jobs.to_vec();
+        network_off(&mut silent);
+        let mut config = configs[best].clone();
+        config.policy.name = format!("{} (network off)", config.policy.name);
+        let mut quiet = |_: &str, _: usize| -> Progress<'_> { Box::new(|_| {}) };
+        let bound = run_all(
+            self.cluster,
+            &silent,
+            std::slice::from_ref(&config),
+            self.routing,
+            from_scratch,
+            self.trace_name,
+            &mut quiet,
+        )?;
+        self.bound = bound.into_iter().next();
+        Ok(self)
+    }
+
+    /// One line per job that did not complete, with its reason (`-v`): `POLICY: job NAME
+    /// failed: REASON`.
+    pub fn not_run_lines(&self) -> Vec<String> {
+        self.results
+            .iter()
+            .flat_map(|r| {
+                r.jobs.iter().filter_map(move |j| {
+                    let reason = j.reason.as_ref()?;
+                    let outcome = match j.outcome {
+                        sim::engine::Outcome::Failed => "failed",
+                        _ => "did not finish",
+                    };
+                    Some(format!(
+                        "{}: job {} {outcome}: {reason}",
+                        r.summary.policy, j.name
+                    ))
+                })
+            })
+            .collect()
+    }
+
     /// The waits in the scheduler that ran the trace (empty unless it says).
     fn observed(&self) -> Vec<f64> {
         self.trace
@@ -455,6 +531,8 @@ impl Simulated<'_> {
                 skipped_rows: self.trace.skipped.len(),
                 not_run: self.trace.not_run.len(),
                 observed_waits: &self.observed(),
+                bound: self.bound.as_ref(),
+                no_network: self.meta.no_network,
             },
             &self.results,
             wide,
@@ -487,6 +565,8 @@ impl Simulated<'_> {
             network: network_description(&self.routing),
             meta: self.meta.rows(),
             observed_waits: &self.observed(),
+            bound: self.bound.as_ref(),
+            no_network: self.meta.no_network,
         };
         report::html::render(&ctx, &self.results)
     }
@@ -502,6 +582,10 @@ fn network_description(routing: &RoutingConfig) -> String {
         },
         report::fmt::count_of(routing.qps() as usize, "QP")
     )
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -99,9 +99,142 @@ pub fn shell_words(words: &[String]) -> String {
         .join(" ")
 }
 
+/// Two figures closer than this share of the larger are the same (printed alike, said as a
+/// tie, drawn once): simulated differences below 0.01% are rounding and event-order noise,
+/// not a finding.
+pub const SAME_WITHIN: f64 = 1e-4;
+
+/// Whether two figures are the same within [`SAME_WITHIN`].
+pub fn same(a: f64, b: f64) -> bool {
+    (a - b).abs() <= SAME_WITHIN * a.abs().max(b.abs())
+}
+
+/// Numbers with the decimals that tell them apart: three significant figures for the largest,
+/// more decimals (up to six) while two values that differ (beyond [`SAME_WITHIN`] of the
+/// largest) print alike; thousands separated.
+pub fn distinct(values: &[f64]) -> Vec<String> {
+    let largest = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let mut decimals = if largest >= 100.0 {
+        0
+    } else if largest >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let noise = largest * SAME_WITHIN;
+    let print = |d: usize| -> Vec<String> { values.iter().map(|&v| with_commas(v, d)).collect() };
+    let mut cells = print(decimals);
+    while decimals < 6 && !prints_apart(values, &cells, noise) {
+        decimals += 1;
+        cells = print(decimals);
+    }
+    cells
+}
+
+/// Whether every two values further apart than `noise` have different cells.
+fn prints_apart(values: &[f64], cells: &[String], noise: f64) -> bool {
+    values.iter().zip(cells).enumerate().all(|(i, (a, ca))| {
+        values[..i]
+            .iter()
+            .zip(cells)
+            .all(|(b, cb)| (a - b).abs() <= noise || ca != cb)
+    })
+}
+
+/// `v` with `decimals` decimals and thousands separators in its whole part.
+fn with_commas(v: f64, decimals: usize) -> String {
+    let s = format!("{:.decimals$}", v.abs());
+    let (whole, fraction) = s
+        .split_once('.')
+        .map_or((s.as_str(), None), |(w, f)| (w, Some(f)));
+    let whole = whole
+        .parse::<u64>()
+        .map_or_else(|_| whole.to_owned(), fmt_count);
+    let sign = if v < 0.0 && s.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        "-"
+    } else {
+        ""
+    };
+    match fraction {
+        Some(f) => format!("{sign}{whole}.{f}"),
+        None => format!("{sign}{whole}"),
+    }
+}
+
+/// `text` wrapped at spaces into lines of at most `width` characters (a longer word keeps a
+/// line of its own), each line ending in a newline.
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+/// Durations given in seconds, in one unit for all (s below two minutes, min below two hours,
+/// else h, by the largest) with the decimals that tell them apart ([`distinct`]): the unit and
+/// the numbers.
+pub fn durations(seconds: &[f64]) -> (&'static str, Vec<String>) {
+    let largest = seconds.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let (unit, scale) = if largest < 120.0 {
+        ("s", 1.0)
+    } else if largest < 7200.0 {
+        ("min", 60.0)
+    } else {
+        ("h", 3600.0)
+    };
+    let scaled: Vec<f64> = seconds.iter().map(|s| s / scale).collect();
+    (unit, distinct(&scaled))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn distinct_values_print_distinctly() {
+        // The case: 2.3% apart in hours with two decimals printed 0.26 twice.
+        assert_eq!(distinct(&[0.2610, 0.2640]), ["0.261", "0.264"]);
+        assert_eq!(distinct(&[0.26, 0.26, 0.5]), ["0.26", "0.26", "0.50"]);
+        assert_eq!(distinct(&[1234.4, 1234.6, 12.0]), ["1,234", "1,235", "12"]);
+        assert_eq!(distinct(&[1234.0, 1234.25]), ["1,234.0", "1,234.2"]);
+        // Differences below 0.01% are not findings; just above, they show.
+        assert_eq!(distinct(&[9.740032, 9.740031]), ["9.74", "9.74"]);
+        assert_eq!(distinct(&[9.740032, 9.744305]), ["9.740", "9.744"]);
+        assert_eq!(distinct(&[-0.001, 2.5]), ["0.00", "2.50"]);
+        assert_eq!(distinct(&[]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces_within_the_width() {
+        assert_eq!(wrap("aa bb cc", 5), "aa bb\ncc\n");
+        assert_eq!(wrap("a verylongword b", 4), "a\nverylongword\nb\n");
+        assert_eq!(wrap("", 10), "\n");
+    }
+
+    #[test]
+    fn durations_share_a_unit_chosen_by_the_largest() {
+        assert_eq!(
+            durations(&[30.0, 90.0]),
+            ("s", vec!["30.0".into(), "90.0".into()])
+        );
+        assert_eq!(durations(&[600.0, 957.6]).0, "min");
+        assert_eq!(durations(&[600.0, 957.6]).1, ["10.0", "16.0"]);
+        assert_eq!(durations(&[936.0, 957.6]).1, ["15.6", "16.0"]);
+        let (unit, cells) = durations(&[18_000.0, 18_036.0]);
+        assert_eq!((unit, cells), ("h", vec!["5.00".into(), "5.01".into()]));
+    }
 
     #[test]
     fn bytes_in_binary_units() {

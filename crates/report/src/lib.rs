@@ -2,7 +2,9 @@
 //! network), byte-identical for identical inputs, and the number formatting they share with the
 //! CLI's tables.
 
+pub mod columns;
 pub mod fmt;
+pub mod headline;
 pub mod html;
 pub mod summary;
 pub mod svg;

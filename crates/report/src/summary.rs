@@ -1,8 +1,9 @@
 //! The simulation's summary as text: what was run on what, the trace's own waits when it has
-//! them, and one row per policy.
+//! them, the headline, one row per policy, and why jobs did not complete.
 
 use sim::engine::SimResult;
 
+use crate::columns::{policy_columns, Column};
 use crate::fmt::{fmt_count, sig3};
 use crate::table::Table;
 
@@ -21,11 +22,15 @@ pub struct TraceFacts<'a> {
     pub not_run: usize,
     /// Waits in the scheduler that ran the trace, seconds (empty when the trace does not say).
     pub observed_waits: &'a [f64],
+    /// The best multi-node mode rerun with the network off, for the headline's bound.
+    pub bound: Option<&'a SimResult>,
+    /// Every run had the network off (`--no-network`).
+    pub no_network: bool,
 }
 
-/// The summary: a header line (and the trace's own waits), then the policies' table (`wide`:
-/// with p50/p99 JCT, avg/p99 JCT of multi-node jobs, p99 wait, utilisation over the makespan, fragmentation (railyard's and Weng et al.'s), lost GPU-hours
-/// and multi-node jobs by highest tier crossed).
+/// The summary: a header line (and the trace's own waits), the headline sentences, the
+/// policies' table ([`policy_table`]), the jobs that did not complete by reason, and the
+/// failure and per-queue tables when the run has them.
 pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool) -> String {
     let jobs = results.first().map_or(0, |r| r.summary.jobs);
     let (trace_name, skipped, observed) = (facts.trace, facts.skipped_rows, facts.observed_waits);
@@ -58,95 +63,95 @@ pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool
             fmt_count(w.jobs as u64)
         ));
     }
-    // Text: the headline per policy; wide adds the distributions, the makespan's utilisation,
-    // fragmentation, lost work and where multi-node jobs landed.
-    let mut header = vec!["policy", "completed", "failed"];
-    if wide {
-        header.push("unfinished");
+    for line in crate::headline::sentences(results, facts.bound, facts.no_network) {
+        out.push_str(&crate::fmt::wrap(&line, 100));
     }
-    header.push("avg JCT h");
-    if wide {
-        header.extend([
-            "p50 JCT h",
-            "p99 JCT h",
-            "multi-node avg JCT h",
-            "multi-node p99 JCT h",
-        ]);
-    }
-    header.push("avg wait h");
-    if wide {
-        header.push("p99 wait h");
-    }
-    header.push("util (arrivals)");
-    if wide {
-        header.push("util (makespan)");
-    }
-    header.extend(["makespan h", "net slowdown"]);
-    if wide {
-        header.extend(["frag", "GPU frag (Weng)"]);
-    }
-    header.push("preempted");
-    if wide {
-        header.extend(["lost GPU-h", "multi-node by tier"]);
-    }
-    let mut t = Table::new(&header);
-    let h = |s: f64| sig3(s / 3600.0);
-    let pct = |x: f64| format!("{:.1}%", x * 100.0);
-    for r in results {
-        let s = &r.summary;
-        let mut row = vec![
-            s.policy.clone(),
-            fmt_count(s.completed as u64),
-            fmt_count(s.failed as u64),
-        ];
-        if wide {
-            row.push(fmt_count(s.unfinished as u64));
-        }
-        row.push(h(s.avg_jct_s));
-        if wide {
-            row.extend([
-                h(s.p50_jct_s),
-                h(s.p99_jct_s),
-                h(s.avg_multi_node_jct_s),
-                h(s.p99_multi_node_jct_s),
-            ]);
-        }
-        row.push(h(s.avg_wait_s));
-        if wide {
-            row.push(h(s.p99_wait_s));
-        }
-        row.push(pct(s.gpu_utilization_arrivals));
-        if wide {
-            row.push(pct(s.gpu_utilization));
-        }
-        row.extend([h(s.makespan_s), format!("{:.3}", s.avg_network_slowdown)]);
-        if wide {
-            row.push(pct(s.fragmentation));
-            row.push(pct(s.weng_fragmentation));
-        }
-        row.push(fmt_count(s.preemptions));
-        if wide {
-            row.push(h(s.lost_gpu_seconds));
-            row.push(
-                s.tier_span
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join("/"),
-            );
-        }
-        t.row(row);
-    }
+    out.push('\n');
+    let t = policy_table(results, wide);
     out.push_str(&t.render());
     if results.iter().any(|r| r.summary.failures.is_some()) {
         out.push('\n');
         out.push_str(&failure_text(results));
     }
-    if results.iter().any(|r| r.queues.is_some()) {
+    let reasons = reason_text(results);
+    if !reasons.is_empty() {
+        out.push('\n');
+        out.push_str(&reasons);
+    }
+    if results
+        .iter()
+        .any(|r| r.queues.is_some() && r.per_queue().len() > 1)
+    {
         out.push('\n');
         out.push_str(&queue_text(results));
     }
     out
+}
+
+/// The policies' table: text keeps what the headline compares (within 120 columns for the
+/// bundled presets' modes); wide adds the rest of [`policy_columns`].
+pub fn policy_table(results: &[SimResult], wide: bool) -> Table {
+    let columns: Vec<Column> = policy_columns(results)
+        .into_iter()
+        .filter(|c| wide || !c.wide)
+        .collect();
+    let headers: Vec<&str> = columns.iter().map(|c| c.header.as_str()).collect();
+    let mut t = Table::new(&headers);
+    for k in 0..results.len() {
+        t.row(columns.iter().map(|c| c.cells[k].clone()).collect());
+    }
+    t
+}
+
+/// The jobs that did not complete, by reason: a line per run (one for all when every run
+/// gives the same), e.g. `fifo: 2,000 failed: queue default-queue has gpu quota 0 for
+/// non-preemptible jobs (2,000)`. Empty when every job completed.
+pub fn reason_text(results: &[SimResult]) -> String {
+    let lines: Vec<(String, String)> = results
+        .iter()
+        .filter(|r| !r.summary.not_run_reasons.is_empty())
+        .map(|r| (r.summary.policy.clone(), reasons_of(r)))
+        .collect();
+    let Some(first) = lines.first() else {
+        return String::new();
+    };
+    if results.len() > 1 && lines.len() == results.len() && lines.iter().all(|l| l.1 == first.1) {
+        return format!("every mode: {}\n", first.1);
+    }
+    lines
+        .iter()
+        .map(|(policy, text)| format!("{policy}: {text}\n"))
+        .collect()
+}
+
+/// `2,000 failed: REASON (2,000); 3 unfinished: REASON (2), REASON (1)`.
+pub fn reasons_of(r: &SimResult) -> String {
+    let mut parts = Vec::new();
+    for (outcome, total) in [
+        (sim::engine::Outcome::Failed, r.summary.failed),
+        (sim::engine::Outcome::Unfinished, r.summary.unfinished),
+    ] {
+        let of: Vec<String> = r
+            .summary
+            .not_run_reasons
+            .iter()
+            .filter(|c| c.outcome == outcome)
+            .map(|c| format!("{} ({})", c.reason, fmt_count(c.jobs as u64)))
+            .collect();
+        if !of.is_empty() {
+            let word = if outcome == sim::engine::Outcome::Failed {
+                "failed"
+            } else {
+                "unfinished"
+            };
+            parts.push(format!(
+                "{} {word}: {}",
+                fmt_count(total as u64),
+                of.join(", ")
+            ));
+        }
+    }
+    parts.join("; ")
 }
 
 /// The failure table of runs with failures or checkpoints: node failures, jobs they stopped and
@@ -176,30 +181,40 @@ pub fn failure_text(results: &[SimResult]) -> String {
 /// The per-queue table of runs with the user's queues: one row per queue that had jobs, per
 /// run.
 pub fn queue_text(results: &[SimResult]) -> String {
+    let rows: Vec<(&SimResult, sim::engine::QueueSummary)> = results
+        .iter()
+        .filter(|r| r.queues.is_some())
+        .flat_map(|r| r.per_queue().into_iter().map(move |q| (r, q)))
+        .collect();
+    let (wait_unit, waits) =
+        crate::fmt::durations(&rows.iter().map(|(_, q)| q.avg_wait_s).collect::<Vec<_>>());
+    let (jct_unit, jcts) =
+        crate::fmt::durations(&rows.iter().map(|(_, q)| q.avg_jct_s).collect::<Vec<_>>());
+    let (wait, jct) = (
+        format!("avg wait {wait_unit}"),
+        format!("avg JCT {jct_unit}"),
+    );
     let mut t = Table::new(&[
         "policy",
         "queue",
         "jobs",
         "completed",
         "GPU-h",
-        "avg wait h",
-        "avg JCT h",
+        &wait,
+        &jct,
         "preempted",
     ]);
-    let h = |s: f64| sig3(s / 3600.0);
-    for r in results.iter().filter(|r| r.queues.is_some()) {
-        for q in r.per_queue() {
-            t.row(vec![
-                r.summary.policy.clone(),
-                q.queue.clone(),
-                fmt_count(q.jobs as u64),
-                fmt_count(q.completed as u64),
-                sig3(q.gpu_hours),
-                h(q.avg_wait_s),
-                h(q.avg_jct_s),
-                fmt_count(q.preemptions),
-            ]);
-        }
+    for (k, (r, q)) in rows.iter().enumerate() {
+        t.row(vec![
+            r.summary.policy.clone(),
+            q.queue.clone(),
+            fmt_count(q.jobs as u64),
+            fmt_count(q.completed as u64),
+            sig3(q.gpu_hours),
+            waits[k].clone(),
+            jcts[k].clone(),
+            fmt_count(q.preemptions),
+        ]);
     }
     t.render()
 }

@@ -28,9 +28,46 @@ pub mod kueue;
 use std::collections::BTreeMap;
 
 use sched::{
-    admit_in, subtree_usages, Dialect, PreemptionPolicy, QueueId, QueueSpec, QueueTree,
-    QuotaRequest, Resource, Resources, Violation,
+    admit_in, subtree_usages, AdmissionError, Dialect, PreemptionPolicy, QueueId, QueueSpec,
+    QueueTree, QuotaRequest, Resource, Resources, Violation,
 };
+
+/// An admission error without the job's own figures: which queue, which quota or limit.
+fn refusal_text(e: &AdmissionError) -> String {
+    match e {
+        AdmissionError::NonPreemptibleOverQuota {
+            queue,
+            resource,
+            quota,
+            ..
+        } => format!(
+            "queue {queue} has {resource} quota {} for non-preemptible jobs",
+            amount(resource, *quota)
+        ),
+        AdmissionError::OverLimit {
+            queue,
+            resource,
+            limit,
+            ..
+        } => format!(
+            "queue {queue} has {resource} limit {}, below the job's request",
+            amount(resource, *limit)
+        ),
+        AdmissionError::UnknownQueue(_) | AdmissionError::NotLeaf(_) => e.to_string(),
+    }
+}
+
+/// A quota or limit as its queue file gives it: GPUs and CPU millicores as numbers, memory in
+/// bytes, at most three decimals.
+fn amount(resource: &str, v: f64) -> String {
+    let unit = match resource {
+        "cpu" => " millicores",
+        "memory" => " bytes",
+        _ => "",
+    };
+    let s = format!("{v:.3}");
+    format!("{}{unit}", s.trim_end_matches('0').trim_end_matches('.'))
+}
 
 /// Slack for railyard's (Kueue's) comparisons, as in `sched::admit_in`.
 const EPS: f64 = 1e-9;
@@ -168,6 +205,39 @@ impl QueueRules {
             return false;
         }
         self.dialect != Dialect::Kueue || self.within_cohort(usage, leaf, request).is_none()
+    }
+
+    /// Why `leaf` refuses a job that [`QueueRules::admits`] refuses (the same checks, in the
+    /// same order), in words that say nothing of the job (so jobs refused alike count
+    /// together); `None` when it admits it.
+    pub fn refusal(
+        &self,
+        usage: &[Resources],
+        non_preemptible: &[Resources],
+        leaf: QueueId,
+        request: &Resources,
+        preemptible: bool,
+    ) -> Option<String> {
+        let name = &self.tree.queues[leaf.index()].name;
+        let ask = QuotaRequest {
+            queue: name,
+            request: *request,
+            preemptible,
+        };
+        if let Err(e) = admit_in(&self.tree, usage, non_preemptible, &ask, self.dialect) {
+            return Some(refusal_text(&e));
+        }
+        if self.dialect != Dialect::Kueue {
+            return None;
+        }
+        self.within_cohort(usage, leaf, request)
+            .map(|(r, _, pool)| {
+                format!(
+                    "the cohort of queue {name} can lend {} {} in all, less than the job borrows",
+                    r.name(),
+                    amount(r.name(), pool)
+                )
+            })
     }
 
     /// Kueue: the resource (and borrowed amount and pool) of `leaf`'s cohort that would lend

@@ -21,7 +21,7 @@ use crate::output::OutputFormat;
 use formats::input::read_text;
 use formats::nccl_tests;
 use ops::place;
-use report::fmt::trim_float;
+use report::fmt::{fmt_bytes, trim_float};
 use report::table::Table;
 
 /// `--hash`: the switches' ECMP hash.
@@ -422,32 +422,26 @@ fn collective_text(r: &CollectiveReport, wide: bool) -> String {
         r.channels
     );
     let mut t = Table::new(&["figure", "value"]);
-    let mut rows: Vec<(&str, String)> = vec![
-        ("algorithm bandwidth", gb(r.algbw_gb_s)),
-        ("bus bandwidth", gb(r.busbw_gb_s)),
-    ];
-    if !r.running.is_empty() {
-        rows.push(("bus bandwidth alone", gb(r.busbw_alone_gb_s)));
-    }
-    rows.extend([
-        ("ideal bus bandwidth", gb(r.ideal_busbw_gb_s)),
-        ("efficiency", pct(r.efficiency)),
-        ("max link utilization", pct(r.max_link_utilization)),
-        ("worst latency", fmt_us(r.latency_us)),
-        (
-            "flows",
-            format!("{} ({} across the fabric)", r.flows, r.network_flows),
-        ),
-    ]);
+    // One choice heads the table (the tuner's pick at `--size`); the routed collective follows.
+    let routed = ["AllToAll", "Ring"][usize::from(r.collective != "alltoall")];
+    let mut row = |k: &str, v: String| t.row(vec![k.replace("ROUTED", routed), v]);
     if let Some(s) = &r.at_size {
         let pick = format!("{}/{}", s.algorithm.name(), s.protocol.name());
-        let size = report::fmt::fmt_bytes(s.size_bytes);
-        let time = format!("{} for {size} ({pick})", fmt_us(s.time_us));
-        rows.push(("time (NCCL tuner)", time));
+        row(&format!("NCCL's pick at {}", fmt_bytes(s.size_bytes)), pick);
+        row("time", fmt_us(s.time_us));
+        row("algorithm bandwidth", gb(s.algbw_gb_s));
+        row("bus bandwidth", gb(s.busbw_gb_s));
     }
-    for (k, v) in rows {
-        t.row(vec![k.to_owned(), v]);
+    row("ROUTED bus bandwidth", gb(r.busbw_gb_s));
+    if !r.running.is_empty() {
+        row("ROUTED bus bandwidth alone", gb(r.busbw_alone_gb_s));
     }
+    row("ideal ROUTED bus bandwidth", gb(r.ideal_busbw_gb_s));
+    row("ROUTED efficiency", pct(r.efficiency));
+    row("max link utilization", pct(r.max_link_utilization));
+    row("worst latency", fmt_us(r.latency_us));
+    let flows = format!("{} ({} across the fabric)", r.flows, r.network_flows);
+    row("flows", flows);
     out.push_str(&t.render());
     if !r.running.is_empty() {
         out.push_str("\nrunning jobs (Ring AllReduce each) before and after this job starts\n");

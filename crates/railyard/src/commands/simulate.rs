@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use fabric::RoutingConfig;
-use ops::simulate::{RunMeta, SimulateJson, SimulateOptions, Simulated};
+use ops::simulate::{RunMeta, SimulateOptions, Simulated};
 
 use crate::args::{NcclArgs, RoutingArg};
 use crate::cluster_arg::{load_cluster, ClusterArgs};
@@ -37,9 +37,8 @@ pub struct SimulateArgs {
     /// The policy: ORDER, ORDER+TOPOLOGY, ORDER+network or ORDER+TOPOLOGY+network;
     /// ORDER = fifo | best-effort | fair-share | srtf | sjf | tiresias, tiresias:T1:T2…:promote=N
     /// (thresholds and promote optional; queue thresholds in GPU-seconds, default 3600; PROMOTEKNOB, default 8; see README),
-    /// TOPOLOGY = none | preferred:LEVEL |
-    /// required:LEVEL (LEVEL: a level label, or tierN for the level of switch tier N); `+network`
-    /// picks, among the placements TOPOLOGY allows, the one
+    /// TOPOLOGY = none | preferred:LEVEL | required:LEVEL (LEVEL: a level label, or tierN for the
+    /// level of switch tier N); `+network` picks, among the placements TOPOLOGY allows, the one
     /// the fabric model predicts best (e.g. best-effort+preferred:tier1+network).
     #[arg(long, default_value = "best-effort", value_name = "POLICY")]
     pub policy: String,
@@ -206,6 +205,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             Box::new(move |n| bar.tick(n))
         },
     )?;
+    let bound = args.report.is_some() || !args.output.is_structured();
     let done = Simulated {
         cluster: &cluster,
         trace_name: &trace_name,
@@ -221,20 +221,20 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
             warnings,
             ..RunMeta::of(&options, &routing)
         },
-    };
+        bound: None,
+    }
+    .with_bound(bound, &trace.jobs, &configs, args.from_scratch_network)?;
+    let why = done.not_run_lines();
+    why.iter().for_each(|l| tracing::debug!("{l}"));
     if let Some(path) = &args.report {
         std::fs::write(path, done.html()).map_err(|source| CliError::Io {
             path: path.display().to_string(),
             source,
         })?;
     }
-    let none = |_| String::new();
     Ok(match args.output {
         OutputFormat::Text | OutputFormat::Wide => done.text(args.output == OutputFormat::Wide),
-        format => match done.json() {
-            SimulateJson::One(run) => format.render(&run, none),
-            SimulateJson::Several(runs) => format.render(&runs, none),
-        },
+        format => format.render(&done.json(), |_| String::new()),
     })
 }
 

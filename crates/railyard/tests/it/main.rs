@@ -21,6 +21,7 @@ mod place;
 mod queues;
 mod scheduler_traces;
 mod simulate;
+mod simulate_report;
 mod slurm_cluster;
 mod step;
 mod tidy;

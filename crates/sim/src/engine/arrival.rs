@@ -7,6 +7,7 @@ use topology::Cluster;
 use crate::engine::error::SimError;
 use crate::engine::event::Event;
 use crate::engine::invariants::check_first_end;
+use crate::engine::not_run::NotRunReason;
 use crate::engine::pass::request_pass;
 use crate::engine::results::Outcome;
 use crate::engine::state::{queue_pending, State};
@@ -21,8 +22,8 @@ pub(super) struct Feasibility<'a> {
     empty: Occupancy,
     /// The nodes' free room with nothing running.
     empty_room: sched::NodeFree,
-    /// Per class, whether it places on the empty cluster (`None`: not asked yet).
-    feasible: Vec<Option<bool>>,
+    /// Per class, whether it places on the empty cluster, or why not (`None`: not asked yet).
+    feasible: Vec<Option<Result<(), String>>>,
     /// Every queue's use when idle.
     no_use: Vec<Resources>,
 }
@@ -39,35 +40,56 @@ impl<'a> Feasibility<'a> {
         }
     }
 
-    /// Whether job `i` could ever run.
-    fn can_ever_run(&mut self, st: &State<'_>, i: usize) -> bool {
+    /// Why job `i` could never run (`None`: it could): the one place a job is found unable
+    /// to run, and its reason named.
+    fn why_never_runs(&mut self, st: &State<'_>, i: usize) -> Option<NotRunReason> {
         let c = st.class[i] as usize;
         let (cluster, empty, empty_room) = (self.cluster, &self.empty, &self.empty_room);
-        *self.feasible[c].get_or_insert_with(|| {
+        let placed = self.feasible[c].get_or_insert_with(|| {
             let input = sched::PlaceInput {
                 options: st.config.placement,
                 node_free: empty_room.clone(),
                 pod_sets: st.class_extras[c].clone(),
                 ..sched::PlaceInput::default()
             };
-            sched::place_with(cluster, empty, &st.jobs[i], &input).is_ok()
-        }) && st.rules.as_ref().is_none_or(|r| match &r.kueue {
-            Some(k) => k.cluster_queue(&st.jobs[i].queue).is_some_and(|cq| {
-                k.could_ever_admit(cq, &st.jobs[i], &st.class_extras[st.class[i] as usize])
-            }),
-            None => r.admits(
-                &self.no_use,
-                &self.no_use,
-                QueueId(st.queue_of[i] as u32),
-                &st.requests[i],
-                st.jobs[i].preemptible,
-            ),
-        })
+            sched::place_with(cluster, empty, &st.jobs[i], &input)
+                .map(|_| ())
+                .map_err(|e| e.reason)
+        });
+        if let Err(why) = placed {
+            return Some(NotRunReason::DoesNotFit(why.clone()));
+        }
+        let rules = st.rules.as_ref()?;
+        if let Some(k) = &rules.kueue {
+            let job = &st.jobs[i];
+            return match k.cluster_queue(&job.queue) {
+                None => Some(NotRunReason::QueueRefuses(format!(
+                    "queue `{}` is no Kueue ClusterQueue or LocalQueue",
+                    job.queue
+                ))),
+                Some(cq) if !k.could_ever_admit(cq, job, &st.class_extras[c]) => {
+                    Some(NotRunReason::QueueRefuses(format!(
+                        "no flavor of ClusterQueue `{}` could ever hold it, even with every queue idle",
+                        job.queue
+                    )))
+                }
+                Some(_) => None,
+            };
+        }
+        let (queue, request) = (QueueId(st.queue_of[i] as u32), &st.requests[i]);
+        let preemptible = st.jobs[i].preemptible;
+        if rules.admits(&self.no_use, &self.no_use, queue, request, preemptible) {
+            return None;
+        }
+        let why = rules.refusal(&self.no_use, &self.no_use, queue, request, preemptible);
+        Some(NotRunReason::QueueRefuses(why.unwrap_or_else(|| {
+            "its queue refuses it even when every queue is idle".to_owned()
+        })))
     }
 }
 
 /// Job `i` arrives at `now`: pending (and a pass asked for) if it could ever run, else failed
-/// (and `progress` told).
+/// with its reason (and `progress` told).
 pub(super) fn arrive(
     st: &mut State<'_>,
     events: &mut EventQueue<Event>,
@@ -76,10 +98,7 @@ pub(super) fn arrive(
     now: SimTime,
     progress: &mut dyn FnMut(usize),
 ) -> Result<(), SimError> {
-    if feasibility.can_ever_run(st, i) {
-        queue_pending(st, i);
-        request_pass(st, events, now);
-    } else {
+    if let Some(reason) = feasibility.why_never_runs(st, i) {
         if st.config.check_invariants {
             check_first_end(st, i).map_err(|violation| SimError::Invariant {
                 at_ms: now.0,
@@ -87,8 +106,12 @@ pub(super) fn arrive(
             })?;
         }
         st.records[i].outcome = Outcome::Failed;
+        st.records[i].reason = Some(reason);
         st.ended += 1;
         progress(st.ended);
+    } else {
+        queue_pending(st, i);
+        request_pass(st, events, now);
     }
     Ok(())
 }

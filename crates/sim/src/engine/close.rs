@@ -4,7 +4,8 @@
 use sched::QueueId;
 
 use crate::engine::lifecycle::lose_restart;
-use crate::engine::results::{Outcome, QueueRun, SimResult, Summary};
+use crate::engine::not_run::NotRunReason;
+use crate::engine::results::{JobRecord, Outcome, QueueRun, ReasonCount, SimResult, Summary};
 use crate::engine::running::advance;
 use crate::engine::state::State;
 use crate::failures::{FailureSummary, StopCause};
@@ -36,6 +37,15 @@ pub(super) fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
     let mut wait: Vec<f64> = Vec::new();
     let mut slow: Vec<f64> = Vec::new();
     let mut tier_span = vec![0u64; st.cluster.tiers.len()];
+    for r in &mut st.records {
+        if r.outcome == Outcome::Unfinished {
+            r.reason = Some(if r.start_s.is_some() {
+                NotRunReason::RunningAtHorizon
+            } else {
+                NotRunReason::PendingAtHorizon
+            });
+        }
+    }
     let (mut completed, mut failed, mut unfinished) = (0, 0, 0);
     for r in &st.records {
         match r.outcome {
@@ -114,6 +124,7 @@ pub(super) fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         preemptions: st.preemptions,
         lost_gpu_seconds: st.lost_gpu_seconds,
         tier_span,
+        not_run_reasons: count_reasons(&st.records),
         failures: (!st.config.failures.is_empty()
             || st
                 .checkpointing
@@ -150,6 +161,37 @@ pub(super) fn finish_run(mut st: State<'_>, end: SimTime) -> SimResult {
         jobs: st.records,
         queues,
     }
+}
+
+/// The jobs that did not complete, counted by outcome and reason: failed before unfinished,
+/// then the most jobs first, then by reason (no hash order reaches the output).
+fn count_reasons(records: &[JobRecord]) -> Vec<ReasonCount> {
+    let mut by: std::collections::BTreeMap<(bool, &NotRunReason), usize> = Default::default();
+    for r in records {
+        if let Some(reason) = &r.reason {
+            *by.entry((r.outcome == Outcome::Unfinished, reason))
+                .or_default() += 1;
+        }
+    }
+    let mut out: Vec<ReasonCount> = by
+        .into_iter()
+        .map(|((unfinished, reason), jobs)| ReasonCount {
+            outcome: if unfinished {
+                Outcome::Unfinished
+            } else {
+                Outcome::Failed
+            },
+            reason: reason.to_string(),
+            jobs,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (a.outcome == Outcome::Unfinished)
+            .cmp(&(b.outcome == Outcome::Unfinished))
+            .then(b.jobs.cmp(&a.jobs))
+            .then_with(|| a.reason.cmp(&b.reason))
+    });
+    out
 }
 
 /// Busy GPU-seconds over [0, until] from the step function of `(time, busy GPUs)` changes.

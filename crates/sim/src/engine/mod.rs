@@ -51,6 +51,7 @@ mod lifecycle;
 mod net_model;
 mod network_sync;
 mod node_failures;
+mod not_run;
 mod pass;
 mod pending_by_size;
 mod place_memo;
@@ -64,7 +65,8 @@ mod weng;
 pub use config::{CommDefaults, Order, Policy, SimConfig, TopologyMode};
 pub use error::SimError;
 pub use net_model::{NetJob, NetRate, Network};
-pub use results::{JobRecord, Outcome, QueueRun, QueueSummary, SimResult, Summary};
+pub use not_run::NotRunReason;
+pub use results::{JobRecord, Outcome, QueueRun, QueueSummary, ReasonCount, SimResult, Summary};
 
 use topology::Cluster;
 

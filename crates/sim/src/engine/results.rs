@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::engine::not_run::NotRunReason;
 use crate::failures::FailureSummary;
 use crate::metrics::Cdf;
 
@@ -13,7 +14,7 @@ use crate::metrics::Cdf;
 pub enum Outcome {
     /// Ran to completion.
     Completed,
-    /// Can never run on this cluster (too big, or its required level is too small).
+    /// Can never run on this cluster or under its queue (the record's reason says why).
     Failed,
     /// Still pending or running at the horizon.
     Unfinished,
@@ -55,6 +56,9 @@ pub struct JobRecord {
     /// GPU-seconds lost to node failures (included in `gpu_seconds`).
     #[serde(skip_serializing_if = "is_zero_f64")]
     pub lost_gpu_seconds_failure: f64,
+    /// Why it failed or did not finish (absent for completed jobs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<NotRunReason>,
 }
 
 /// Serde's `skip_serializing_if` for zero counts.
@@ -120,9 +124,24 @@ pub struct Summary {
     pub lost_gpu_seconds: f64,
     /// Multi-node jobs by highest tier crossed (index = tier).
     pub tier_span: Vec<u64>,
+    /// The jobs that failed or did not finish, counted by reason (absent when every job
+    /// completed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_run_reasons: Vec<ReasonCount>,
     /// Node failures and lost work by cause, when the run had failures or checkpoints.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failures: Option<FailureSummary>,
+}
+
+/// How many jobs ended one way for one reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReasonCount {
+    /// `Failed` or `Unfinished`.
+    pub outcome: Outcome,
+    /// The reason, as [`NotRunReason`] displays it.
+    pub reason: String,
+    /// Jobs.
+    pub jobs: usize,
 }
 
 /// Everything one run produces.

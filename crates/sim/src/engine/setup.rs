@@ -289,6 +289,7 @@ fn rows(
             failures: 0,
             lost_gpu_seconds_preemption: 0.0,
             lost_gpu_seconds_failure: 0.0,
+            reason: None,
         });
     }
     Ok(Rows {
