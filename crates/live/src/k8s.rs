@@ -183,7 +183,10 @@ pub fn read(input: Input, options: &Options) -> Result<Read, Error> {
         .enable_all()
         .build()
         .map_err(|e| Error::Source(format!("k8s: cannot start the I/O runtime: {e}")))?;
-    runtime.block_on(read_async(input, options))
+    // kube's own log lines (e.g. a failed request, logged before it is returned) would print
+    // as extra `error:` lines beside railyard's one: they are silenced while it reads.
+    let quiet = tracing::subscriber::NoSubscriber::default();
+    tracing::subscriber::with_default(quiet, || runtime.block_on(read_async(input, options)))
 }
 
 /// The context's client, its name and the namespace namespaced resources are listed in
