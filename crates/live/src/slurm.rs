@@ -238,7 +238,7 @@ pub fn topology_conf(sinfo: &str, scontrol: &str) -> Result<(String, Vec<String>
 
 /// `squeue --json`'s running jobs as railyard's native state: one job per Slurm job
 /// (`slurm-ID`, its partition as the queue, its priority), a pod per node with the job's GPUs
-/// (`gres/gpu=N` of `tres_alloc_str`) split evenly. Jobs holding no GPU are a note.
+/// (see `job_gpus`). Jobs holding no GPU are a note.
 pub fn native_state(squeue: &str) -> Result<(String, Vec<String>), Error> {
     let doc: Value = serde_json::from_str(squeue)
         .map_err(|e| Error::Source(format!("slurm: `squeue --json`: not JSON: {e}")))?;
@@ -273,24 +273,13 @@ pub fn native_state(squeue: &str) -> Result<(String, Vec<String>), Error> {
             .ok_or_else(|| at("a running job without `nodes`"))?;
         let nodes = formats::hostlist::expand(nodes_expr)
             .map_err(|e| at(&format!("nodes `{nodes_expr}`: {e}")))?;
-        let tres = j
-            .get("tres_alloc_str")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let gpus: u64 = tres
-            .split(',')
-            .filter_map(|kv| kv.split_once('='))
-            .filter(|(k, _)| *k == "gres/gpu")
-            .map(|(_, v)| {
-                v.parse::<u64>()
-                    .map_err(|_| at(&format!("tres_alloc_str `{tres}`: gres/gpu is not a count")))
-            })
-            .sum::<Result<u64, Error>>()?;
-        if gpus == 0 || nodes.is_empty() {
-            no_gpu.push(format!("{id}"));
-            continue;
-        }
-        let per_node = gpus as f64 / nodes.len() as f64;
+        let pods = match job_gpus(j, &nodes).map_err(|m| at(&m))? {
+            Some(pods) => pods,
+            None => {
+                no_gpu.push(format!("{id}"));
+                continue;
+            }
+        };
         let priority = match j.get("priority") {
             Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
             Some(Value::Object(o)) => o.get("number").and_then(Value::as_i64).unwrap_or(0),
@@ -304,7 +293,7 @@ pub fn native_state(squeue: &str) -> Result<(String, Vec<String>), Error> {
             "name": format!("slurm-{id}"),
             "queue": partition,
             "priority": priority.clamp(i64::from(i32::MIN), i64::from(i32::MAX)),
-            "pods": nodes.iter().map(|n| json!({"node": n, "gpus": per_node})).collect::<Vec<_>>(),
+            "pods": pods,
         }));
     }
     let mut notes = Vec::new();
@@ -331,4 +320,196 @@ pub fn nodelist(pods: &[formats::placement::PlacedPod]) -> String {
     let names: BTreeSet<_> = pods.iter().map(|p| key(&p.node)).collect();
     let names: Vec<String> = names.into_iter().map(|(_, _, n)| n).collect();
     formats::hostlist::compress(&names)
+}
+
+/// The GPUs a running job holds, one pod per node: from `gres_detail` (one entry per node, in
+/// the order of `nodes`, e.g. `gpu:8(IDX:0-7)` or `gpu:h100:2(IDX:0,3)`: the count and the GPU
+/// indices), else `gres/gpu=N` of `tres_alloc_str` (the job's total, split evenly), else
+/// `tres_per_node` (`gres:gpu:N`). `None`: the job holds no GPU.
+fn job_gpus(job: &Value, nodes: &[String]) -> Result<Option<Vec<Value>>, String> {
+    if nodes.is_empty() {
+        return Ok(None);
+    }
+    let detail: Vec<&str> = job
+        .get("gres_detail")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if detail.len() == nodes.len() {
+        let mut pods = Vec::new();
+        for (node, d) in nodes.iter().zip(&detail) {
+            let (count, ids) = gpu_detail(d).map_err(|m| format!("gres_detail `{d}`: {m}"))?;
+            if count > 0 {
+                pods.push(json!({"node": node, "gpus": count, "gpu_ids": ids}));
+            }
+        }
+        return Ok((!pods.is_empty()).then_some(pods));
+    }
+    let tres = job
+        .get("tres_alloc_str")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut total = 0u64;
+    for (k, v) in tres.split(',').filter_map(|kv| kv.split_once('=')) {
+        if k == "gres/gpu" {
+            total += v
+                .parse::<u64>()
+                .map_err(|_| format!("tres_alloc_str `{tres}`: gres/gpu is not a count"))?;
+        }
+    }
+    let per_node = if total > 0 {
+        total as f64 / nodes.len() as f64
+    } else {
+        let tpn = job
+            .get("tres_per_node")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut n = 0u64;
+        for part in tpn.split(',') {
+            let part = part.trim_start_matches("gres:").trim_start_matches("gres/");
+            if part == "gpu" {
+                n += 1;
+            } else if part.starts_with("gpu:") {
+                let count = part.rsplit(':').next().unwrap_or_default();
+                n += count
+                    .parse::<u64>()
+                    .map_err(|_| format!("tres_per_node `{tpn}`: no GPU count"))?;
+            }
+        }
+        n as f64
+    };
+    if per_node == 0.0 {
+        return Ok(None);
+    }
+    Ok(Some(
+        nodes
+            .iter()
+            .map(|n| json!({"node": n, "gpus": per_node}))
+            .collect(),
+    ))
+}
+
+/// One node's entry of `gres_detail`: the GPUs it holds and their indices.
+fn gpu_detail(detail: &str) -> Result<(u64, Vec<u32>), String> {
+    // Split at the commas outside parentheses: `gpu:2(IDX:0,3),nic:1`.
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in detail.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&detail[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&detail[start..]);
+    let (mut count, mut ids) = (0u64, Vec::new());
+    let gpu = |p: &&str| *p == "gpu" || p.starts_with("gpu:") || p.starts_with("gpu(");
+    for part in parts.into_iter().filter(gpu) {
+        let (head, idx) = match part.split_once('(') {
+            Some((h, rest)) => (h, rest.trim_end_matches(')')),
+            None => (part, ""),
+        };
+        count += match head.rsplit_once(':') {
+            Some((_, n)) => n
+                .parse::<u64>()
+                .map_err(|_| format!("`{head}`: no GPU count"))?,
+            None => 1,
+        };
+        if let Some(list) = idx.strip_prefix("IDX:") {
+            for r in list.split(',').filter(|r| !r.is_empty() && *r != "N/A") {
+                let (a, b) = r.split_once('-').unwrap_or((r, r));
+                let bad = || format!("IDX `{r}` is not a range of GPU indices");
+                let (a, b): (u32, u32) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if b < a || b - a > 1024 {
+                    return Err(bad());
+                }
+                ids.extend(a..=b);
+            }
+        }
+    }
+    if !ids.is_empty() && ids.len() as u64 != count {
+        return Err(format!("{count} GPUs but {} indices", ids.len()));
+    }
+    Ok((count, ids))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sinfo --json`, `scontrol show topology` and `squeue --json` as Slurm 22.05.8 printed
+    /// them in scripts/slurm-live-check.sh (cut to the fields railyard reads; states varied).
+    const SINFO: &str = r#"{"nodes": [
+        {"name": "n1", "state": "mixed", "state_flags": [], "gres": "gpu:8"},
+        {"name": "n2", "state": "idle", "state_flags": ["DRAIN"], "gres": "gpu:8"},
+        {"name": "n3", "state": "idle", "state_flags": [], "gres": "gpu:8"},
+        {"name": "n4", "state": "down", "state_flags": ["NOT_RESPONDING"], "gres": "gpu:8"}]}"#;
+    const TOPOLOGY: &str = "SwitchName=s1 Level=0 LinkSpeed=1 Nodes=n[1-2]\nSwitchName=s2 Level=0 LinkSpeed=1 Nodes=n[3-4]\nSwitchName=top Level=1 LinkSpeed=1 Nodes=n[1-4] Switches=s[1-2]\n";
+
+    #[test]
+    fn the_topology_keeps_the_nodes_that_can_run_a_job_under_their_switches() {
+        let (text, notes) = topology_conf(SINFO, TOPOLOGY).unwrap();
+        assert_eq!(
+            text,
+            "# read from scontrol show topology and sinfo --json\nSwitchName=s1 Nodes=n1\nSwitchName=s2 Nodes=n3\nSwitchName=top Switches=s[1-2]\n"
+        );
+        assert_eq!(
+            notes,
+            ["slurm: n2 (drain), n4 (down) left out: no job starts there now"]
+        );
+        assert_eq!(formats::slurm::parse_tree(&text).unwrap().len(), 3);
+        // Without a topology plugin: one flat switch.
+        let (flat, _) = topology_conf(SINFO, "").unwrap();
+        assert!(flat.ends_with("SwitchName=slurm Nodes=n[1,3]\n"), "{flat}");
+    }
+
+    #[test]
+    fn running_jobs_hold_the_gpus_slurm_gave_them() {
+        let squeue = r#"{"jobs": [
+          {"job_id": 7, "job_state": "RUNNING", "nodes": "n[1-2]", "partition": "all", "priority": 4294901759,
+           "gres_detail": ["gpu:8(IDX:0-7)", "gpu:h100:2(IDX:0,3)"], "tres_alloc_str": "cpu=1,node=2,billing=1"},
+          {"job_id": 8, "job_state": "RUNNING", "nodes": "n3", "partition": "all", "priority": 1,
+           "tres_per_node": "gres:gpu:4", "tres_alloc_str": "cpu=1,node=1"},
+          {"job_id": 9, "job_state": "RUNNING", "nodes": "n4", "partition": "all", "priority": 1,
+           "tres_alloc_str": "cpu=1,node=1"},
+          {"job_id": 10, "job_state": "PENDING", "nodes": "", "partition": "all", "priority": 1}]}"#;
+        let (text, notes) = native_state(squeue).unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        let jobs = doc["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0]["name"], "slurm-7");
+        assert_eq!(jobs[0]["priority"], i64::from(i32::MAX));
+        assert_eq!(
+            jobs[0]["pods"][1],
+            json!({"node": "n2", "gpus": 2, "gpu_ids": [0, 3]})
+        );
+        assert_eq!(jobs[1]["pods"][0], json!({"node": "n3", "gpus": 4.0}));
+        assert_eq!(notes, ["slurm: running job(s) 9 hold no GPU: not counted"]);
+        let bad = r#"{"jobs": [{"job_id": 1, "job_state": "RUNNING", "nodes": "n1", "gres_detail": ["gpu:2(IDX:0-5)"]}]}"#;
+        let e = native_state(bad).unwrap_err().to_string();
+        assert!(
+            e.contains("jobs[0]: gres_detail `gpu:2(IDX:0-5)`: 2 GPUs but 6 indices"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_node_list_is_what_sbatch_nodelist_takes() {
+        let pod = |n: &str| formats::placement::PlacedPod {
+            rank: 0,
+            node: n.to_owned(),
+            gpus: 8.0,
+            gpu_ids: Vec::new(),
+        };
+        let pods: Vec<_> = ["n10", "n9", "n2", "n9", "n1"]
+            .iter()
+            .map(|n| pod(n))
+            .collect();
+        // Numbers of different widths are separate groups, as the hostlist reader takes them.
+        assert_eq!(nodelist(&pods), "n[1-2,9],n10");
+    }
 }
