@@ -741,6 +741,28 @@ impl<'de> Visitor<'de> for StrictSeed<'_> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_provided_text_is_read_under_its_name_with_a_files_checks() {
+        let name = "k8s:test-context/nodes.json";
+        assert!(read_text(Path::new(name)).is_err(), "nothing provided yet");
+        provide(name, "{\"kind\": \"NodeList\"}\n".to_owned());
+        assert_eq!(
+            read_text(Path::new(name)).unwrap(),
+            "{\"kind\": \"NodeList\"}\n"
+        );
+        let mut streamed = String::new();
+        open_text(Path::new(name))
+            .unwrap()
+            .read_to_string(&mut streamed)
+            .unwrap();
+        assert_eq!(streamed, "{\"kind\": \"NodeList\"}\n");
+        provide("k8s:test-context/bad.json", "a\0b".to_owned());
+        let e = read_text(Path::new("k8s:test-context/bad.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("k8s:test-context/bad.json:"), "{e}");
+    }
+
     fn err(text: &str) -> String {
         parse_documents("f.yaml", text).unwrap_err().to_string()
     }
