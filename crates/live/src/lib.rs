@@ -174,7 +174,7 @@ fn read_k8s(input: Input, options: &Options) -> Result<Read, Error> {
 #[cfg(not(feature = "k8s"))]
 fn read_k8s(_: Input, _: &Options) -> Result<Read, Error> {
     Err(Error::Usage(
-        "k8s:: this railyard was built without the `live` feature (cargo build --features live); save `kubectl get … -o json` to files instead".to_owned(),
+        "`k8s:`: this railyard was built without the `live` feature (cargo build --features live); save `kubectl get … -o json` to files instead".to_owned(),
     ))
 }
 

@@ -37,7 +37,7 @@ pub fn read(input: Input, options: &Options) -> Result<Read, Error> {
             })
         }
         Input::Queues | Input::Flavors => Err(Error::Usage(
-            "slurm:: Slurm has no queue objects railyard reads; give --queues FILE".to_owned(),
+            "`slurm:`: Slurm has no queue objects railyard reads; give --queues FILE".to_owned(),
         )),
     }
 }
