@@ -35,6 +35,29 @@ pub fn read_stdin() -> Result<String, FormatError> {
     read_bounded("-", std::io::stdin().lock(), 0, MAX_INPUT_BYTES)
 }
 
+/// Texts held in memory under a name that is read as a file's: what a live source (a
+/// Kubernetes API server, Slurm's commands) returned, so the file readers serve it unchanged.
+static PROVIDED: std::sync::Mutex<std::collections::BTreeMap<String, std::sync::Arc<str>>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Hold `text` under `name` (e.g. `k8s:prod/nodes.json`): [`read_text`] and [`open_text`] of
+/// that name return it, with the same size and content checks as a file, instead of opening a
+/// file. A second text under the same name replaces the first.
+pub fn provide(name: &str, text: String) {
+    let mut held = PROVIDED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    held.insert(name.to_owned(), text.into());
+}
+
+/// The text [`provide`] holds under `path`'s name, if any.
+fn provided(path: &Path) -> Option<std::sync::Arc<str>> {
+    let held = PROVIDED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    held.get(path.to_str()?).cloned()
+}
+
 /// Read a whole text file, at most [`MAX_INPUT_BYTES`] whatever the file is: a regular file is
 /// refused by its size first; anything else is read through `Read::take(limit + 1)` and refused
 /// past the limit. Text with a NUL byte or invalid UTF-8 is refused as soon as the bad bytes
@@ -42,6 +65,10 @@ pub fn read_stdin() -> Result<String, FormatError> {
 pub fn read_text(path: &Path) -> Result<String, FormatError> {
     if path == Path::new("-") {
         return read_stdin();
+    }
+    if let Some(text) = provided(path) {
+        let shown = path.display().to_string();
+        return read_bounded(&shown, text.as_bytes(), text.len() as u64, MAX_INPUT_BYTES);
     }
     let (shown, file, hint) = open_checked(path)?;
     read_bounded(&shown, file, hint, MAX_INPUT_BYTES)
@@ -64,6 +91,11 @@ pub fn open_text(path: &Path) -> Result<TextReader<Box<dyn Read>>, FormatError> 
             Box::new(std::io::stdin().lock()),
             MAX_INPUT_BYTES,
         ));
+    }
+    if let Some(text) = provided(path) {
+        let bytes = std::io::Cursor::new(text.as_bytes().to_vec());
+        let shown = path.display().to_string();
+        return Ok(TextReader::new(&shown, Box::new(bytes), MAX_INPUT_BYTES));
     }
     let (shown, file, _) = open_checked(path)?;
     Ok(TextReader::new(&shown, Box::new(file), MAX_INPUT_BYTES))
@@ -708,6 +740,28 @@ impl<'de> Visitor<'de> for StrictSeed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_provided_text_is_read_under_its_name_with_a_files_checks() {
+        let name = "k8s:test-context/nodes.json";
+        assert!(read_text(Path::new(name)).is_err(), "nothing provided yet");
+        provide(name, "{\"kind\": \"NodeList\"}\n".to_owned());
+        assert_eq!(
+            read_text(Path::new(name)).unwrap(),
+            "{\"kind\": \"NodeList\"}\n"
+        );
+        let mut streamed = String::new();
+        open_text(Path::new(name))
+            .unwrap()
+            .read_to_string(&mut streamed)
+            .unwrap();
+        assert_eq!(streamed, "{\"kind\": \"NodeList\"}\n");
+        provide("k8s:test-context/bad.json", "a\0b".to_owned());
+        let e = read_text(Path::new("k8s:test-context/bad.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("k8s:test-context/bad.json:"), "{e}");
+    }
 
     fn err(text: &str) -> String {
         parse_documents("f.yaml", text).unwrap_err().to_string()

@@ -14,8 +14,8 @@ use crate::error::CliError;
 /// How a command names its cluster.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct ClusterArgs {
-    /// The cluster: `preset:NAME`, a railyard spec (YAML), `kubectl get nodes -o json|yaml`, or a Slurm topology.conf (with --shape)
-    #[arg(long, value_name = "preset:NAME|FILE", long_help = cluster_help())]
+    /// The cluster: `preset:NAME`, a railyard spec (YAML), `kubectl get nodes -o json|yaml`, a Slurm topology.conf (with --shape), or live: `k8s:[CONTEXT]`, `slurm:`
+    #[arg(long, value_name = "preset:NAME|FILE|k8s:|slurm:", long_help = cluster_help())]
     pub cluster: String,
     /// A Kueue (`kueue.x-k8s.io`) or KAI (`kai.scheduler`) Topology giving the levels of a NodeList.
     #[arg(long, value_name = "FILE")]
@@ -32,13 +32,15 @@ pub struct ClusterArgs {
     /// Hardware and fabric facts for an imported cluster (YAML; schema in the README).
     #[arg(long, value_name = "FILE")]
     pub overlay: Option<PathBuf>,
+    #[command(flatten)]
+    pub live: live::Options,
 }
 
 /// `--cluster --help`: the short help and every preset name.
 fn cluster_help() -> String {
     let names: Vec<&str> = formats::cluster::PRESETS.iter().map(|(n, _)| *n).collect();
     format!(
-        "The cluster: `preset:NAME`, a railyard spec (YAML), `kubectl get nodes -o json|yaml`, or a Slurm topology.conf (with --shape)\n\nPresets: {}",
+        "The cluster: `preset:NAME`, a railyard spec (YAML), `kubectl get nodes -o json|yaml`, a Slurm topology.conf (with --shape), or live: `k8s:[CONTEXT]` (the kubeconfig's), `slurm:` (sinfo, scontrol)\n\nPresets: {}",
         names.join(", ")
     )
 }
@@ -95,5 +97,8 @@ pub fn load_cluster_quiet(args: &ClusterArgs) -> Result<LoadedCluster, CliError>
         shape: args.shape.clone(),
         overlay: args.overlay.clone(),
     };
+    if live::is_live(&args.cluster) {
+        return Ok(live::load_cluster(&args.cluster, &options, &args.live)?);
+    }
     Ok(ops::cluster::load(&args.cluster, &options)?)
 }

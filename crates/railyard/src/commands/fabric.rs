@@ -267,11 +267,12 @@ struct Priced {
 fn price(args: &JobArgs) -> Result<Priced, CliError> {
     let nccl = args.nccl.config()?;
     let cluster = load_cluster(&args.cluster)?;
+    let state = live::files(&args.state, live::Input::State, &args.cluster.live)?;
     let placed = ops::ranks::placed_ranks(
         &cluster,
         args.placement.as_deref(),
         args.job.as_deref(),
-        &args.state,
+        &state,
     )?;
     let pairs = placed
         .whole_gpus("the fabric model needs whole GPUs (a fraction has no NIC of its own)")?;
@@ -305,7 +306,7 @@ fn price(args: &JobArgs) -> Result<Priced, CliError> {
         .route(&job, &cfg, 0)
         .map_err(|e| CliError::input(&file, e))?;
     let (mut running, mut routed_running) = (Vec::new(), Vec::new());
-    for (name, pods) in place::running_multi_node_jobs(&args.state, &cluster, &preempted)? {
+    for (name, pods) in place::running_multi_node_jobs(&state, &cluster, &preempted)? {
         let ranks = fabric::ranks_of(&pods);
         let traffic = JobTraffic {
             ranks,

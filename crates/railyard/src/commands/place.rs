@@ -84,10 +84,10 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
         &cluster,
         &PlaceInputs {
             job: &args.job,
-            state: &args.state,
-            queues: &args.queues,
+            state: &live::files(&args.state, live::Input::State, &args.cluster.live)?,
+            queues: &live::files(&args.queues, live::Input::Queues, &args.cluster.live)?,
             no_preempt: args.no_preempt,
-            flavors: &args.flavor,
+            flavors: &live::files(&args.flavor, live::Input::Flavors, &args.cluster.live)?,
             options: sched::PlaceOptions {
                 strategy: ops::place::parse_kai_strategy(&args.kai_placement)
                     .map_err(|e| CliError::Usage(e.to_string()))?,
@@ -106,6 +106,12 @@ pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
     )?;
     Ok(args.output.render(&file, |wide| {
         let mut out = text(&cluster, &file, wide);
+        if args.cluster.cluster == "slurm:" && file.placed {
+            out.push_str(&format!(
+                "sbatch --nodelist={}\n",
+                live::slurm::nodelist(&file.pods)
+            ));
+        }
         for w in &file.warnings {
             out.push_str(&format!("warning: {w}\n"));
         }

@@ -104,7 +104,8 @@ pub fn validate(args: &ValidateArgs) -> Result<String, CliError> {
 
 /// `queues share`.
 pub fn share(args: &ShareArgs) -> Result<String, CliError> {
-    let read = read_files(&args.queues)?;
+    let queues = live::files(&args.queues, live::Input::Queues, &Default::default())?;
+    let read = read_files(&queues)?;
     if args.demand.is_empty() && !has_live_status(&read) {
         return Err(CliError::Usage(
             "--demand: missing; give a demand, or live KAI Queues (kubectl get queues -o json) whose status says what each queue requests".to_owned(),

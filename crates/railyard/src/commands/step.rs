@@ -116,16 +116,17 @@ pub fn step(args: &StepArgs) -> Result<String, CliError> {
         }
         return finish(args, &cluster, &t, note, &ranks, nccl, &[]);
     }
+    let state = live::files(&args.state, live::Input::State, &args.cluster.live)?;
     let placed = ops::ranks::placed_ranks_for(
         &cluster,
         args.placement.as_deref(),
         args.job.as_deref(),
-        &args.state,
+        &state,
         Some(&t),
     )?;
     let pairs = placed.whole_gpus("a layout needs whole GPUs")?;
     let (ranks_from, preempted) = (placed.file, placed.preempted);
-    let running = place::running_multi_node_jobs(&args.state, &cluster, &preempted)?;
+    let running = place::running_multi_node_jobs(&state, &cluster, &preempted)?;
     finish(
         args,
         &cluster,

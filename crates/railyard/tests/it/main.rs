@@ -11,6 +11,7 @@ mod doctor;
 mod fabric;
 mod fuzz_regressions;
 mod hardening;
+mod k8s_replay;
 mod kai;
 mod kueue_admission;
 mod launch;
