@@ -23,6 +23,9 @@ pub struct Cli {
     /// detail; errors are always printed.
     #[command(flatten)]
     pub verbosity: clap_verbosity_flag::Verbosity<Notes>,
+    /// Runs at once (simulate's runs, sweep cells); default every core, 1: one after another.
+    #[arg(short = 'j', long = "jobs", global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -195,11 +198,15 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
                 .to_owned(),
         ));
     }
+    let threads = cli
+        .threads
+        .map_or_else(ops::parallel::all_cores, usize::from);
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
         Command::Simulate(mut a) => {
-            a.command_line = command_line();
+            (a.command_line, a.threads) =
+                (ops::parallel::without_threads_flag(command_line()), threads);
             simulate::run(&a)
         }
         Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),

@@ -113,6 +113,9 @@ pub struct SimulateArgs {
     /// the JSON and the report so a result says how to reproduce it.
     #[arg(skip)]
     pub command_line: Vec<String>,
+    /// Runs at once (the global `-j`, set by the dispatcher; 0 or 1: one after another).
+    #[arg(skip)]
+    pub threads: usize,
 }
 
 /// `--trace-format` values (`formats::trace::TraceFormat`).
@@ -194,6 +197,8 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     let trace_name = args.trace.display().to_string();
     let (configs, warnings) =
         ops::simulate::configs(&cluster, &mut trace.jobs, &trace_name, runs, &options)?;
+    // One bar per run in flight, each on its own line (runs go on at once with `-j`).
+    let bars = indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr());
     let results = ops::simulate::run_all(
         &cluster,
         &trace.jobs,
@@ -201,8 +206,9 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         routing,
         args.from_scratch_network,
         &trace_name,
-        &mut |label, total| {
-            let mut bar = ProgressBar::new(total, label);
+        args.threads,
+        &|label, total| {
+            let mut bar = ProgressBar::new(total, label, bars.clone());
             Box::new(move |n| bar.tick(n))
         },
     )?;
@@ -238,11 +244,13 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     })
 }
 
-/// A progress bar on stderr, shown only for runs longer than a second on a terminal.
+/// A progress bar on stderr among the other runs' bars, labelled with its run and shown only
+/// for runs longer than a second on a terminal.
 struct ProgressBar {
     total: u64,
     label: String,
     started: Instant,
+    bars: indicatif::MultiProgress,
     bar: Option<indicatif::ProgressBar>,
 }
 
@@ -250,21 +258,21 @@ impl ProgressBar {
     // The CLI may read the clock (the core crates may not): it only decides when to show
     // progress and never reaches the results.
     #[allow(clippy::disallowed_methods)]
-    fn new(total: usize, label: &str) -> Self {
+    fn new(total: usize, label: &str, bars: indicatif::MultiProgress) -> Self {
         Self {
             total: total as u64,
             label: label.to_owned(),
             started: Instant::now(),
+            bars,
             bar: None,
         }
     }
 
     fn tick(&mut self, done: usize) {
         if self.bar.is_none() && self.started.elapsed() > Duration::from_secs(1) {
-            let bar = indicatif::ProgressBar::with_draw_target(
-                Some(self.total),
-                indicatif::ProgressDrawTarget::stderr(),
-            );
+            let bar = self.bars.add(indicatif::ProgressBar::new(self.total));
+            let style = "{msg:28!} {wide_bar} {pos}/{len} jobs";
+            bar.set_style(indicatif::ProgressStyle::with_template(style).expect("valid"));
             bar.set_message(self.label.clone());
             self.bar = Some(bar);
         }

@@ -15,6 +15,7 @@ mod launch;
 mod limits;
 mod lint;
 mod live;
+mod parallel;
 mod place;
 mod queues;
 mod scheduler_traces;
