@@ -25,6 +25,9 @@ pub mod ranks;
 pub mod sim_failures;
 pub mod sim_queues;
 pub mod simulate;
+pub mod sweep;
+pub mod sweep_merge;
+pub mod sweep_run;
 pub mod synth;
 
 use serde::Serialize;

@@ -11,6 +11,11 @@ pub fn all_cores() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
+/// The threads `-j N` asks for, every core ([`all_cores`]) when not given.
+pub fn threads_or_all_cores(asked: Option<u16>) -> usize {
+    asked.map_or_else(all_cores, usize::from)
+}
+
 /// The command line as recorded in a result, without `-j N`/`--jobs N` (also `-jN`,
 /// `--jobs=N`): how many runs went at once changes no byte of the result, so it is no part of
 /// how to reproduce it, and outputs made with different `-j` stay identical.

@@ -6,7 +6,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::args::command_line;
 use crate::commands::{
-    cables, doctor, fabric, launch, lint, place, queues, schema, simulate, step, topo, trace,
+    cables, doctor, fabric, launch, lint, place, queues, schema, simulate, step, sweep, topo, trace,
 };
 use crate::error::CliError;
 
@@ -114,6 +114,8 @@ pub enum Command {
     Man(ManArgs),
     /// Print the JSON Schema of a YAML format you write: cluster-spec, overlay, job, state, layout.
     Schema(SchemaArgs),
+    /// Run a grid of simulations (clusters × traces × policies × …) here or as a Slurm array.
+    Sweep(sweep::SweepArgs),
     /// Generate traces: `trace synth --profile llm` (seeded, LLM-era job classes).
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -198,16 +200,13 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
                 .to_owned(),
         ));
     }
-    let threads = cli
-        .threads
-        .map_or_else(ops::parallel::all_cores, usize::from);
+    let threads = ops::parallel::threads_or_all_cores(cli.threads);
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
         Command::Simulate(mut a) => {
-            (a.command_line, a.threads) =
-                (ops::parallel::without_threads_flag(command_line()), threads);
-            simulate::run(&a)
+            a.command_line = ops::parallel::without_threads_flag(command_line());
+            simulate::run(&a, threads)
         }
         Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),
         Command::Fabric(FabricCommand::Compare(a)) => fabric::compare(&a),
@@ -225,6 +224,7 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Man(a) => man(&a),
         Command::Schema(a) => schema::schema(&a.name),
         Command::Trace(TraceCommand::Synth(a)) => trace::synth(&a),
+        Command::Sweep(a) => sweep::sweep(&a, threads),
     }
 }
 

@@ -113,9 +113,6 @@ pub struct SimulateArgs {
     /// the JSON and the report so a result says how to reproduce it.
     #[arg(skip)]
     pub command_line: Vec<String>,
-    /// Runs at once (the global `-j`, set by the dispatcher; 0 or 1: one after another).
-    #[arg(skip)]
-    pub threads: usize,
 }
 
 /// `--trace-format` values (`formats::trace::TraceFormat`).
@@ -182,8 +179,8 @@ impl SimulateArgs {
     }
 }
 
-/// `simulate`.
-pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
+/// `simulate`, at most `threads` runs at once.
+pub fn run(args: &SimulateArgs, threads: usize) -> Result<String, CliError> {
     let cluster = load_cluster(&args.cluster)?;
     let options = args.options();
     let runs = ops::simulate::runs(&cluster, &args.cluster.cluster, &options)?;
@@ -197,7 +194,6 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     let trace_name = args.trace.display().to_string();
     let (configs, warnings) =
         ops::simulate::configs(&cluster, &mut trace.jobs, &trace_name, runs, &options)?;
-    // One bar per run in flight, each on its own line (runs go on at once with `-j`).
     let bars = indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr());
     let results = ops::simulate::run_all(
         &cluster,
@@ -206,7 +202,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         routing,
         args.from_scratch_network,
         &trace_name,
-        args.threads,
+        threads,
         &|label, total| {
             let mut bar = ProgressBar::new(total, label, bars.clone());
             Box::new(move |n| bar.tick(n))
@@ -244,8 +240,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     })
 }
 
-/// A progress bar on stderr among the other runs' bars, labelled with its run and shown only
-/// for runs longer than a second on a terminal.
+/// A progress bar on stderr (one per run, labelled), shown only for runs longer than a second on a terminal.
 struct ProgressBar {
     total: u64,
     label: String,
