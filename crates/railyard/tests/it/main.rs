@@ -22,6 +22,7 @@ mod scheduler_traces;
 mod simulate;
 mod slurm_cluster;
 mod step;
+mod sweep;
 mod tidy;
 mod topo;
 mod trace;
