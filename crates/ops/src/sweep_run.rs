@@ -125,7 +125,7 @@ pub fn run_local(grid: &Grid, dir: &Path, threads: usize) -> Result<LocalRun, Fo
     Ok(run)
 }
 
-/// What `railyard sweep WORDS… --out OUT [--cell K] [--slurm [--submit]]` asks, on at most
+/// What `railyard sweep WORDS… --out-dir OUT [--cell K] [--slurm [--submit]]` asks, on at most
 /// `threads` cells at once: `merge DIR` merges that directory and runs nothing; `FILE` with
 /// `cell` runs that cell; with `slurm` writes (and when `submit`, submits) the Slurm script;
 /// else runs every cell here and merges. The text to print, and for a merge with cells that
@@ -209,7 +209,7 @@ fn run_one_cell(grid: &Grid, dir: &Path, k: usize) -> Result<Option<String>, For
 }
 
 /// `grid` as an sbatch array script in `dir` (returned with its path): one task per cell, each
-/// running `exe sweep GRID --cell $SLURM_ARRAY_TASK_ID --out DIR` with its output in
+/// running `exe sweep GRID --cell $SLURM_ARRAY_TASK_ID --out-dir DIR` with its output in
 /// `logs/cell-K.log`. Paths are made absolute and shell-quoted; the `#SBATCH` values were
 /// checked with the grid; a path that is not UTF-8 is refused.
 pub fn write_slurm(grid: &Grid, dir: &Path, exe: &Path) -> Result<(PathBuf, String), FormatError> {
@@ -255,7 +255,7 @@ pub fn write_slurm(grid: &Grid, dir: &Path, exe: &Path) -> Result<(PathBuf, Stri
         script += &format!("#SBATCH --cpus-per-task={c}\n");
     }
     script += &format!(
-        "exec {exe_w} sweep {grid_w} --cell \"$SLURM_ARRAY_TASK_ID\" --out {dir_w} >{log_prefix}\"$SLURM_ARRAY_TASK_ID\".log 2>&1\n"
+        "exec {exe_w} sweep {grid_w} --cell \"$SLURM_ARRAY_TASK_ID\" --out-dir {dir_w} >{log_prefix}\"$SLURM_ARRAY_TASK_ID\".log 2>&1\n"
     );
     let path = dir.join(SCRIPT);
     std::fs::write(&path, &script).map_err(|source| io(&path, source))?;

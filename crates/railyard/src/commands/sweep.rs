@@ -9,8 +9,8 @@ pub struct SweepArgs {
     #[arg(num_args = 1..=2, required = true, value_name = "FILE | merge DIR")]
     pub file: Vec<std::path::PathBuf>,
     /// The output directory (cells/, sweep.json, table.txt, report.html, merged.json).
-    #[arg(long, value_name = "DIR", default_value = "sweep-out")]
-    pub out: std::path::PathBuf,
+    #[arg(long, visible_alias = "out", default_value = "sweep-out")]
+    pub out_dir: std::path::PathBuf,
     /// Run cell K alone (what each Slurm array task runs), without merging.
     #[arg(long, value_name = "K", conflicts_with = "slurm")]
     pub cell: Option<usize>,
@@ -23,7 +23,7 @@ pub struct SweepArgs {
 
 /// `sweep`, on at most `threads` cells at once; cells without a result fail after the table.
 pub fn sweep(a: &SweepArgs, threads: usize) -> Result<String, crate::error::CliError> {
-    match ops::sweep_run::dispatch(&a.file, &a.out, a.cell, a.slurm, a.submit, threads)? {
+    match ops::sweep_run::dispatch(&a.file, &a.out_dir, a.cell, a.slurm, a.submit, threads)? {
         (report, Some(summary)) => Err(crate::error::CliError::CheckFailed { report, summary }),
         (text, None) => Ok(text),
     }

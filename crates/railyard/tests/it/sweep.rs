@@ -224,7 +224,7 @@ fn the_slurm_script_runs_each_cell_with_every_path_quoted() {
     );
     assert!(
         exec.contains(&format!(
-            "--cell \"$SLURM_ARRAY_TASK_ID\" --out {quoted_out} >"
+            "--cell \"$SLURM_ARRAY_TASK_ID\" --out-dir {quoted_out} >"
         )),
         "{exec}"
     );
