@@ -2,7 +2,8 @@
 //! seeds) and the settings every cell shares, checked whole before anything runs (every problem
 //! at once, each naming the file and the field); the cells in their fixed order; and each cell's
 //! input hash, which says whether a cell's output on disk is still its output. Running the cells
-//! is [`crate::sweep_run`], merging their outputs [`crate::sweep_merge`].
+//! is `sweep_run`'s, merging their outputs `sweep_merge`'s; both read and write the output
+//! directory's files as defined here (the manifest, `cells/cell-K.json`).
 
 use std::path::{Path, PathBuf};
 
@@ -424,6 +425,61 @@ fn slurm_time_ok(t: &str) -> bool {
     };
     let parts: Vec<&str> = rest.split(':').collect();
     days.is_none_or(digits) && parts.iter().all(|p| digits(p)) && parts.len() <= 3
+}
+
+// The output directory's files, shared by the runner and the merge.
+
+/// The manifest's file name in the output directory.
+pub const MANIFEST: &str = "sweep.json";
+
+/// What a sweep's output directory says of its grid: enough to merge without the grid file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The railyard that wrote it.
+    pub railyard_version: String,
+    /// The axes with more than one value.
+    pub swept: Vec<String>,
+    /// Every cell, in order.
+    pub cells: Vec<ManifestCell>,
+}
+
+/// One cell of the manifest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManifestCell {
+    /// Its index (the Slurm array task).
+    pub cell: usize,
+    /// Its value on every axis.
+    pub axes: CellAxes,
+    /// Its input hash ([`Grid::input_hashes`]).
+    pub input_hash: String,
+}
+
+/// One cell's outcome, `cells/cell-K.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellOutput {
+    /// Its index.
+    pub cell: usize,
+    /// The hash of the inputs it ran on.
+    pub input_hash: String,
+    /// Its value on every axis.
+    pub axes: CellAxes,
+    /// The run's summary (as `simulate -o json` writes it), when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<serde_json::Value>,
+    /// Why it did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Where cell `k`'s outcome is written under `dir`.
+pub fn cell_path(dir: &Path, k: usize) -> PathBuf {
+    dir.join("cells").join(format!("cell-{k:04}.json"))
+}
+
+/// Cell `k`'s recorded outcome, if its file is there and reads.
+pub fn read_cell(dir: &Path, k: usize) -> Option<CellOutput> {
+    let text = std::fs::read_to_string(cell_path(dir, k)).ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::path::Path;
 use formats::FormatError;
 use serde::Serialize;
 
-use crate::sweep_run::{cell_path, read_cell, Manifest, MANIFEST};
+use crate::sweep::{cell_path, read_cell, Manifest, MANIFEST};
 
 /// The figures of each cell in the table: (title, the summary's field, how it is shown).
 const FIGURES: [(&str, &str, Shown); 8] = [

@@ -2,7 +2,7 @@
 //! `cells/cell-K.json` (summary or error, with the cell's input hash); every cell locally on a
 //! pool of `-j` threads, skipping cells whose output is already there for the same inputs; and
 //! the same grid as an sbatch array script (one task per cell, each running `sweep --cell K`)
-//! with every value in it checked or shell-quoted. The output directory's layout:
+//! with every value in it checked or shell-quoted (submitting it is the front end's). The output directory's layout:
 //! `sweep.json` (the manifest: every cell's axes and hash), `cells/`, `logs/` (Slurm),
 //! `sweep.sbatch`, and what [`crate::sweep_merge`] writes.
 
@@ -11,55 +11,14 @@ use std::path::{Path, PathBuf};
 use fabric::{RoutingConfig, RoutingMode};
 use formats::trace::{read_trace, TraceFormat};
 use formats::FormatError;
-use serde::{Deserialize, Serialize};
 
 use crate::simulate::SimulateOptions;
-use crate::sweep::{CellAxes, Grid};
-
-/// The manifest's file name in the output directory.
-pub const MANIFEST: &str = "sweep.json";
+use crate::sweep::{
+    cell_path, read_cell, CellAxes, CellOutput, Grid, Manifest, ManifestCell, MANIFEST,
+};
 
 /// The sbatch script's file name in the output directory.
 pub const SCRIPT: &str = "sweep.sbatch";
-
-/// What a sweep's output directory says of its grid: enough to merge without the grid file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// The railyard that wrote it.
-    pub railyard_version: String,
-    /// The axes with more than one value.
-    pub swept: Vec<String>,
-    /// Every cell, in order.
-    pub cells: Vec<ManifestCell>,
-}
-
-/// One cell of the manifest.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ManifestCell {
-    /// Its index (the Slurm array task).
-    pub cell: usize,
-    /// Its value on every axis.
-    pub axes: CellAxes,
-    /// Its input hash ([`Grid::input_hashes`]).
-    pub input_hash: String,
-}
-
-/// One cell's outcome, `cells/cell-K.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CellOutput {
-    /// Its index.
-    pub cell: usize,
-    /// The hash of the inputs it ran on.
-    pub input_hash: String,
-    /// Its value on every axis.
-    pub axes: CellAxes,
-    /// The run's summary (as `simulate -o json` writes it), when it ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<serde_json::Value>,
-    /// Why it did not run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
 
 /// How a local sweep went.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -70,11 +29,6 @@ pub struct LocalRun {
     pub reused: usize,
     /// Cells that failed (index, error), in cell order.
     pub failed: Vec<(usize, String)>,
-}
-
-/// Where cell `k`'s outcome is written under `dir`.
-pub fn cell_path(dir: &Path, k: usize) -> PathBuf {
-    dir.join("cells").join(format!("cell-{k:04}.json"))
 }
 
 /// The manifest of `grid` with its `hashes`.
@@ -102,7 +56,7 @@ pub fn manifest(grid: &Grid, hashes: &[String]) -> Manifest {
 /// error here is one that stops the sweep (a file that cannot be read or written).
 pub fn run_local(grid: &Grid, dir: &Path, threads: usize) -> Result<LocalRun, FormatError> {
     let hashes = grid.input_hashes()?;
-    prepare(dir, &manifest(grid, &hashes), true)?;
+    prepare(dir, &manifest(grid, &hashes), true, "local")?;
     let outcomes = crate::parallel::map_in_order(threads, &hashes, |k, hash| {
         if read_cell(dir, k).is_some_and(|c| &c.input_hash == hash && c.summary.is_some()) {
             return Ok(None);
@@ -125,22 +79,25 @@ pub fn run_local(grid: &Grid, dir: &Path, threads: usize) -> Result<LocalRun, Fo
     Ok(run)
 }
 
-/// What `railyard sweep WORDS… --out-dir OUT [--cell K] [--slurm [--submit]]` asks, on at most
-/// `threads` cells at once: `merge DIR` merges that directory and runs nothing; `FILE` with
-/// `cell` runs that cell; with `slurm` writes (and when `submit`, submits) the Slurm script;
-/// else runs every cell here and merges. The text to print, and for a merge with cells that
-/// have no result the one-line failure that follows it.
+/// What a sweep command did: the text to print, the one-line failure that follows it when a
+/// merge has cells without a result, and the sbatch script written with `--slurm` (the CLI
+/// submits it with `--submit`: running programs is the front end's).
+pub type Done = (String, Option<String>, Option<PathBuf>);
+
+/// What `railyard sweep WORDS… --out-dir OUT [--cell K] [--slurm]` asks, on at most `threads`
+/// cells at once (none: every core): `merge DIR` merges that directory and runs nothing; `FILE` with `cell` runs
+/// that cell; with `slurm` writes the Slurm script; else runs every cell here and merges.
 pub fn dispatch(
     words: &[PathBuf],
     out: &Path,
     cell: Option<usize>,
     slurm: bool,
-    submit: bool,
-    threads: usize,
-) -> Result<(String, Option<String>), FormatError> {
+    threads: Option<u16>,
+) -> Result<Done, FormatError> {
     let file = match words {
         [merge, dir] if merge.as_os_str() == "merge" => {
-            return crate::sweep_merge::merge_and_write(dir, "")
+            let (text, failed) = crate::sweep_merge::merge_and_write(dir, "")?;
+            return Ok((text, failed, None));
         }
         [file] => file,
         _ => {
@@ -152,9 +109,16 @@ pub fn dispatch(
     };
     let grid = crate::sweep::read_grid(file)?;
     match cell {
-        Some(k) => Ok((run_one(&grid, out, k)?, None)),
-        None if slurm => Ok((self::slurm(&grid, out, None, submit)?, None)),
-        None => local(&grid, out, threads),
+        Some(k) => Ok((run_one(&grid, out, k)?, None, None)),
+        None if slurm => {
+            let (text, script) = self::slurm(&grid, out, None)?;
+            Ok((text, None, Some(script)))
+        }
+        None => {
+            let threads = crate::parallel::threads_or_all_cores(threads);
+            let (text, failed) = local(&grid, out, threads)?;
+            Ok((text, failed, None))
+        }
     }
 }
 
@@ -194,10 +158,11 @@ fn run_one_cell(grid: &Grid, dir: &Path, k: usize) -> Result<Option<String>, For
             format!("expected 0..={} (the grid has {n} cells), got {k}", n - 1),
         ));
     }
+    let writer = format!("cell-{k}");
     if !dir.join(MANIFEST).is_file() {
-        prepare(dir, &manifest(grid, &grid.input_hashes()?), true)?;
+        prepare(dir, &manifest(grid, &grid.input_hashes()?), true, &writer)?;
     } else {
-        prepare(dir, &manifest(grid, &[]), false)?;
+        prepare(dir, &manifest(grid, &[]), false, &writer)?;
     }
     let hash = grid.input_hash(k)?;
     if read_cell(dir, k).is_some_and(|c| c.input_hash == hash && c.summary.is_some()) {
@@ -213,7 +178,7 @@ fn run_one_cell(grid: &Grid, dir: &Path, k: usize) -> Result<Option<String>, For
 /// `logs/cell-K.log`. Paths are made absolute and shell-quoted; the `#SBATCH` values were
 /// checked with the grid; a path that is not UTF-8 is refused.
 pub fn write_slurm(grid: &Grid, dir: &Path, exe: &Path) -> Result<(PathBuf, String), FormatError> {
-    prepare(dir, &manifest(grid, &grid.input_hashes()?), true)?;
+    prepare(dir, &manifest(grid, &grid.input_hashes()?), true, "slurm")?;
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs).map_err(|source| io(&logs, source))?;
     let word = |p: &Path, what: &str| -> Result<String, FormatError> {
@@ -263,49 +228,34 @@ pub fn write_slurm(grid: &Grid, dir: &Path, exe: &Path) -> Result<(PathBuf, Stri
 }
 
 /// `--slurm`: the script written ([`write_slurm`], for `exe`, or for this executable when
-/// `None`) and, when `submit`, submitted ([`submit`]); what was done, a line each.
+/// `None`); what was done, and the script.
 pub fn slurm(
     grid: &Grid,
     dir: &Path,
     exe: Option<&Path>,
-    submit_it: bool,
-) -> Result<String, FormatError> {
+) -> Result<(String, PathBuf), FormatError> {
     let exe = match exe {
         Some(e) => e.to_path_buf(),
         None => std::env::current_exe().map_err(|source| io(Path::new("railyard"), source))?,
     };
     let (script, _) = write_slurm(grid, dir, &exe)?;
-    let mut out = format!(
+    let out = format!(
         "wrote {} ({} array tasks)\n",
         script.display(),
         grid.cells.len()
     );
-    if submit_it {
-        out += &format!("submitted batch job {}\n", submit(&script)?);
-    }
-    Ok(out)
+    Ok((out, script))
 }
 
-/// `sbatch --parsable SCRIPT`: the array's job ID, or sbatch's own error on one line.
-pub fn submit(script: &Path) -> Result<String, FormatError> {
-    let out = std::process::Command::new("sbatch")
-        .arg("--parsable")
-        .arg(script)
-        .output()
-        .map_err(|e| {
-            FormatError::input(
-                "sbatch",
-                format!("cannot run sbatch (is Slurm installed and on PATH?): {e}"),
-            )
-        })?;
+/// What `sbatch --parsable` said (`ok`: it exited 0): `submitted batch job ID`, or its error
+/// on one line.
+pub fn submitted(ok: bool, stdout: &[u8], stderr: &[u8]) -> Result<String, FormatError> {
     let said = |b: &[u8]| formats::one_line(&String::from_utf8_lossy(b));
-    if !out.status.success() {
-        return Err(FormatError::input(
-            "sbatch",
-            format!("{} ({})", said(&out.stderr), out.status),
-        ));
+    if ok {
+        Ok(format!("submitted batch job {}\n", said(stdout)))
+    } else {
+        Err(FormatError::input("sbatch", said(stderr)))
     }
-    Ok(said(&out.stdout))
 }
 
 /// Cell `k` run now: its summary, or its error.
@@ -376,32 +326,26 @@ fn simulate_cell(grid: &Grid, cell: &CellAxes) -> Result<serde_json::Value, Stri
 }
 
 /// The directory's `cells/` made, and the manifest written (atomically: array tasks may race)
-/// when `write`.
-fn prepare(dir: &Path, manifest: &Manifest, write: bool) -> Result<(), FormatError> {
+/// when `write`, by `writer` (`local`, `slurm`, `cell-K`).
+fn prepare(dir: &Path, manifest: &Manifest, write: bool, writer: &str) -> Result<(), FormatError> {
     let cells = dir.join("cells");
     std::fs::create_dir_all(&cells).map_err(|source| io(&cells, source))?;
     if write {
         let text = serde_json::to_string_pretty(manifest).expect("plain data serializes") + "\n";
-        write_atomically(&dir.join(MANIFEST), &text)?;
+        write_atomically(&dir.join(MANIFEST), &text, writer)?;
     }
     Ok(())
 }
 
-/// Cell `k`'s recorded outcome, if its file is there and reads.
-pub fn read_cell(dir: &Path, k: usize) -> Option<CellOutput> {
-    let text = std::fs::read_to_string(cell_path(dir, k)).ok()?;
-    serde_json::from_str(&text).ok()
-}
-
 fn write_cell(dir: &Path, out: &CellOutput) -> Result<(), FormatError> {
     let text = serde_json::to_string_pretty(out).expect("plain data serializes") + "\n";
-    write_atomically(&cell_path(dir, out.cell), &text)
+    write_atomically(&cell_path(dir, out.cell), &text, "cell")
 }
 
-/// Write `text` to `path` through a file beside it renamed into place, so a reader (or a
-/// killed task) never leaves half a file under the real name.
-fn write_atomically(path: &Path, text: &str) -> Result<(), FormatError> {
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+/// Write `text` to `path` through a file beside it (named by `writer`, so writers that may race
+/// never share one) renamed into place: a reader, or a killed task, never sees half a file.
+fn write_atomically(path: &Path, text: &str, writer: &str) -> Result<(), FormatError> {
+    let tmp = path.with_extension(format!("tmp.{writer}"));
     std::fs::write(&tmp, text).map_err(|source| io(&tmp, source))?;
     std::fs::rename(&tmp, path).map_err(|source| io(path, source))
 }

@@ -23,8 +23,8 @@ pub struct Cli {
     /// detail; errors are always printed.
     #[command(flatten)]
     pub verbosity: clap_verbosity_flag::Verbosity<Notes>,
-    /// Runs at once (simulate's runs, sweep cells); default every core, 1: one after another.
-    #[arg(short = 'j', long = "jobs", global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    /// Runs at once (simulate's runs, sweep cells), before the command; default every core, 1: one after another.
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
     /// The command.
     #[command(subcommand)]
@@ -114,7 +114,6 @@ pub enum Command {
     Man(ManArgs),
     /// Print the JSON Schema of a YAML format you write: cluster-spec, overlay, job, state, layout.
     Schema(SchemaArgs),
-    /// Run a grid of simulations (clusters × traces × policies × …) here or as a Slurm array.
     Sweep(sweep::SweepArgs),
     /// Generate traces: `trace synth --profile llm` (seeded, LLM-era job classes).
     #[command(subcommand)]
@@ -200,13 +199,12 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
                 .to_owned(),
         ));
     }
-    let threads = ops::parallel::threads_or_all_cores(cli.threads);
     match cli.command {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
         Command::Simulate(mut a) => {
             a.command_line = ops::parallel::without_threads_flag(command_line());
-            simulate::run(&a, threads)
+            simulate::run(&a, cli.threads)
         }
         Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),
         Command::Fabric(FabricCommand::Compare(a)) => fabric::compare(&a),
@@ -224,7 +222,7 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Man(a) => man(&a),
         Command::Schema(a) => schema::schema(&a.name),
         Command::Trace(TraceCommand::Synth(a)) => trace::synth(&a),
-        Command::Sweep(a) => sweep::sweep(&a, threads),
+        Command::Sweep(a) => sweep::sweep(&a, cli.threads),
     }
 }
 

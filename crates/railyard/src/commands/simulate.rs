@@ -179,8 +179,8 @@ impl SimulateArgs {
     }
 }
 
-/// `simulate`, at most `threads` runs at once.
-pub fn run(args: &SimulateArgs, threads: usize) -> Result<String, CliError> {
+/// `simulate`, at most `threads` runs at once (`-j`; none: every core).
+pub fn run(args: &SimulateArgs, threads: Option<u16>) -> Result<String, CliError> {
     let cluster = load_cluster(&args.cluster)?;
     let options = args.options();
     let runs = ops::simulate::runs(&cluster, &args.cluster.cluster, &options)?;
@@ -202,7 +202,7 @@ pub fn run(args: &SimulateArgs, threads: usize) -> Result<String, CliError> {
         routing,
         args.from_scratch_network,
         &trace_name,
-        threads,
+        ops::parallel::threads_or_all_cores(threads),
         &|label, total| {
             let mut bar = ProgressBar::new(total, label, bars.clone());
             Box::new(move |n| bar.tick(n))

@@ -247,7 +247,7 @@ fn the_slurm_script_runs_each_cell_with_every_path_quoted() {
             grid.to_str().unwrap(),
             "--cell",
             "7",
-            "--out",
+            "--out-dir",
             out.to_str().unwrap()
         ]
     );
