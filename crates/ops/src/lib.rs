@@ -4,7 +4,8 @@
 //! `cluster` (the cluster a `--cluster` name and its import options ask for), `nccl_settings`
 //! (`--nccl` and `--qps` as one NCCL configuration), `place` (a placement decided from job,
 //! state and queue files), `queues` (queue files checked as a whole) and `simulate`
-//! (`simulate`'s flags as the simulator's runs, and their outputs). No argument parsing, no
+//! (`simulate`'s flags as the simulator's runs, and their outputs), `parallel` (runs on a pool
+//! the caller sizes) and `sweep` (grids of simulations, locally or as a Slurm array). No argument parsing, no
 //! printing: the CLI renders what these return.
 
 pub mod cables;
@@ -17,6 +18,7 @@ pub mod launch;
 pub mod lint;
 pub mod nccl_settings;
 pub mod nccl_shapes;
+pub mod parallel;
 pub mod place;
 pub mod place_layout;
 pub mod queues;
@@ -24,6 +26,9 @@ pub mod ranks;
 pub mod sim_failures;
 pub mod sim_queues;
 pub mod simulate;
+pub mod sweep;
+pub mod sweep_merge;
+pub mod sweep_run;
 pub mod synth;
 
 use serde::Serialize;

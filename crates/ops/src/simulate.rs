@@ -237,11 +237,14 @@ pub fn network_off(jobs: &mut [TraceJob]) {
 }
 
 /// A progress counter for one run: told how many of its jobs are done; dropped when it ends.
-pub type Progress<'p> = Box<dyn FnMut(usize) + 'p>;
+pub type Progress<'p> = Box<dyn FnMut(usize) + Send + 'p>;
 
-/// Every run of `jobs`, in order, on the fabric model of `cluster` (solved incrementally, or
-/// from scratch on every change when `from_scratch`); `progress` makes each run's counter from
-/// its policy's name and the number of jobs. An error names `trace_name`.
+/// Every run of `jobs` on the fabric model of `cluster` (solved incrementally, or from scratch
+/// on every change when `from_scratch`), at most `threads` at once ([`crate::parallel`]: so at
+/// most that many networks and states held), the results in the order of `configs` whatever
+/// finishes first; `progress` makes each run's counter from its policy's name and the number
+/// of jobs. An error names `trace_name` (the first failing run's, in the order of `configs`).
+#[allow(clippy::too_many_arguments)]
 pub fn run_all<'p>(
     cluster: &Cluster,
     jobs: &[TraceJob],
@@ -249,10 +252,10 @@ pub fn run_all<'p>(
     routing: RoutingConfig,
     from_scratch: bool,
     trace_name: &str,
-    progress: &mut dyn FnMut(&str, usize) -> Progress<'p>,
+    threads: usize,
+    progress: &(dyn Fn(&str, usize) -> Progress<'p> + Sync),
 ) -> Result<Vec<SimResult>, FormatError> {
-    let mut results = Vec::with_capacity(configs.len());
-    for config in configs {
+    crate::parallel::map_in_order(threads, configs, |_, config| {
         let mut incremental;
         let mut scratch;
         let network: &mut dyn Network = if from_scratch {
@@ -265,11 +268,11 @@ pub fn run_all<'p>(
             &mut incremental
         };
         let mut tick = progress(&config.policy.name, jobs.len());
-        let result = simulate(cluster, jobs, config, network, &mut tick)
-            .map_err(|e| FormatError::input(trace_name, e))?;
-        results.push(result);
-    }
-    Ok(results)
+        simulate(cluster, jobs, config, network, &mut tick)
+            .map_err(|e| FormatError::input(trace_name, e))
+    })
+    .into_iter()
+    .collect()
 }
 
 /// How a result was made: enough to reproduce it.

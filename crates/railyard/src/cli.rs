@@ -6,7 +6,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::args::command_line;
 use crate::commands::{
-    cables, doctor, fabric, launch, lint, place, queues, schema, simulate, step, topo, trace,
+    cables, doctor, fabric, launch, lint, place, queues, schema, simulate, step, sweep, topo, trace,
 };
 use crate::error::CliError;
 
@@ -23,6 +23,9 @@ pub struct Cli {
     /// detail; errors are always printed.
     #[command(flatten)]
     pub verbosity: clap_verbosity_flag::Verbosity<Notes>,
+    /// Runs at once (simulate's runs, sweep cells), before the command; default every core, 1: one after another.
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -111,6 +114,7 @@ pub enum Command {
     Man(ManArgs),
     /// Print the JSON Schema of a YAML format you write: cluster-spec, overlay, job, state, layout.
     Schema(SchemaArgs),
+    Sweep(sweep::SweepArgs),
     /// Generate traces: `trace synth --profile llm` (seeded, LLM-era job classes).
     #[command(subcommand)]
     Trace(TraceCommand),
@@ -199,8 +203,8 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Topo(TopoCommand::Show(a)) => topo::show(&a),
         Command::Topo(TopoCommand::Export(a)) => topo::export(&a),
         Command::Simulate(mut a) => {
-            a.command_line = command_line();
-            simulate::run(&a)
+            a.command_line = ops::parallel::without_threads_flag(command_line());
+            simulate::run(&a, cli.threads)
         }
         Command::Fabric(FabricCommand::Collective(a)) => fabric::collective(&a),
         Command::Fabric(FabricCommand::Compare(a)) => fabric::compare(&a),
@@ -218,6 +222,7 @@ pub fn run(cli: Cli) -> Result<String, CliError> {
         Command::Man(a) => man(&a),
         Command::Schema(a) => schema::schema(&a.name),
         Command::Trace(TraceCommand::Synth(a)) => trace::synth(&a),
+        Command::Sweep(a) => sweep::sweep(&a, cli.threads),
     }
 }
 

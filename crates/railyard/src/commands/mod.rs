@@ -10,5 +10,6 @@ pub mod queues;
 pub mod schema;
 pub mod simulate;
 pub mod step;
+pub mod sweep;
 pub mod topo;
 pub mod trace;

@@ -178,8 +178,8 @@ impl SimulateArgs {
     }
 }
 
-/// `simulate`.
-pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
+/// `simulate`, at most `threads` runs at once (`-j`; none: every core).
+pub fn run(args: &SimulateArgs, threads: Option<u16>) -> Result<String, CliError> {
     let cluster = load_cluster(&args.cluster)?;
     let options = args.options();
     let runs = ops::simulate::runs(&cluster, &args.cluster.cluster, &options)?;
@@ -193,6 +193,7 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     let trace_name = args.trace.display().to_string();
     let (configs, warnings) =
         ops::simulate::configs(&cluster, &mut trace.jobs, &trace_name, runs, &options)?;
+    let bars = indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr());
     let results = ops::simulate::run_all(
         &cluster,
         &trace.jobs,
@@ -200,8 +201,9 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
         routing,
         args.from_scratch_network,
         &trace_name,
-        &mut |label, total| {
-            let mut bar = ProgressBar::new(total, label);
+        ops::parallel::threads_or_all_cores(threads),
+        &|label, total| {
+            let mut bar = ProgressBar::new(total, label, bars.clone());
             Box::new(move |n| bar.tick(n))
         },
     )?;
@@ -238,11 +240,12 @@ pub fn run(args: &SimulateArgs) -> Result<String, CliError> {
     })
 }
 
-/// A progress bar on stderr, shown only for runs longer than a second on a terminal.
+/// A progress bar on stderr (one per run, labelled), shown only for runs longer than a second on a terminal.
 struct ProgressBar {
     total: u64,
     label: String,
     started: Instant,
+    bars: indicatif::MultiProgress,
     bar: Option<indicatif::ProgressBar>,
 }
 
@@ -250,21 +253,21 @@ impl ProgressBar {
     // The CLI may read the clock (the core crates may not): it only decides when to show
     // progress and never reaches the results.
     #[allow(clippy::disallowed_methods)]
-    fn new(total: usize, label: &str) -> Self {
+    fn new(total: usize, label: &str, bars: indicatif::MultiProgress) -> Self {
         Self {
             total: total as u64,
             label: label.to_owned(),
             started: Instant::now(),
+            bars,
             bar: None,
         }
     }
 
     fn tick(&mut self, done: usize) {
         if self.bar.is_none() && self.started.elapsed() > Duration::from_secs(1) {
-            let bar = indicatif::ProgressBar::with_draw_target(
-                Some(self.total),
-                indicatif::ProgressDrawTarget::stderr(),
-            );
+            let bar = self.bars.add(indicatif::ProgressBar::new(self.total));
+            let style = "{msg:28!} {wide_bar} {pos}/{len} jobs";
+            bar.set_style(indicatif::ProgressStyle::with_template(style).expect("valid"));
             bar.set_message(self.label.clone());
             self.bar = Some(bar);
         }

@@ -13,7 +13,11 @@ use railyard::cli::Cli;
 use railyard::output::OutputFormat;
 
 /// Commands that print no result document, and why.
-const NO_OUTPUT: [(&str, &str); 5] = [
+const NO_OUTPUT: [(&str, &str); 6] = [
+    (
+        "railyard sweep",
+        "prints the merged table; its JSON and HTML go to files in --out-dir",
+    ),
     ("railyard completions", "prints a shell script"),
     ("railyard man", "prints roff"),
     ("railyard schema", "prints a JSON Schema, always JSON"),
