@@ -504,6 +504,7 @@ mod tests {
             node: n.to_owned(),
             gpus: 8.0,
             gpu_ids: Vec::new(),
+            gpu_memory_mib: None,
         };
         let pods: Vec<_> = ["n10", "n9", "n2", "n9", "n1"]
             .iter()

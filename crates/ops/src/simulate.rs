@@ -453,7 +453,7 @@ impl Simulated<'_> {
         network_off(&mut silent);
         let mut config = configs[best].clone();
         config.policy.name = format!("{} (network off)", config.policy.name);
-        let mut quiet = |_: &str, _: usize| -> Progress<'_> { Box::new(|_| {}) };
+        let quiet = |_: &str, _: usize| -> Progress<'_> { Box::new(|_| {}) };
         let bound = run_all(
             self.cluster,
             &silent,
@@ -461,7 +461,8 @@ impl Simulated<'_> {
             self.routing,
             from_scratch,
             self.trace_name,
-            &mut quiet,
+            1,
+            &quiet,
         )?;
         self.bound = bound.into_iter().next();
         Ok(self)
