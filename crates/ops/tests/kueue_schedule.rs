@@ -205,6 +205,7 @@ fn kueue_test_schedule_cases_give_kueues_outcome() {
                     "{}: marked as a difference ({why}) but agrees",
                     c.name
                 );
+                eprintln!("{}: differs ({why}); railyard gives {got:?}", c.name);
                 differences += 1;
             }
         }
