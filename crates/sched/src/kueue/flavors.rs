@@ -46,8 +46,10 @@ pub fn mismatch(
             .chain(f.tolerations)
             .any(|tol| tol.tolerates(t));
         if !tolerated {
+            // Kueue prints the corev1.Taint with `%v`: key, value, effect and its unset
+            // timeAdded pointer, `<nil>` (flavorassigner, Kueue ff69552e).
             return Some(format!(
-                "untolerated taint {{{} {} {effect}}} in flavor {name}",
+                "untolerated taint {{{} {} {effect} <nil>}} in flavor {name}",
                 t.key, t.value
             ));
         }
