@@ -60,23 +60,23 @@ pub struct FabricNetwork<'c> {
 #[derive(Debug)]
 struct LayoutRun {
     pace: Pace,
-    /// Per kind on the network, the fabric IDs of its groups that span hosts.
-    groups: Vec<(Kind, Vec<u64>)>,
+    /// Per kind on the network: the fabric ID of the kind's union job and the IDs of its
+    /// groups that span hosts (their routing IDs, and their keys in `on_fabric`).
+    groups: Vec<(Kind, u64, Vec<u64>)>,
 }
 
 impl LayoutRun {
-    /// Its rate from each group's result (`None` when one has none).
+    /// Its rate from each kind's union job's result (`None` when one has none).
     fn rate(&self, result: impl Fn(u64) -> Option<fabric::JobResult>) -> Option<NetRate> {
         let mut ratios: Vec<(Kind, f64)> = Vec::with_capacity(self.groups.len());
-        for (kind, ids) in &self.groups {
-            let mut worst = 1.0_f64;
-            for &id in ids {
-                let r = result(id)?;
-                if r.ideal_busbw_gb_s > 0.0 {
-                    worst = worst.min(r.busbw_gb_s / r.ideal_busbw_gb_s);
-                }
-            }
-            ratios.push((*kind, worst));
+        for (kind, union, _) in &self.groups {
+            let r = result(*union)?;
+            let ratio = if r.ideal_busbw_gb_s > 0.0 {
+                (r.busbw_gb_s / r.ideal_busbw_gb_s).min(1.0)
+            } else {
+                1.0
+            };
+            ratios.push((*kind, ratio));
         }
         let ratio = |k: Kind| ratios.iter().find(|x| x.0 == k).map_or(1.0, |x| x.1);
         let now = self.pace.step_s(ratio);
@@ -94,6 +94,11 @@ impl LayoutRun {
 /// The fabric ID of group `g` of layout job `id`.
 fn group_id(id: u64, g: usize) -> u64 {
     (1 << 62) + (id << 24) + g as u64
+}
+
+/// The fabric ID of the union job of layout job `id`'s `k`-th kind on the network.
+fn union_id(id: u64, k: usize) -> u64 {
+    (1 << 61) + (id << 8) + k as u64
 }
 
 /// The network model [`crate::engine::simulate`] uses by default, backed by the fabric model.
@@ -138,10 +143,10 @@ impl Network for FabricNetwork<'_> {
     fn end(&mut self, id: usize) {
         self.routed = None;
         if let Some(run) = self.layouts.remove(&(id as u64)) {
-            for (_, ids) in &run.groups {
-                for &g in ids {
-                    self.state.end(g);
-                    self.on_fabric.remove(&g);
+            for (_, union, ids) in &run.groups {
+                self.state.end(*union);
+                for g in ids {
+                    self.on_fabric.remove(g);
                 }
             }
             return;
@@ -238,7 +243,7 @@ impl<'c> FabricNetwork<'c> {
                 .iter()
                 .find(|c| c.kind == kind)
                 .map_or(Collective::AllReduce, |c| c.op.collective());
-            let mut ids = Vec::new();
+            let mut members: Vec<(u64, JobTraffic)> = Vec::new();
             for group in layout::groups(&t.layout, kind) {
                 let granks: Vec<Rank> = group.iter().map(|&r| ranks[r as usize]).collect();
                 if granks.iter().all(|r| r.node == granks[0].node) {
@@ -250,15 +255,20 @@ impl<'c> FabricNetwork<'c> {
                     ranks: granks,
                     collective,
                 };
-                self.state
-                    .start(gid, &group)
-                    .expect("the scheduler only places jobs on GPUs the cluster has");
+                members.push((gid, group));
+            }
+            if members.is_empty() {
+                continue;
+            }
+            let union = union_id(id, groups.len());
+            self.state
+                .start_union(union, &members)
+                .expect("the scheduler only places jobs on GPUs the cluster has");
+            let ids = members.iter().map(|m| m.0).collect();
+            for (gid, group) in members {
                 self.on_fabric.insert(gid, group);
-                ids.push(gid);
             }
-            if !ids.is_empty() {
-                groups.push((kind, ids));
-            }
+            groups.push((kind, union, ids));
         }
         LayoutRun { pace, groups }
     }
