@@ -8,16 +8,21 @@
 //! Layout jobs (design note, 2026-12-01). A job with a model and layout
 //! ([`crate::trace::TraceJob::training`]) is priced once when it starts: `layout::price_step` on
 //! an empty fabric over its ranks (its nodes × GPUs in order) gives its [`layout::Pace`], each
-//! collective's time at its kind's ideal bus bandwidth. Each of its communicator groups that
-//! spans hosts is then started in the incremental [`FabricState`] as a job of its own (a Ring
-//! over the group's ranks, the kind's collective; ID `2^62 + index · 2^24 + group`), so the
-//! running jobs and the layout jobs' groups share links by the same max-min, and only what
-//! touches them is re-solved. A kind's ratio is its slowest group's achieved ÷ ideal bus
-//! bandwidth (as `price_step` takes the slowest group); the job's step now is
+//! collective's time at its kind's ideal bus bandwidth. Each communicator kind with groups that
+//! span hosts is then started in the incremental [`FabricState`] as ONE job, the union of those
+//! groups ([`FabricState::start_union`]; ID `2^61 + index · 2^8 + kind`): each group a Ring over
+//! its ranks with the kind's collective, routed under its own ID (`2^62 + index · 2^24 +
+//! group`), all of them sharing one max-min pace, so the running jobs and the layout jobs share
+//! links by the same max-min and only what touches them is re-solved. Rule (2026-12-02, for
+//! cost: a 1,024-GPU tp=8,pp=4,dp=32 job is 2 fabric jobs, not 288): a step waits for a kind's
+//! slowest group anyway, so the kind runs at the pace its most loaded link allows every group;
+//! a kind's ratio is the union's achieved ÷ its ideal (the lowest ideal of its groups alone,
+//! capped at 1). Before, each group was its own max-min job and a less loaded group could take
+//! the share a slower one left; now a kind's groups hold back together. The job's step now is
 //! [`layout::Pace::step_s`] at those ratios, and its rate is ideal step ÷ step now (its
 //! communicating share is 1, so that ratio is its whole slowdown; kinds inside one NVLink
 //! domain never slow). A layout job inside one host is not on the network and runs at its
-//! trace duration. Groups are weighted alike (one max-min share per group, not per byte).
+//! trace duration. Kinds are weighted alike (one max-min share per kind, not per group or byte).
 //! `+network` scores a layout job's candidates by its step time
 //! ([`Network::step_probe`]): `price_step` over the
 //! candidate's ranks in the trace's rank order with everything on the fabric (the running
