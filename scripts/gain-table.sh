@@ -10,6 +10,9 @@
 #
 # Usage: scripts/gain-table.sh — clusters, seeds, trace size and offered load from the
 # environment: CLUSTERS="oci-h100-16k-4to1 oci-h100-16k" SEEDS="1 2 3" JOBS=10000 LOAD=10
+# WARM=1 synthesises with `--warm-start` (the cluster starts at the arrivals' steady occupancy,
+# fragmented, instead of empty). The LLM profile writes model/layout columns, so the table
+# prices its layout jobs by step time (`+network`) and paces them by their communicator groups.
 # Builds in release first; needs jq. Runs under `nice -n 5`. Deterministic: the same settings
 # print the same table (except the wall-time column).
 set -euo pipefail
@@ -18,6 +21,9 @@ CLUSTERS=${CLUSTERS:-"oci-h100-16k-4to1 oci-h100-16k"}
 SEEDS=${SEEDS:-"1 2 3"}
 JOBS=${JOBS:-10000}
 LOAD=${LOAD:-10}
+WARM=${WARM:-0}
+WARM_FLAG=()
+if [ "$WARM" = 1 ]; then WARM_FLAG=(--warm-start); fi
 POLICIES="fifo,fifo+preferred:tier0,fifo+required:tier1,fifo+preferred:tier0+network"
 POLICIES="$POLICIES,fifo+required:tier1+network"
 POLICIES="$POLICIES,best-effort,best-effort+preferred:tier0,best-effort+required:tier1"
@@ -33,7 +39,7 @@ for cluster in $CLUSTERS; do
   for seed in $SEEDS; do
     trace="$TMP/llm-$cluster-$seed.csv"
     "$BIN" -q trace synth --profile llm --jobs "$JOBS" --seed "$seed" \
-      --cluster "preset:$cluster" --load "$LOAD" --out "$trace"
+      --cluster "preset:$cluster" --load "$LOAD" "${WARM_FLAG[@]}" --out "$trace"
     start=$(date +%s.%N)
     nice -n 5 "$BIN" -q simulate --cluster "preset:$cluster" --trace "$trace" \
       --compare "$POLICIES" -o json > "$TMP/run.json"

@@ -158,13 +158,59 @@ impl<'c> FabricState<'c> {
         let mut routed = self.fabric.route_flows(job, &self.cfg, id)?;
         let row = self.solver.aggregate(&routed.flows, &routed.shares);
         self.fabric.recycle(std::mem::take(&mut routed.flows));
-        let ideal_pace = match ideal_routing(&self.cfg) {
+        let ideal_pace = self.ideal_pace(id, job)?;
+        self.insert(id, routed, row, ideal_pace)
+    }
+
+    /// Job `id` starts as the union of `groups` (each `(route ID, traffic)`, routed as
+    /// [`FabricState::start`] routes a job of that ID): one pace for all of them, each group
+    /// carrying its whole bus bytes at that pace, so the slowest group's links bound it. Its
+    /// ideal is the lowest of the groups' ideals alone. For a job whose step waits for its
+    /// slowest communicator group (a layout job's groups of one kind). `groups` must not be
+    /// empty.
+    pub fn start_union(
+        &mut self,
+        id: u64,
+        groups: &[(u64, JobTraffic)],
+    ) -> Result<(), FabricError> {
+        let mut flows = FlowPaths::new();
+        let mut shares = Vec::new();
+        let mut first: Option<RoutedJob> = None;
+        let mut ideal: Option<f64> = None;
+        for (gid, job) in groups {
+            let mut routed = self.fabric.route_flows(job, &self.cfg, *gid)?;
+            flows.extend(&routed.flows);
+            shares.extend_from_slice(&routed.shares);
+            self.fabric.recycle(std::mem::take(&mut routed.flows));
+            if let Some(p) = self.ideal_pace(*gid, job)? {
+                ideal = Some(ideal.map_or(p, |q: f64| q.min(p)));
+            }
+            first.get_or_insert(routed);
+        }
+        let routed = first.expect("a union job has at least one group");
+        let row = self.solver.aggregate(&flows, &shares);
+        self.insert(id, routed, row, ideal)
+    }
+
+    /// Job `job`'s bus bandwidth alone under ideal routing (`None` when the routing is ideal).
+    fn ideal_pace(&mut self, id: u64, job: &JobTraffic) -> Result<Option<f64>, FabricError> {
+        Ok(match ideal_routing(&self.cfg) {
             None => None,
             Some(ideal_cfg) if self.grouped_ideal => {
                 Some(self.fabric.alone_pace_grouped(job, &ideal_cfg, id)?)
             }
             Some(ideal_cfg) => Some(self.fabric.alone_pace(job, &ideal_cfg, id)?),
-        };
+        })
+    }
+
+    /// Put routed job `id` with its aggregated `row` on the fabric.
+    fn insert(
+        &mut self,
+        id: u64,
+        routed: RoutedJob,
+        row: Vec<(u32, f64)>,
+        ideal_pace: Option<f64>,
+    ) -> Result<(), FabricError> {
         let levels: Vec<f64> = row
             .iter()
             .map(|&(e, w)| alone_level(self.res[e as usize].capacity, w * 1.0))

@@ -241,3 +241,31 @@ fn grouped_ideal_counts_every_qp_where_the_uplinks_bind() {
         "{exact} vs {grouped}"
     );
 }
+
+#[test]
+fn a_union_job_of_one_group_is_that_job_and_of_disjoint_groups_runs_at_the_slowest() {
+    // A union of one group routed under its own ID is the job itself, bit for bit; a union of
+    // two groups that share no link runs at the slower group's alone pace, with the lower ideal.
+    let c = oversubscribed();
+    let cfg = RoutingConfig::default();
+    let a = traffic(&c, &[0, 1], 8);
+    let b = traffic(&c, &[4, 5, 6], 2);
+    let mut alone = FabricState::new(&c, cfg);
+    alone.start(1, &a).unwrap();
+    alone.start(2, &b).unwrap();
+    alone.solve();
+    let (ra, rb) = (alone.result(1).unwrap(), alone.result(2).unwrap());
+    let mut one = FabricState::new(&c, cfg);
+    one.start_union(9, &[(1, a.clone())]).unwrap();
+    one.solve();
+    assert_eq!(one.result(9), Some(ra.clone()));
+    let mut two = FabricState::new(&c, cfg);
+    two.start_union(9, &[(1, a), (2, b)]).unwrap();
+    two.solve();
+    let r = two.result(9).unwrap();
+    assert_eq!(r.busbw_gb_s, ra.busbw_gb_s.min(rb.busbw_gb_s));
+    assert_eq!(
+        r.ideal_busbw_gb_s,
+        ra.ideal_busbw_gb_s.min(rb.ideal_busbw_gb_s)
+    );
+}

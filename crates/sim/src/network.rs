@@ -8,16 +8,21 @@
 //! Layout jobs (design note, 2026-12-01). A job with a model and layout
 //! ([`crate::trace::TraceJob::training`]) is priced once when it starts: `layout::price_step` on
 //! an empty fabric over its ranks (its nodes × GPUs in order) gives its [`layout::Pace`], each
-//! collective's time at its kind's ideal bus bandwidth. Each of its communicator groups that
-//! spans hosts is then started in the incremental [`FabricState`] as a job of its own (a Ring
-//! over the group's ranks, the kind's collective; ID `2^62 + index · 2^24 + group`), so the
-//! running jobs and the layout jobs' groups share links by the same max-min, and only what
-//! touches them is re-solved. A kind's ratio is its slowest group's achieved ÷ ideal bus
-//! bandwidth (as `price_step` takes the slowest group); the job's step now is
+//! collective's time at its kind's ideal bus bandwidth. Each communicator kind with groups that
+//! span hosts is then started in the incremental [`FabricState`] as ONE job, the union of those
+//! groups ([`FabricState::start_union`]; ID `2^61 + index · 2^8 + kind`): each group a Ring over
+//! its ranks with the kind's collective, routed under its own ID (`2^62 + index · 2^24 +
+//! group`), all of them sharing one max-min pace, so the running jobs and the layout jobs share
+//! links by the same max-min and only what touches them is re-solved. Rule (2026-12-02, for
+//! cost: a 1,024-GPU tp=8,pp=4,dp=32 job is 2 fabric jobs, not 288): a step waits for a kind's
+//! slowest group anyway, so the kind runs at the pace its most loaded link allows every group;
+//! a kind's ratio is the union's achieved ÷ its ideal (the lowest ideal of its groups alone,
+//! capped at 1). Before, each group was its own max-min job and a less loaded group could take
+//! the share a slower one left; now a kind's groups hold back together. The job's step now is
 //! [`layout::Pace::step_s`] at those ratios, and its rate is ideal step ÷ step now (its
 //! communicating share is 1, so that ratio is its whole slowdown; kinds inside one NVLink
 //! domain never slow). A layout job inside one host is not on the network and runs at its
-//! trace duration. Groups are weighted alike (one max-min share per group, not per byte).
+//! trace duration. Kinds are weighted alike (one max-min share per kind, not per group or byte).
 //! `+network` scores a layout job's candidates by its step time
 //! ([`Network::step_probe`]): `price_step` over the
 //! candidate's ranks in the trace's rank order with everything on the fabric (the running
@@ -60,23 +65,23 @@ pub struct FabricNetwork<'c> {
 #[derive(Debug)]
 struct LayoutRun {
     pace: Pace,
-    /// Per kind on the network, the fabric IDs of its groups that span hosts.
-    groups: Vec<(Kind, Vec<u64>)>,
+    /// Per kind on the network: the fabric ID of the kind's union job and the IDs of its
+    /// groups that span hosts (their routing IDs, and their keys in `on_fabric`).
+    groups: Vec<(Kind, u64, Vec<u64>)>,
 }
 
 impl LayoutRun {
-    /// Its rate from each group's result (`None` when one has none).
+    /// Its rate from each kind's union job's result (`None` when one has none).
     fn rate(&self, result: impl Fn(u64) -> Option<fabric::JobResult>) -> Option<NetRate> {
         let mut ratios: Vec<(Kind, f64)> = Vec::with_capacity(self.groups.len());
-        for (kind, ids) in &self.groups {
-            let mut worst = 1.0_f64;
-            for &id in ids {
-                let r = result(id)?;
-                if r.ideal_busbw_gb_s > 0.0 {
-                    worst = worst.min(r.busbw_gb_s / r.ideal_busbw_gb_s);
-                }
-            }
-            ratios.push((*kind, worst));
+        for (kind, union, _) in &self.groups {
+            let r = result(*union)?;
+            let ratio = if r.ideal_busbw_gb_s > 0.0 {
+                (r.busbw_gb_s / r.ideal_busbw_gb_s).min(1.0)
+            } else {
+                1.0
+            };
+            ratios.push((*kind, ratio));
         }
         let ratio = |k: Kind| ratios.iter().find(|x| x.0 == k).map_or(1.0, |x| x.1);
         let now = self.pace.step_s(ratio);
@@ -94,6 +99,11 @@ impl LayoutRun {
 /// The fabric ID of group `g` of layout job `id`.
 fn group_id(id: u64, g: usize) -> u64 {
     (1 << 62) + (id << 24) + g as u64
+}
+
+/// The fabric ID of the union job of layout job `id`'s `k`-th kind on the network.
+fn union_id(id: u64, k: usize) -> u64 {
+    (1 << 61) + (id << 8) + k as u64
 }
 
 /// The network model [`crate::engine::simulate`] uses by default, backed by the fabric model.
@@ -138,10 +148,10 @@ impl Network for FabricNetwork<'_> {
     fn end(&mut self, id: usize) {
         self.routed = None;
         if let Some(run) = self.layouts.remove(&(id as u64)) {
-            for (_, ids) in &run.groups {
-                for &g in ids {
-                    self.state.end(g);
-                    self.on_fabric.remove(&g);
+            for (_, union, ids) in &run.groups {
+                self.state.end(*union);
+                for g in ids {
+                    self.on_fabric.remove(g);
                 }
             }
             return;
@@ -238,7 +248,7 @@ impl<'c> FabricNetwork<'c> {
                 .iter()
                 .find(|c| c.kind == kind)
                 .map_or(Collective::AllReduce, |c| c.op.collective());
-            let mut ids = Vec::new();
+            let mut members: Vec<(u64, JobTraffic)> = Vec::new();
             for group in layout::groups(&t.layout, kind) {
                 let granks: Vec<Rank> = group.iter().map(|&r| ranks[r as usize]).collect();
                 if granks.iter().all(|r| r.node == granks[0].node) {
@@ -250,15 +260,20 @@ impl<'c> FabricNetwork<'c> {
                     ranks: granks,
                     collective,
                 };
-                self.state
-                    .start(gid, &group)
-                    .expect("the scheduler only places jobs on GPUs the cluster has");
+                members.push((gid, group));
+            }
+            if members.is_empty() {
+                continue;
+            }
+            let union = union_id(id, groups.len());
+            self.state
+                .start_union(union, &members)
+                .expect("the scheduler only places jobs on GPUs the cluster has");
+            let ids = members.iter().map(|m| m.0).collect();
+            for (gid, group) in members {
                 self.on_fabric.insert(gid, group);
-                ids.push(gid);
             }
-            if !ids.is_empty() {
-                groups.push((kind, ids));
-            }
+            groups.push((kind, union, ids));
         }
         LayoutRun { pace, groups }
     }
