@@ -87,15 +87,7 @@ impl KueueObjects {
             let api = d.get("apiVersion").and_then(Value::as_str).unwrap_or("");
             if api == "v1" && d.get("kind").and_then(Value::as_str) == Some("Namespace") {
                 if let Some(ns) = str_at(d, "/metadata/name") {
-                    let labels = d
-                        .pointer("/metadata/labels")
-                        .and_then(Value::as_object)
-                        .map(|m| {
-                            m.iter()
-                                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let labels = string_map(d.pointer("/metadata/labels"));
                     self.namespaces.entry(ns.to_owned()).or_insert(labels);
                 }
                 continue;
@@ -148,15 +140,7 @@ impl KueueObjects {
                 },
                 "ResourceFlavor" => {
                     let spec = d.get("spec").cloned().unwrap_or(Value::Null);
-                    let node_labels = spec
-                        .get("nodeLabels")
-                        .and_then(Value::as_object)
-                        .map(|m| {
-                            m.iter()
-                                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let node_labels = string_map(spec.get("nodeLabels"));
                     let mut node_taints = Vec::new();
                     for (k, t) in spec
                         .get("nodeTaints")
@@ -550,4 +534,16 @@ pub fn admitted_workloads(file: &str, doc: &Value) -> Result<Vec<Admitted>, Form
         });
     }
     Ok(out)
+}
+
+/// The string entries of a JSON object such as `metadata.labels` or `spec.nodeLabels` (an
+/// absent object is empty; entries whose value is not a string are left out, as before).
+fn string_map<M: FromIterator<(String, String)>>(v: Option<&Value>) -> M {
+    v.and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_else(|| std::iter::empty().collect())
 }
