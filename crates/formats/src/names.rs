@@ -2,6 +2,24 @@
 //! values, Slurm host names) and shell quoting. Every generator that writes a name into a
 //! script, a label or a manifest checks it here first or quotes it.
 
+/// Why `name` can never be a Kubernetes name of any kind (`is empty`, `is N characters, …`,
+/// `holds a control character`), or `None`: the rules no object passes, whatever its kind's
+/// stricter ones (for job and queue names, which the peers check per kind).
+pub fn never_a_kubernetes_name(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("is empty".to_owned())
+    } else if name.chars().count() > 253 {
+        Some(format!(
+            "is {} characters, more than the 253 of any Kubernetes name",
+            name.chars().count()
+        ))
+    } else if name.chars().any(char::is_control) {
+        Some("holds a control character".to_owned())
+    } else {
+        None
+    }
+}
+
 /// Check an RFC 1123 DNS subdomain (a Kubernetes object or Node name): at most 253 characters,
 /// dot-separated labels of lowercase letters, digits and `-`, each 1..=63 characters, starting
 /// and ending with a letter or digit. Returns why not.

@@ -294,13 +294,26 @@ pub fn read_documents(files: &[Source<'_>], select: JobSelection) -> QueueFiles 
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_owned();
-            if matches!(kind, "Queue" | "ClusterQueue" | "Cohort" | "LocalQueue") && name.is_empty()
-            {
+            let kind_is_queue = matches!(kind, "Queue" | "ClusterQueue" | "Cohort" | "LocalQueue");
+            if kind_is_queue && name.is_empty() {
                 out.problems.push(QueueFinding::new(
                     file,
                     document,
                     Some("metadata.name".to_owned()),
                     format!("document {}: {kind} without metadata.name", i + 1),
+                ));
+                continue;
+            }
+            let why = crate::names::never_a_kubernetes_name(&name);
+            if let Some(why) = why.filter(|_| kind_is_queue) {
+                out.problems.push(QueueFinding::new(
+                    file,
+                    document,
+                    Some("metadata.name".to_owned()),
+                    format!(
+                        "the {kind} name `{}` {why}; it can never be a Kubernetes name",
+                        crate::error::excerpt(&name)
+                    ),
                 ));
                 continue;
             }

@@ -5,6 +5,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::hash::BuildHasher as _;
 use std::io::Read;
 use std::path::Path;
 use std::rc::Rc;
@@ -298,9 +299,6 @@ fn parse_records<R: Read>(
     }
     check_columns(file, format, &header).map_err(Failure::Trace)?;
     let mut table = Table::new(format);
-    // Job names (native `name`, Helios `job_id`) → first line, for look-ups only. Philly names
-    // are made from line numbers, unique by construction: no map.
-    let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     let mut record = csv::StringRecord::new();
     let mut index = 0u64;
     loop {
@@ -328,13 +326,12 @@ fn parse_records<R: Read>(
             if matches!(row.name, RowName::Philly) {
                 return Ok(row);
             }
-            if let Some(first) = seen.get(row.name.key()) {
+            if let Some(first) = table.first_line_named(row.name.key()) {
                 return Err(format!(
                     "job name `{}` is already used on line {first}; names must be unique",
                     excerpt(row.name.key())
                 ));
             }
-            seen.insert(row.name.key().to_owned(), line);
             Ok(row)
         });
         match parsed {
@@ -563,7 +560,7 @@ const NONE: u32 = u32::MAX;
 
 /// A row kept until the whole trace is read: numbers inline, the name a span of
 /// [`Table::names`] (Philly's is made from the line), the queue an index into
-/// [`Table::queues`], native extras an index into [`Table::extras`]. 40 bytes.
+/// [`Table::queues`]; native extras, when not the defaults, in [`Table::extras`]. 40 bytes.
 struct CompactRow {
     line: u64,
     submit_s: f64,
@@ -583,13 +580,44 @@ struct Table {
     /// Queues in order of first appearance, and their indices (look-ups only).
     queues: Vec<String>,
     queue_index: std::collections::HashMap<String, u32>,
-    /// Native rows' extras, one per native row (row `i`'s is `extras[i]`).
-    extras: Vec<Extras>,
+    /// Native rows' extras that are not [`TraceJob::new`]'s defaults, with their row's index,
+    /// in row order (most rows have none: a synthetic trace of five million rows keeps none).
+    extras: Vec<(u32, Extras)>,
     skipped: Vec<(u64, String)>,
     /// A reused buffer for queue look-ups.
     key: String,
-    /// Per kept row, its observed wait (Helios rows with a `start_time`).
+    /// Per kept Helios row, its observed wait (with a `start_time`); empty for other formats.
     waits: Vec<Option<f64>>,
+    /// The duplicate-name check without a copy of each name (Helios and native rows; Philly
+    /// names are made from line numbers, unique by construction): a name's hash → the first
+    /// kept row with that hash; a name whose hash an earlier, different name holds is kept
+    /// whole in `collided` with its line. Look-ups only, never iterated.
+    name_hashes: std::collections::HashMap<u64, u32>,
+    collided: std::collections::HashMap<String, u64>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl Extras {
+    /// What a native row without the optional columns asks for: [`TraceJob::new`]'s values.
+    fn defaults() -> Self {
+        Self {
+            priority: 0,
+            preemptible: true,
+            topology: TopologyAsk::None,
+            comm: None,
+            checkpoint: sim::CheckpointAsk::default(),
+            training: None,
+        }
+    }
+
+    fn are_defaults(&self) -> bool {
+        self.priority == 0
+            && self.preemptible
+            && self.topology == TopologyAsk::None
+            && self.comm.is_none()
+            && self.checkpoint == sim::CheckpointAsk::default()
+            && self.training.is_none()
+    }
 }
 
 impl Table {
@@ -604,7 +632,21 @@ impl Table {
             extras: Vec::new(),
             skipped: Vec::new(),
             key: String::new(),
+            name_hashes: std::collections::HashMap::new(),
+            collided: std::collections::HashMap::new(),
+            hasher: std::collections::hash_map::RandomState::new(),
         }
+    }
+
+    /// The line of the kept row named `name`, if any.
+    fn first_line_named(&self, name: &str) -> Option<u64> {
+        if let Some(&line) = self.collided.get(name) {
+            return Some(line);
+        }
+        let &i = self.name_hashes.get(&self.hasher.hash_one(name))?;
+        let r = &self.rows[i as usize];
+        let start = r.name_start as usize;
+        (&self.names[start..start + r.name_len as usize] == name).then_some(r.line)
     }
 
     /// Rows read so far, kept and skipped.
@@ -625,18 +667,30 @@ impl Table {
                 q
             }
         };
+        let index = self.rows.len() as u32;
         let (name_start, name_len) = match &row.name {
             RowName::Philly => (NONE, 0),
             named => {
+                let name = named.key();
+                match self.name_hashes.entry(self.hasher.hash_one(name)) {
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(index);
+                    }
+                    std::collections::hash_map::Entry::Occupied(_) => {
+                        self.collided.insert(name.to_owned(), line);
+                    }
+                }
                 let start = self.names.len() as u32;
-                self.names.push_str(named.key());
-                (start, named.key().len() as u32)
+                self.names.push_str(name);
+                (start, name.len() as u32)
             }
         };
-        if let Some(extras) = row.extras {
-            self.extras.push(extras);
+        if let Some(extras) = row.extras.filter(|x| !x.are_defaults()) {
+            self.extras.push((index, extras));
         }
-        self.waits.push(row.observed_wait_s);
+        if self.format == TraceFormat::Helios {
+            self.waits.push(row.observed_wait_s);
+        }
         self.rows.push(CompactRow {
             line,
             submit_s: row.submit_s,
@@ -654,8 +708,8 @@ impl Table {
             return Err(FormatError::input(file, "no readable jobs"));
         }
         let mut jobs = Vec::with_capacity(self.rows.len());
-        let mut extras = self.extras.into_iter();
-        for r in &self.rows {
+        let mut extras = self.extras.into_iter().peekable();
+        for (index, r) in self.rows.iter().enumerate() {
             let name = if r.name_start == NONE {
                 format!("philly-{}", r.line)
             } else {
@@ -669,7 +723,7 @@ impl Table {
                 ..TraceJob::new(name, r.gpus, r.duration_s)
             };
             if self.format == TraceFormat::Native {
-                if let Some(x) = extras.next() {
+                if let Some((_, x)) = extras.next_if(|(i, _)| *i as usize == index) {
                     job.priority = x.priority;
                     job.preemptible = x.preemptible;
                     job.topology = x.topology;
@@ -917,14 +971,7 @@ fn parse_row<'r>(
                 count("gpus", field(cols, r, "gpus")?)?,
                 ("", optional(cols, r, "queue").unwrap_or("default")),
             );
-            let mut extras = Extras {
-                priority: 0,
-                preemptible: true,
-                topology: TopologyAsk::None,
-                comm: None,
-                checkpoint: sim::CheckpointAsk::default(),
-                training: None,
-            };
+            let mut extras = Extras::defaults();
             for (name, slot) in [
                 ("checkpoint_s", &mut extras.checkpoint.interval_s),
                 ("restart_s", &mut extras.checkpoint.restart_s),

@@ -44,6 +44,14 @@ impl CliError {
             "{file}: {message}"
         ))))
     }
+
+    /// A reader's error about a flag's own value (`--demand: …`, an inline demand): exit 2.
+    pub fn usage_if_flag(e: formats::FormatError) -> Self {
+        match e {
+            formats::FormatError::Input(m) if m.starts_with("--") => Self::Usage(m),
+            e => Self::Format(e),
+        }
+    }
 }
 
 impl From<ops::simulate::SimulateError> for CliError {

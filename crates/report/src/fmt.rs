@@ -20,6 +20,15 @@ pub fn trim_float(v: f64) -> String {
     s.to_owned()
 }
 
+/// A quota or limit: `unlimited` when negative (KAI's -1) or infinite, else [`trim_float`].
+pub fn quota_amount(v: f64) -> String {
+    if v < 0.0 || v.is_infinite() {
+        "unlimited".to_owned()
+    } else {
+        trim_float(v)
+    }
+}
+
 /// An integer with thousands separators.
 pub fn fmt_count(n: u64) -> String {
     let s = n.to_string();

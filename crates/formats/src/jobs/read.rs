@@ -193,19 +193,7 @@ fn check_names(file: &str, job: JobDoc) -> Result<JobDoc, FormatError> {
         ("job name", name_field, job.name.as_str()),
         ("queue name", job.queue_field.as_str(), job.queue.as_str()),
     ] {
-        let why = if value.is_empty() {
-            Some("is empty".to_owned())
-        } else if value.chars().count() > 253 {
-            Some(format!(
-                "is {} characters, more than the 253 of any Kubernetes name",
-                value.chars().count()
-            ))
-        } else if value.chars().any(char::is_control) {
-            Some("holds a control character".to_owned())
-        } else {
-            None
-        };
-        if let Some(why) = why {
+        if let Some(why) = crate::names::never_a_kubernetes_name(value) {
             return Err(FormatError::input(
                 file,
                 format!(

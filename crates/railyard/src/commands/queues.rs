@@ -13,7 +13,7 @@ use ops::queues::{has_live_status, problems, read_files, share_report, ShareRepo
 use crate::cluster_arg::load_named;
 use crate::error::CliError;
 use crate::output::OutputFormat;
-use report::fmt::{plural, trim_float};
+use report::fmt::{plural, quota_amount as amount, trim_float};
 use report::table::Table;
 
 /// Arguments of `queues validate`.
@@ -111,22 +111,13 @@ pub fn share(args: &ShareArgs) -> Result<String, CliError> {
             "--demand: missing; give a demand, or live KAI Queues (kubectl get queues -o json) whose status says what each queue requests".to_owned(),
         ));
     }
-    let cluster_gpus = match &args.cluster {
-        Some(c) => Some(load_named(c)?.gpu_count() as f64),
-        None => None,
-    };
-    let report = share_report(&read, &args.demand, args.capacity.as_deref(), cluster_gpus)?;
+    let cluster_gpus = args.cluster.as_deref().map(load_named).transpose()?;
+    let cluster_gpus = cluster_gpus.map(|c| c.gpu_count() as f64);
+    let report = share_report(&read, &args.demand, args.capacity.as_deref(), cluster_gpus)
+        .map_err(CliError::usage_if_flag)?;
     Ok(args
         .output
         .render(&report, |wide| share_text(&report, wide)))
-}
-
-fn amount(v: f64) -> String {
-    if v < 0.0 || v.is_infinite() {
-        "unlimited".to_owned()
-    } else {
-        trim_float(v)
-    }
 }
 
 fn share_text(r: &ShareReport, wide: bool) -> String {

@@ -420,3 +420,32 @@ fn a_trace_header_without_a_line_end_is_refused_at_its_bound() {
         run.stderr
     );
 }
+
+#[test]
+fn a_long_trace_with_a_bad_last_row_is_refused_in_little_memory() {
+    // Issue 30, defect 10: a trace is parsed as it streams in and its rows kept compact, so one
+    // that fails on its last row holds about 80 bytes a row at most (a 5,000,000-row one held
+    // 1.29 GB, ~260 bytes a row, when each row kept its optional columns' defaults, an observed
+    // wait and a copy of its name). 400,000 rows under a 64 MiB data limit: about 35 MiB now,
+    // over 80 MiB before (the process aborts on a failed allocation instead of refusing).
+    let path = crate::temp_dir("long-trace-bad-last-row").join("trace.csv");
+    let mut text = String::from("name,submit_s,duration_s,gpus\n");
+    for i in 0..400_000 {
+        text.push_str(&format!("job-{i},{},3600,8\n", i / 100));
+    }
+    text.push_str("job-last,5000,3600,eight\n");
+    std::fs::write(&path, text).unwrap();
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -d 65536 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_railyard"))
+        .args(["simulate", "--cluster", "preset:fat-tree-k8", "--trace"])
+        .arg(&path)
+        .output()
+        .expect("sh runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("line 400002: gpus: expected a non-negative number, got \"eight\""),
+        "{stderr}"
+    );
+}

@@ -1,6 +1,6 @@
 //! `railyard queues validate` and `railyard queues share`.
 
-use crate::{fails, ok, railyard};
+use crate::{fails, ok, railyard, usage_fails};
 
 const BAD: &str = "tests/fixtures/sched/queues/bad";
 
@@ -130,7 +130,7 @@ fn share_gives_quota_then_the_rest_within_limits() {
 
 #[test]
 fn share_rejects_demand_for_unknown_or_parent_queues() {
-    let line = fails(&[
+    let line = usage_fails(&[
         "queues",
         "share",
         "--queues",
@@ -142,7 +142,7 @@ fn share_rejects_demand_for_unknown_or_parent_queues() {
         line,
         "error: --demand: queue `dept` has child queues; demand goes to leaf queues"
     );
-    let line = fails(&[
+    let line = usage_fails(&[
         "queues",
         "share",
         "--queues",
@@ -258,11 +258,12 @@ fn share_reads_demand_and_allocation_from_live_kai_queues() {
 }
 
 /// Issue 30, defect 9: a resource given twice in an inline `--demand` or `--capacity` is
-/// refused (the second would silently replace the first), naming the flag.
+/// refused (the second would silently replace the first), naming the flag: a bad flag value,
+/// exit 2 (the corpus's flags.txt holds the same two cases).
 #[test]
 fn a_resource_twice_in_an_inline_demand_is_refused() {
     let queues = "tests/fixtures/sched/queues/kai-teams.yaml";
-    let line = fails(&[
+    let line = usage_fails(&[
         "queues",
         "share",
         "--queues",
@@ -274,7 +275,7 @@ fn a_resource_twice_in_an_inline_demand_is_refused() {
         line,
         "error: --demand: `gpu:1,gpu:3`: resource `gpu` given twice; give each resource once"
     );
-    let line = fails(&[
+    let line = usage_fails(&[
         "queues",
         "share",
         "--queues",
