@@ -6,7 +6,7 @@ use std::fmt::Write;
 use sim::engine::SimResult;
 
 use crate::columns::{policy_columns, Column};
-use crate::fmt::{fmt_count, sig3};
+use crate::fmt::{count_of, fmt_count, sig3};
 use crate::svg::{bar_chart, esc, line_chart, Marker, Series};
 
 /// What the page is about.
@@ -75,12 +75,12 @@ pub fn render(ctx: &ReportContext<'_>, runs: &[SimResult]) -> String {
     let window = runs.first().map_or(0.0, |r| r.summary.arrival_window_s);
     let _ = writeln!(
         h,
-        "<h1>railyard simulation</h1><p>Trace <b>{}</b> ({} jobs arriving over {}{}) on cluster <b>{}</b> ({} GPUs). {}</p>",
+        "<h1>railyard simulation</h1><p>Trace <b>{}</b> ({} arriving over {}{}) on cluster <b>{}</b> ({} GPUs). {}</p>",
         esc(ctx.trace),
-        fmt_count(runs.first().map_or(0, |r| r.summary.jobs) as u64),
+        count_of(runs.first().map_or(0, |r| r.summary.jobs), "job"),
         hours(window),
         if ctx.skipped_rows > 0 {
-            format!(", {} unreadable rows skipped", fmt_count(ctx.skipped_rows as u64))
+            format!(", {} skipped", count_of(ctx.skipped_rows, "unreadable row"))
         } else {
             String::new()
         },

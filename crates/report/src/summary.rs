@@ -4,7 +4,7 @@
 use sim::engine::SimResult;
 
 use crate::columns::{policy_columns, Column};
-use crate::fmt::{fmt_count, sig3};
+use crate::fmt::{count_of, fmt_count, sig3};
 use crate::table::Table;
 
 /// What the summary says about the run's inputs.
@@ -35,12 +35,12 @@ pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool
     let jobs = results.first().map_or(0, |r| r.summary.jobs);
     let (trace_name, skipped, observed) = (facts.trace, facts.skipped_rows, facts.observed_waits);
     let mut out = format!(
-        "{} jobs from {trace_name} on {} ({} GPUs){}{}\n",
-        fmt_count(jobs as u64),
+        "{} from {trace_name} on {} ({} GPUs){}{}\n",
+        count_of(jobs, "job"),
         facts.cluster,
         fmt_count(facts.cluster_gpus),
         if skipped > 0 {
-            format!("; {} unreadable rows skipped", fmt_count(skipped as u64))
+            format!("; {} skipped", count_of(skipped, "unreadable row"))
         } else {
             String::new()
         },
@@ -56,11 +56,11 @@ pub fn simulation_text(facts: &TraceFacts<'_>, results: &[SimResult], wide: bool
     if !observed.is_empty() {
         let w = sim::WaitStats::of(observed);
         out.push_str(&format!(
-            "the trace's own scheduler: avg wait {} h, p50 {} h, p99 {} h over {} jobs\n",
+            "the trace's own scheduler: avg wait {} h, p50 {} h, p99 {} h over {}\n",
             sig3(w.avg_s / 3600.0),
             sig3(w.p50_s / 3600.0),
             sig3(w.p99_s / 3600.0),
-            fmt_count(w.jobs as u64)
+            count_of(w.jobs, "job")
         ));
     }
     for line in crate::headline::sentences(results, facts.bound, facts.no_network) {

@@ -132,3 +132,41 @@ fn the_page_states_its_conclusion_and_draws_coinciding_series_once() {
         "coinciding series drawn once"
     );
 }
+
+/// Issue 30, defect 8: a count of one takes the singular ("1 jobs from …" before), in the text
+/// header and the page's, and so does a skipped row.
+#[test]
+fn one_job_and_one_skipped_row_are_singular() {
+    let dir = temp_dir("one-job");
+    let trace = dir.join("one.csv");
+    std::fs::write(
+        &trace,
+        "name,submit_s,duration_s,gpus\nj,0,60,8\nbad,0,60,eight\n",
+    )
+    .unwrap();
+    let html = dir.join("report.html");
+    let args = [
+        "simulate",
+        "--cluster",
+        "preset:fat-tree-k8",
+        "--skip-bad-rows",
+        "--trace",
+        trace.to_str().unwrap(),
+    ];
+    let text = ok(&args);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("1 job from ") && first.ends_with("; 1 unreadable row skipped"),
+        "{first}"
+    );
+    ok(&[&args[..], &["--out", html.to_str().unwrap()]].concat());
+    let page = std::fs::read_to_string(html).unwrap();
+    assert!(
+        page.contains("(1 job arriving over "),
+        "no singular in the page"
+    );
+    assert!(
+        page.contains(", 1 unreadable row skipped)"),
+        "no singular in the page"
+    );
+}
