@@ -41,6 +41,9 @@ struct Case {
     #[serde(default)]
     admitted: Option<String>,
     pending: String,
+    /// Kueue's PartialAdmission feature gate (on by default); off, `minCount` is not read.
+    #[serde(default = "gate_on")]
+    partial_admission: bool,
     want: BTreeMap<String, Want>,
     difference: Option<String>,
 }
@@ -51,12 +54,19 @@ struct Want {
     /// Pod set → resource → flavor.
     #[serde(default)]
     admitted: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Pod set → pods admitted, for the pod sets partial admission reduced.
+    #[serde(default)]
+    counts: Option<BTreeMap<String, u32>>,
     #[serde(default)]
     preempted: Vec<String>,
     #[serde(default)]
     pending: Option<String>,
     #[serde(default)]
     not_queued: bool,
+}
+
+fn gate_on() -> bool {
+    true
 }
 
 fn yaml(text: &str) -> Value {
@@ -75,6 +85,7 @@ fn requests(wl: &Value) -> Vec<PodSetRequest> {
         .map(|ps| PodSetRequest {
             name: str_at(ps, "/name").to_owned(),
             count: ps["count"].as_u64().unwrap() as u32,
+            min_count: ps.get("minCount").and_then(Value::as_u64).map(|m| m as u32),
             per_pod: ps["requests"]
                 .as_object()
                 .unwrap()
@@ -143,7 +154,11 @@ fn outcome(case: &Case, file: &ScheduleFile, base: &str) -> BTreeMap<String, Wan
             .and_then(Value::as_i64)
             .unwrap_or(0) as i32;
         let check = |_: usize, f: &str| flavor_mismatch(objects.flavor(f), f, &[], None);
-        let a = assign::assign(&mut q, n, &requests(wl), priority, i64::MAX, &check);
+        let mut requests = requests(wl);
+        if !case.partial_admission {
+            requests.iter_mut().for_each(|r| r.min_count = None);
+        }
+        let a = assign::assign(&mut q, n, &requests, priority, i64::MAX, &check);
         let mut preempted: Vec<String> = a
             .targets
             .iter()
@@ -173,6 +188,15 @@ fn outcome(case: &Case, file: &ScheduleFile, base: &str) -> BTreeMap<String, Wan
                         })
                         .collect(),
                 ),
+                counts: Some(
+                    a.pod_sets
+                        .iter()
+                        .zip(&requests)
+                        .filter(|(ps, r)| ps.count < r.count)
+                        .map(|(ps, _)| (ps.name.clone(), ps.count))
+                        .collect(),
+                )
+                .filter(|c: &BTreeMap<String, u32>| !c.is_empty()),
                 ..Want::default()
             }
         } else {
