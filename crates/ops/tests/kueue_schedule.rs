@@ -162,8 +162,19 @@ fn outcome(case: &Case, file: &ScheduleFile, base: &str) -> BTreeMap<String, Wan
         if !case.partial_admission {
             requests.iter_mut().for_each(|r| r.min_count = None);
         }
-        queued.push((key, cq, requests, priority, i as i64));
+        let created = str_at(wl, "/metadata/creationTimestamp").to_owned();
+        queued.push((key, cq, requests, priority, (created, i)));
     }
+    // Creation order: RFC 3339 timestamps of one form sort as the times; then listing order.
+    let mut by_time: Vec<_> = queued.iter().map(|w| w.4.clone()).collect();
+    by_time.sort();
+    let queued: Vec<_> = queued
+        .into_iter()
+        .map(|(k, cq, r, p, t)| {
+            let at = by_time.binary_search(&t).unwrap() as i64;
+            (k, cq, r, p, at)
+        })
+        .collect();
     // Each ClusterQueue's head: highest priority, then first queued; the rest stay queued.
     let mut heads: Vec<Head> = Vec::new();
     let mut head_keys = Vec::new();
