@@ -549,3 +549,79 @@ fn fits_quota(
         Some(why),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kueue::{ClusterQueueSpec, Quota, ResourceGroup};
+
+    fn queue(nominal_cpu: i64) -> KueueQueues {
+        let cq = ClusterQueueSpec {
+            name: "cq".to_owned(),
+            groups: vec![ResourceGroup {
+                covered: vec!["cpu".to_owned()],
+                flavors: vec![(
+                    "default".to_owned(),
+                    BTreeMap::from([(
+                        "cpu".to_owned(),
+                        Quota {
+                            nominal: nominal_cpu,
+                            ..Quota::default()
+                        },
+                    )]),
+                )],
+            }],
+            namespace_selector: Some(Vec::new()),
+            ..ClusterQueueSpec::default()
+        };
+        KueueQueues::new(&[cq], &[]).unwrap()
+    }
+
+    /// Partial admission against a linear scan of Kueue's steps (the first step, fewest pods
+    /// taken away, whose counts fit): the binary search must find the same counts.
+    #[test]
+    fn partial_admission_finds_the_first_step_a_linear_scan_finds() {
+        let none = |_: usize, _: &str| None;
+        for nominal in [0_i64, 7, 20, 33, 50] {
+            for (c1, m1, c2, m2) in [(10, 2, 0, 0), (20, 5, 9, 9), (15, 1, 12, 3), (6, 6, 6, 6)] {
+                let mut sets = vec![PodSetRequest {
+                    name: "a".to_owned(),
+                    count: c1,
+                    min_count: Some(m1),
+                    per_pod: BTreeMap::from([("cpu".to_owned(), 2000)]),
+                }];
+                if c2 > 0 {
+                    sets.push(PodSetRequest {
+                        name: "b".to_owned(),
+                        count: c2,
+                        min_count: Some(m2),
+                        per_pod: BTreeMap::from([("cpu".to_owned(), 1000)]),
+                    });
+                }
+                let mut q = queue(nominal * 1000);
+                let got = assign(&mut q, 0, &sets, 0, 0, &none);
+                let total = i64::from(c1 - m1 + c2 - m2);
+                let scan = (0..=total).find_map(|i| {
+                    let counts: Vec<i64> = sets
+                        .iter()
+                        .map(|s| {
+                            let d = i64::from(s.count - s.min_count.unwrap());
+                            i64::from(s.count) - if total == 0 { 0 } else { d * i / total }
+                        })
+                        .collect();
+                    let need = counts[0] * 2 + counts.get(1).copied().unwrap_or(0);
+                    (need <= nominal).then_some(counts)
+                });
+                match scan {
+                    Some(counts) => {
+                        assert_eq!(got.mode(), Mode::Fit, "nominal {nominal}, {sets:?}");
+                        let got_counts: Vec<i64> =
+                            got.pod_sets.iter().map(|p| i64::from(p.count)).collect();
+                        assert_eq!(got_counts, counts, "nominal {nominal}");
+                    }
+                    None => assert_ne!(got.mode(), Mode::Fit, "nominal {nominal}, {sets:?}"),
+                }
+            }
+        }
+    }
+}
