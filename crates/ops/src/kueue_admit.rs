@@ -374,11 +374,20 @@ pub fn place_decision(
             .map(|(f, _)| f.clone())
             .or(p.flavor().map(str::to_owned))
     });
-    Ok(match sched::place_with(cluster, &occ, job, &on_flavor) {
-        Ok(placement) => Ok(sched::Decision { placement, victims }),
-        Err(e) => Err(match flavor_of {
-            Some(f) => format!("flavor {f}: {e}"),
-            None => e.to_string(),
-        }),
-    })
+    // Partial admission: Kueue sets the job's pods to the admitted count.
+    let mut admitted_job = job.clone();
+    for (set, ps) in admitted_job.pod_sets.iter_mut().zip(&a.pod_sets) {
+        if ps.count < set.count {
+            (set.count, set.min_count) = (ps.count, ps.count);
+        }
+    }
+    Ok(
+        match sched::place_with(cluster, &occ, &admitted_job, &on_flavor) {
+            Ok(placement) => Ok(sched::Decision { placement, victims }),
+            Err(e) => Err(match flavor_of {
+                Some(f) => format!("flavor {f}: {e}"),
+                None => e.to_string(),
+            }),
+        },
+    )
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use formats::kueue_objects::{admitted_workloads, KueueObjects};
 use ops::kueue_admit::{flavor_mismatch, queues, resolve_with_labels, Resolved};
-use sched::kueue::{assign, Admitted, PodSetRequest};
+use sched::kueue::{cycle, Head, Outcome, PodSetRequest};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -41,6 +41,9 @@ struct Case {
     #[serde(default)]
     admitted: Option<String>,
     pending: String,
+    /// Kueue's PartialAdmission feature gate (on by default); off, `minCount` is not read.
+    #[serde(default = "gate_on")]
+    partial_admission: bool,
     want: BTreeMap<String, Want>,
     difference: Option<String>,
 }
@@ -51,12 +54,22 @@ struct Want {
     /// Pod set → resource → flavor.
     #[serde(default)]
     admitted: Option<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Pod set → pods admitted, for the pod sets partial admission reduced.
+    #[serde(default)]
+    counts: Option<BTreeMap<String, u32>>,
     #[serde(default)]
     preempted: Vec<String>,
     #[serde(default)]
     pending: Option<String>,
     #[serde(default)]
     not_queued: bool,
+    /// Queued behind its ClusterQueue's head: not tried in this cycle.
+    #[serde(default)]
+    left: bool,
+}
+
+fn gate_on() -> bool {
+    true
 }
 
 fn yaml(text: &str) -> Value {
@@ -75,6 +88,7 @@ fn requests(wl: &Value) -> Vec<PodSetRequest> {
         .map(|ps| PodSetRequest {
             name: str_at(ps, "/name").to_owned(),
             count: ps["count"].as_u64().unwrap() as u32,
+            min_count: ps.get("minCount").and_then(Value::as_u64).map(|m| m as u32),
             per_pod: ps["requests"]
                 .as_object()
                 .unwrap()
@@ -100,7 +114,7 @@ fn outcome(case: &Case, file: &ScheduleFile, base: &str) -> BTreeMap<String, Wan
         case.name,
         objects.problems
     );
-    let mut held: Vec<Admitted> = match &case.admitted {
+    let held = match &case.admitted {
         Some(a) => {
             let list = serde_json::json!({"kind": "List", "items": yaml(a)});
             admitted_workloads(&case.name, &list).unwrap()
@@ -108,10 +122,13 @@ fn outcome(case: &Case, file: &ScheduleFile, base: &str) -> BTreeMap<String, Wan
         None => Vec::new(),
     };
     let mut out = BTreeMap::new();
-    for wl in yaml(&case.pending).as_array().unwrap() {
+    let q = queues(&objects, &held).unwrap();
+    let check = |_: usize, f: &str| flavor_mismatch(objects.flavor(f), f, &[], None);
+    // (key, ClusterQueue node, pod sets, priority, input order) of the queued Workloads.
+    let mut queued = Vec::new();
+    for (i, wl) in yaml(&case.pending).as_array().unwrap().iter().enumerate() {
         let ns = str_at(wl, "/metadata/namespace");
         let key = format!("{ns}/{}", str_at(wl, "/metadata/name"));
-        let mut q = queues(&objects, &held).unwrap();
         let labels = file.namespaces.get(ns).cloned().unwrap_or_default();
         let queue = str_at(wl, "/spec/queueName");
         let cq = match resolve_with_labels(&objects, &q, ns, &labels, queue) {
@@ -135,30 +152,65 @@ fn outcome(case: &Case, file: &ScheduleFile, base: &str) -> BTreeMap<String, Wan
                 );
                 continue;
             }
-            Some(Resolved::ClusterQueue(cq)) => cq,
+            Some(Resolved::ClusterQueue(cq)) => q.find(&cq).unwrap(),
         };
-        let n = q.find(&cq).unwrap();
         let priority = wl
             .pointer("/spec/priority")
             .and_then(Value::as_i64)
             .unwrap_or(0) as i32;
-        let check = |_: usize, f: &str| flavor_mismatch(objects.flavor(f), f, &[], None);
-        let a = assign::assign(&mut q, n, &requests(wl), priority, i64::MAX, &check);
-        let mut preempted: Vec<String> = a
-            .targets
-            .iter()
-            .map(|t| q.admitted[t.admitted].name.clone())
-            .collect();
-        preempted.sort();
-        let want = if a.mode() == sched::kueue::Mode::Fit && a.blocked.is_none() {
-            held.push(Admitted {
-                name: key.clone(),
-                cluster_queue: cq,
-                priority,
-                admitted_at: held.len() as i64,
-                usage: a.usage.clone(),
-            });
-            Want {
+        let mut requests = requests(wl);
+        if !case.partial_admission {
+            requests.iter_mut().for_each(|r| r.min_count = None);
+        }
+        let created = str_at(wl, "/metadata/creationTimestamp").to_owned();
+        queued.push((key, cq, requests, priority, (created, i)));
+    }
+    // Creation order: RFC 3339 timestamps of one form sort as the times; then listing order.
+    let mut by_time: Vec<_> = queued.iter().map(|w| w.4.clone()).collect();
+    by_time.sort();
+    let queued: Vec<_> = queued
+        .into_iter()
+        .map(|(k, cq, r, p, t)| {
+            let at = by_time.binary_search(&t).unwrap() as i64;
+            (k, cq, r, p, at)
+        })
+        .collect();
+    // Each ClusterQueue's head: highest priority, then first queued; the rest stay queued.
+    let mut heads: Vec<Head> = Vec::new();
+    let mut head_keys = Vec::new();
+    let mut by_cq: BTreeMap<usize, usize> = BTreeMap::new();
+    for (k, (_, cq, _, priority, at)) in queued.iter().enumerate() {
+        match by_cq.get(cq) {
+            Some(&h) if (queued[h].3, -queued[h].4) >= (*priority, -*at) => {}
+            _ => {
+                by_cq.insert(*cq, k);
+            }
+        }
+    }
+    for (k, (key, cq, requests, priority, at)) in queued.iter().enumerate() {
+        if by_cq.get(cq) != Some(&k) {
+            out.insert(
+                key.clone(),
+                Want {
+                    left: true,
+                    ..Want::default()
+                },
+            );
+            continue;
+        }
+        head_keys.push((key.clone(), requests.clone()));
+        heads.push(Head {
+            cq: *cq,
+            pod_sets: requests.clone(),
+            priority: *priority,
+            created: *at,
+            check: &check,
+        });
+    }
+    for ((key, requests), e) in head_keys.into_iter().zip(cycle(&q, &heads)) {
+        let a = &e.assignment;
+        let want = match e.outcome {
+            Outcome::Admitted => Want {
                 admitted: Some(
                     a.pod_sets
                         .iter()
@@ -173,15 +225,26 @@ fn outcome(case: &Case, file: &ScheduleFile, base: &str) -> BTreeMap<String, Wan
                         })
                         .collect(),
                 ),
+                counts: Some(
+                    a.pod_sets
+                        .iter()
+                        .zip(&requests)
+                        .filter(|(ps, r)| ps.count < r.count)
+                        .map(|(ps, _)| (ps.name.clone(), ps.count))
+                        .collect(),
+                )
+                .filter(|c: &BTreeMap<String, u32>| !c.is_empty()),
                 ..Want::default()
-            }
-        } else {
-            // Not admitted in this cycle (preemption issued or waiting): Kueue's message.
-            Want {
+            },
+            Outcome::Preempting => Want {
                 pending: Some(a.message()),
-                preempted,
+                preempted: e.victims.clone(),
                 ..Want::default()
-            }
+            },
+            Outcome::Pending(why) => Want {
+                pending: Some(why),
+                ..Want::default()
+            },
         };
         out.insert(key, want);
     }

@@ -139,6 +139,7 @@ fn gang(cluster: &Cluster) -> (Job, Vec<PodSetRequest>) {
     let req = vec![PodSetRequest {
         name: "workers".to_owned(),
         count: 1024,
+        min_count: None,
         per_pod: BTreeMap::from([(GPU.to_owned(), 8)]),
     }];
     (job, req)

@@ -242,6 +242,7 @@ fn kueue_example_manifests_validate_lint_and_are_admitted_to_their_flavor() {
         let req = vec![sched::kueue::PodSetRequest {
             name: "main".to_owned(),
             count: doc["spec"]["parallelism"].as_u64().unwrap_or(1) as u32,
+            min_count: None,
             per_pod,
         }];
         let n = q.find(&cq).unwrap();

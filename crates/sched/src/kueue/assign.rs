@@ -20,6 +20,8 @@ pub struct PodSetRequest {
     pub name: String,
     /// Pods.
     pub count: u32,
+    /// `minCount`: the fewest pods Kueue's partial admission may admit (`None`: all or none).
+    pub min_count: Option<u32>,
     /// Per pod, resource → amount.
     pub per_pod: BTreeMap<String, i64>,
 }
@@ -116,6 +118,8 @@ type Flavors = BTreeMap<String, (String, Mode)>;
 pub struct PodSetAssignment {
     /// Pod set name.
     pub name: String,
+    /// Pods assigned: the pod set's count, or fewer under partial admission.
+    pub count: u32,
     /// Resource → (flavor, mode).
     pub flavors: BTreeMap<String, (String, Mode)>,
     /// Kueue's reasons, sorted as Kueue sorts them; empty when the pod set fits.
@@ -251,10 +255,67 @@ fn decimal(v: i64) -> String {
 
 /// Assign flavors to a Workload of ClusterQueue `cq` (a node of `q.tree`), and when it needs
 /// preemption, find the targets. `priority` and `created` are the Workload's.
+///
+/// Kueue's `getInitialAssignments` (`pkg/scheduler/scheduler.go` at ff69552) with the
+/// PartialAdmission gate on (its default): when the full counts neither fit nor find
+/// preemption targets and a pod set has a `minCount`, Kueue's `PodSetReducer.Search`
+/// (`flavorassigner/podset_reducer.go`) binary-searches the smallest reduction, step `i` of
+/// `Σ(count − minCount)` giving each pod set `count − (count − minCount)·i/Σ`, that fits or
+/// preempts; without one the full assignment stands.
 pub fn assign(
     q: &mut KueueQueues,
     cq: usize,
     pod_sets: &[PodSetRequest],
+    priority: i32,
+    created: i64,
+    check: FlavorCheck<'_>,
+) -> Assignment {
+    let full = assign_counts(q, cq, pod_sets, None, priority, created, check);
+    let admits = |a: &Assignment| {
+        a.mode() == Mode::Fit || (a.mode() == Mode::Preempt && !a.targets.is_empty())
+    };
+    if admits(&full) {
+        return full;
+    }
+    let deltas: Vec<i64> = pod_sets
+        .iter()
+        .map(|ps| i64::from(ps.count - ps.min_count.unwrap_or(ps.count).min(ps.count)))
+        .collect();
+    let total: i64 = deltas.iter().sum();
+    if total == 0 {
+        return full;
+    }
+    // `sort.Search(total + 1, fits)`: the smallest step that admits, remembering the last
+    // step that did (the search's last call may fail).
+    let (mut lo, mut hi) = (0_i64, total + 1);
+    let mut last_good: Option<(i64, Assignment)> = None;
+    while lo < hi {
+        let i = lo + (hi - lo) / 2;
+        let counts: Vec<u32> = pod_sets
+            .iter()
+            .zip(&deltas)
+            .map(|(ps, d)| (i64::from(ps.count) - d * i / total) as u32)
+            .collect();
+        let a = assign_counts(q, cq, pod_sets, Some(&counts), priority, created, check);
+        if admits(&a) {
+            last_good = Some((i, a));
+            hi = i;
+        } else {
+            lo = i + 1;
+        }
+    }
+    match last_good {
+        Some((i, a)) if i == lo => a,
+        _ => full,
+    }
+}
+
+/// One flavor assignment with these pod counts (`None`: each pod set's `count`).
+fn assign_counts(
+    q: &mut KueueQueues,
+    cq: usize,
+    pod_sets: &[PodSetRequest],
+    counts: Option<&[u32]>,
     priority: i32,
     created: i64,
     check: FlavorCheck<'_>,
@@ -269,20 +330,22 @@ pub fn assign(
         blocked: None,
     };
     for (pi, ps) in pod_sets.iter().enumerate() {
+        let count = counts.map_or(ps.count, |c| c[pi]);
         let mut requests: BTreeMap<String, i64> = ps
             .per_pod
             .iter()
-            .map(|(r, v)| (r.clone(), v.saturating_mul(i64::from(ps.count))))
+            .map(|(r, v)| (r.clone(), v.saturating_mul(i64::from(count))))
             .collect();
         if spec
             .groups
             .iter()
             .any(|g| g.covered.iter().any(|r| r == "pods"))
         {
-            requests.insert("pods".to_owned(), i64::from(ps.count));
+            requests.insert("pods".to_owned(), i64::from(count));
         }
         let mut psa = PodSetAssignment {
             name: ps.name.clone(),
+            count,
             flavors: BTreeMap::new(),
             reasons: Vec::new(),
         };
@@ -485,4 +548,80 @@ fn fits_quota(
         },
         Some(why),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kueue::{ClusterQueueSpec, Quota, ResourceGroup};
+
+    fn queue(nominal_cpu: i64) -> KueueQueues {
+        let cq = ClusterQueueSpec {
+            name: "cq".to_owned(),
+            groups: vec![ResourceGroup {
+                covered: vec!["cpu".to_owned()],
+                flavors: vec![(
+                    "default".to_owned(),
+                    BTreeMap::from([(
+                        "cpu".to_owned(),
+                        Quota {
+                            nominal: nominal_cpu,
+                            ..Quota::default()
+                        },
+                    )]),
+                )],
+            }],
+            namespace_selector: Some(Vec::new()),
+            ..ClusterQueueSpec::default()
+        };
+        KueueQueues::new(&[cq], &[]).unwrap()
+    }
+
+    /// Partial admission against a linear scan of Kueue's steps (the first step, fewest pods
+    /// taken away, whose counts fit): the binary search must find the same counts.
+    #[test]
+    fn partial_admission_finds_the_first_step_a_linear_scan_finds() {
+        let none = |_: usize, _: &str| None;
+        for nominal in [0_i64, 7, 20, 33, 50] {
+            for (c1, m1, c2, m2) in [(10, 2, 0, 0), (20, 5, 9, 9), (15, 1, 12, 3), (6, 6, 6, 6)] {
+                let mut sets = vec![PodSetRequest {
+                    name: "a".to_owned(),
+                    count: c1,
+                    min_count: Some(m1),
+                    per_pod: BTreeMap::from([("cpu".to_owned(), 2000)]),
+                }];
+                if c2 > 0 {
+                    sets.push(PodSetRequest {
+                        name: "b".to_owned(),
+                        count: c2,
+                        min_count: Some(m2),
+                        per_pod: BTreeMap::from([("cpu".to_owned(), 1000)]),
+                    });
+                }
+                let mut q = queue(nominal * 1000);
+                let got = assign(&mut q, 0, &sets, 0, 0, &none);
+                let total = i64::from(c1 - m1 + c2 - m2);
+                let scan = (0..=total).find_map(|i| {
+                    let counts: Vec<i64> = sets
+                        .iter()
+                        .map(|s| {
+                            let d = i64::from(s.count - s.min_count.unwrap());
+                            i64::from(s.count) - if total == 0 { 0 } else { d * i / total }
+                        })
+                        .collect();
+                    let need = counts[0] * 2 + counts.get(1).copied().unwrap_or(0);
+                    (need <= nominal).then_some(counts)
+                });
+                match scan {
+                    Some(counts) => {
+                        assert_eq!(got.mode(), Mode::Fit, "nominal {nominal}, {sets:?}");
+                        let got_counts: Vec<i64> =
+                            got.pod_sets.iter().map(|p| i64::from(p.count)).collect();
+                        assert_eq!(got_counts, counts, "nominal {nominal}");
+                    }
+                    None => assert_ne!(got.mode(), Mode::Fit, "nominal {nominal}, {sets:?}"),
+                }
+            }
+        }
+    }
 }

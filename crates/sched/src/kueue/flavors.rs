@@ -96,6 +96,7 @@ pub fn pod_set_requests(
             PodSetRequest {
                 name: set.name.clone(),
                 count: set.count,
+                min_count: (set.min_count < set.count).then_some(set.min_count),
                 per_pod,
             }
         })

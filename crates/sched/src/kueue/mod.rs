@@ -5,6 +5,7 @@
 //! flavors and resources are data; nothing here reads a file or knows a label.
 
 pub mod assign;
+pub mod cycle;
 pub mod fair;
 pub mod flavors;
 pub mod preempt;
@@ -15,6 +16,7 @@ use std::fmt;
 
 use crate::constraints::SelectorRequirement;
 pub use assign::{Assignment, FlavorCheck, Mode, PodSetAssignment, PodSetRequest};
+pub use cycle::{cycle, Entry, Head, Outcome};
 pub use flavors::{mismatch, pod_set_requests, FlavorNodes};
 pub use preempt::{PreemptionPolicy, Target};
 pub use quota::{Fr, NodeKind, Quota, QuotaTree, UNLIMITED};

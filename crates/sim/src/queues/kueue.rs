@@ -25,6 +25,16 @@ use topology::Taint;
 /// A Workload's usage: (flavor, resource, amount).
 type Usage = Vec<(String, String, i64)>;
 
+/// The pod sets without `minCount`: a run admits a job whole (Kueue's partial admission would
+/// shrink the job's pods, which the engine does not do), so quota is held for every pod the
+/// placement may start.
+fn whole(mut requests: Vec<sched::kueue::PodSetRequest>) -> Vec<sched::kueue::PodSetRequest> {
+    for r in &mut requests {
+        r.min_count = None;
+    }
+    requests
+}
+
 /// A ResourceFlavor as a run needs it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KueueFlavor {
@@ -108,7 +118,7 @@ impl KueueRun {
         extras: &[PodSetExtras],
         created: i64,
     ) -> Assignment {
-        let requests = pod_set_requests(job, extras, &self.model.gpu_resource);
+        let requests = whole(pod_set_requests(job, extras, &self.model.gpu_resource));
         let flavors = &self.model.flavors;
         let check = |ps: usize, f: &str| {
             let nodes = flavors.iter().find(|x| x.name == f).map(|x| FlavorNodes {
@@ -125,7 +135,7 @@ impl KueueRun {
     /// above what the ClusterQueue could ever have, a flavor no pod set may use, or a stopped
     /// ClusterQueue).
     pub fn could_ever_admit(&self, cq: usize, job: &Job, extras: &[PodSetExtras]) -> bool {
-        let requests = pod_set_requests(job, extras, &self.model.gpu_resource);
+        let requests = whole(pod_set_requests(job, extras, &self.model.gpu_resource));
         let check = |ps: usize, f: &str| {
             let nodes = self.flavor(f).map(|x| FlavorNodes {
                 node_labels: &x.node_labels,
