@@ -159,6 +159,21 @@ pub struct Step {
 
 /// Price one step of `input.training` on `fabric` (see the module note).
 pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step, LayoutError> {
+    price(fabric, input, true)
+}
+
+/// [`price_step`] without each kind's hot links (left empty): every other field the same bits,
+/// and no load per resource of the fabric is made. What a simulator reads ([`crate::Pace`], a
+/// candidate's step time).
+pub fn price_step_without_hot_links(
+    fabric: &mut Fabric<'_>,
+    input: StepInput<'_>,
+) -> Result<Step, LayoutError> {
+    price(fabric, input, false)
+}
+
+/// [`price_step`], with each kind's hot links if `hot`.
+fn price(fabric: &mut Fabric<'_>, input: StepInput<'_>, hot: bool) -> Result<Step, LayoutError> {
     let t = input.training;
     t.validate(input.ranks.len() as u64)?;
     let cluster = fabric.cluster();
@@ -221,11 +236,17 @@ pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step,
     }
     let mut all: Vec<&RoutedJob> = routed.iter().collect();
     all.extend(input.running);
-    let alloc = fabric.solve(&all);
+    // Rates per flow only for the hot links; the paces are the same bits either way.
+    let alloc = if hot {
+        let alloc = fabric.solve(&all);
+        (alloc.busbw_gbps, alloc.rates)
+    } else {
+        (fabric.paces(&all), Vec::new())
+    };
 
     let mut comms = Vec::new();
     for (kind, range, gs) in &spans {
-        let busbw: Vec<f64> = alloc.busbw_gbps[range.clone()].to_vec();
+        let busbw: Vec<f64> = alloc.0[range.clone()].to_vec();
         let (slow, shared) =
             busbw.iter().enumerate().fold(
                 (0, f64::INFINITY),
@@ -246,16 +267,21 @@ pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step,
         } else {
             1.0
         };
-        let mut load = vec![0.0; fabric.n_resources()];
-        for j in range.clone() {
-            for (f, rate) in alloc.rates[j].iter().enumerate() {
-                for (res, w) in routed[j].flows.path(f) {
-                    load[res as usize] += w * rate;
+        let hot = if hot {
+            let mut load = vec![0.0; fabric.n_resources()];
+            for j in range.clone() {
+                for (f, rate) in alloc.1[j].iter().enumerate() {
+                    for (res, w) in routed[j].flows.path(f) {
+                        load[res as usize] += w * rate;
+                    }
                 }
             }
-        }
-        let mut hot = hot_link_groups(fabric, &load);
-        hot.truncate(2);
+            let mut hot = hot_link_groups(fabric, &load);
+            hot.truncate(2);
+            hot
+        } else {
+            Vec::new()
+        };
         let tier_index = highest_tier(fabric, input.ranks, gs);
         for x in traffic.iter().filter(|x| x.kind == *kind) {
             let (per_call, algorithm) = if x.op == Op::SendRecv {

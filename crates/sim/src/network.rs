@@ -172,7 +172,7 @@ impl Network for FabricNetwork<'_> {
             }
             self.routed = Some(routed);
         }
-        let step = layout::price_step(
+        let step = layout::price_step_without_hot_links(
             fabric,
             StepInput {
                 training: t,
@@ -228,7 +228,7 @@ impl<'c> FabricNetwork<'c> {
     fn start_layout(&mut self, id: u64, t: &layout::Training, ranks: &[Rank]) -> LayoutRun {
         let cluster = self.cluster;
         let fabric = self.pricing.get_or_insert_with(|| Fabric::new(cluster));
-        let step = layout::price_step(
+        let step = layout::price_step_without_hot_links(
             fabric,
             StepInput {
                 training: t,
