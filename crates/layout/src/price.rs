@@ -172,8 +172,30 @@ pub fn price_step_without_hot_links(
     price(fabric, input, false)
 }
 
+/// [`price_step_without_hot_links`] with more running jobs given as aggregated rows
+/// ([`Fabric::aggregate`]), after `input.running`: the same bits as routing them into
+/// `input.running` (their IDs below `u64::MAX / 2`), without aggregating their flows again on
+/// every call (a placer pricing many candidates beside the same running jobs).
+pub fn price_step_beside(
+    fabric: &mut Fabric<'_>,
+    input: StepInput<'_>,
+    beside: &[Vec<(u32, f64)>],
+) -> Result<Step, LayoutError> {
+    price_with(fabric, input, false, beside)
+}
+
 /// [`price_step`], with each kind's hot links if `hot`.
 fn price(fabric: &mut Fabric<'_>, input: StepInput<'_>, hot: bool) -> Result<Step, LayoutError> {
+    price_with(fabric, input, hot, &[])
+}
+
+/// [`price`] with `beside`'s rows solved after `input.running` (no hot links with them).
+fn price_with(
+    fabric: &mut Fabric<'_>,
+    input: StepInput<'_>,
+    hot: bool,
+    beside: &[Vec<(u32, f64)>],
+) -> Result<Step, LayoutError> {
     let t = input.training;
     t.validate(input.ranks.len() as u64)?;
     let cluster = fabric.cluster();
@@ -221,7 +243,7 @@ fn price(fabric: &mut Fabric<'_>, input: StepInput<'_>, hot: bool) -> Result<Ste
     kinds.dedup();
     let mut routed: Vec<RoutedJob> = Vec::new();
     let mut spans: Vec<(Kind, std::ops::Range<usize>, Vec<Vec<u32>>)> = Vec::new();
-    let base = input.running.len() as u64 + 1;
+    let base = (input.running.len() + beside.len()) as u64 + 1;
     for &kind in &kinds {
         let gs = groups(&t.layout, kind);
         let start = routed.len();
@@ -237,11 +259,12 @@ fn price(fabric: &mut Fabric<'_>, input: StepInput<'_>, hot: bool) -> Result<Ste
     let mut all: Vec<&RoutedJob> = routed.iter().collect();
     all.extend(input.running);
     // Rates per flow only for the hot links; the paces are the same bits either way.
+    let hot = hot && beside.is_empty();
     let alloc = if hot {
         let alloc = fabric.solve(&all);
         (alloc.busbw_gbps, alloc.rates)
     } else {
-        (fabric.paces(&all), Vec::new())
+        (fabric.paces_beside(&all, beside), Vec::new())
     };
 
     let mut comms = Vec::new();

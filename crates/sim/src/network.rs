@@ -55,8 +55,9 @@ pub struct FabricNetwork<'c> {
     /// The traffic of everything started on `state` (jobs and layout groups) by fabric ID, for
     /// pricing a layout candidate beside it ([`Network::step_probe`]).
     on_fabric: BTreeMap<u64, JobTraffic>,
-    /// `on_fabric` routed on `pricing`, in ID order; dropped on every start and end.
-    routed: Option<Vec<RoutedJob>>,
+    /// `on_fabric` routed on `pricing` and aggregated ([`Fabric::aggregate`]), in ID order;
+    /// dropped on every start and end, so the candidates of one decision share it.
+    routed: Option<Vec<Vec<(u32, f64)>>>,
     cluster: &'c Cluster,
     routing: RoutingConfig,
 }
@@ -166,21 +167,24 @@ impl Network for FabricNetwork<'_> {
         let cluster = self.cluster;
         let fabric = self.pricing.get_or_insert_with(|| Fabric::new(cluster));
         if self.routed.is_none() {
-            let mut routed = Vec::with_capacity(self.on_fabric.len());
+            let mut rows = Vec::with_capacity(self.on_fabric.len());
             for (&id, traffic) in &self.on_fabric {
-                routed.push(fabric.route_flows(traffic, &self.routing, id).ok()?);
+                let routed = fabric.route_flows(traffic, &self.routing, id).ok()?;
+                rows.push(fabric.aggregate(&routed));
+                fabric.recycle(routed.flows);
             }
-            self.routed = Some(routed);
+            self.routed = Some(rows);
         }
-        let step = layout::price_step_without_hot_links(
+        let step = layout::price_step_beside(
             fabric,
             StepInput {
                 training: t,
                 ranks: &traffic(job).ranks,
                 cfg: &self.routing,
-                running: self.routed.as_deref().unwrap_or(&[]),
+                running: &[],
                 efficiency: None,
             },
+            self.routed.as_deref().unwrap_or(&[]),
         );
         step.ok().map(|s| s.step_s)
     }
