@@ -685,11 +685,7 @@ impl<'c> Fabric<'c> {
             .iter()
             .map(|j| solver.aggregate(&j.flows, &j.shares))
             .collect();
-        let refs: Vec<&[(u32, f64)]> = rows
-            .iter()
-            .chain(beside)
-            .map(Vec::as_slice)
-            .collect();
+        let refs: Vec<&[(u32, f64)]> = rows.iter().chain(beside).map(Vec::as_slice).collect();
         let mut paces = solver.solve(&self.capacity, &refs);
         paces.truncate(jobs.len());
         for b in &mut paces {
