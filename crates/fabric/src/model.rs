@@ -19,6 +19,12 @@
 //! the others (where per-flow max-min followed by "each job at its slowest flow" stranded it).
 //! Computed exactly, without iterating, by progressive filling over jobs whose path on each
 //! resource is the sum of its flows' shares there ([`crate::job_max_min`]).
+//!
+//! Cost (2026-12-02). [`Fabric::solve`] and [`Fabric::paces`] solve only the resources the
+//! jobs touch, renumbered in ascending order ([`crate::SparseSolver`], kept in the fabric):
+//! every job's row together is a union of whole components, so the paces are the bits of the
+//! dense solve over every resource, at a cost in the jobs' resources. Only `solve` still
+//! makes the dense load per resource (for hot links); callers that read paces call `paces`.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

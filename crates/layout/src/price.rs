@@ -16,6 +16,11 @@
 //! size ([`fabric::sweep`]); a send/receive is latency + bytes / bus bandwidth of the ring
 //! over the stages.
 //!
+//! Cost (2026-12-02). [`price_step_without_hot_links`] skips each kind's hot links (the load
+//! per resource they need), and [`price_step_beside`] takes running jobs already aggregated
+//! into rows, so a caller pricing many candidates beside the same jobs aggregates them once;
+//! every other number is the same bits as [`price_step`].
+//!
 //! Step time = compute + bubble + exposed communication, with
 //! - compute = FLOPs / (GPUs × peak × efficiency) ([`crate::compute`]);
 //! - TP exposed in full, or with `overlap_tp` only what exceeds the compute;

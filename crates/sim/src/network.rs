@@ -30,6 +30,15 @@
 //! `fabric step --state` prices it; it sees no change to the running jobs. Other jobs'
 //! candidates are scored by their Ring AllReduce's probe, as before. The from-scratch reference does not model layout
 //! jobs (they run as Ring AllReduce over their GPUs there).
+//!
+//! Cost (2026-12-02; the numbers and bytes unchanged). Both pricings go through
+//! `layout::price_step_without_hot_links` (no load per resource, no hot links: `Pace` and a
+//! step time read neither) on a `Fabric` whose solve is sparse (`Fabric::paces`: the
+//! resources the jobs touch, renumbered; no vector per resource of the cluster is zeroed per
+//! call). For `+network`, what is on the fabric is routed and aggregated into one row per job
+//! once per change (`Fabric::aggregate`), and every candidate of a decision is priced beside
+//! those rows (`layout::price_step_beside`) instead of aggregating every running job's flows
+//! again per candidate.
 
 use std::collections::{BTreeMap, BTreeSet};
 
