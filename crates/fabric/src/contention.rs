@@ -23,12 +23,12 @@ pub struct Contention {
 
 /// Price `new` against `running` (routed with distinct job IDs, so their QP numbers differ).
 pub fn contention(fabric: &Fabric<'_>, new: &RoutedJob, running: &[RoutedJob]) -> Contention {
-    let alone = fabric.solve(&[new]).busbw_gbps[0];
+    let alone = fabric.paces(&[new])[0];
     let others: Vec<&RoutedJob> = running.iter().collect();
     let before = if others.is_empty() {
         Vec::new()
     } else {
-        fabric.solve(&others).busbw_gbps
+        fabric.paces(&others)
     };
     let mut all = Vec::with_capacity(running.len() + 1);
     all.push(new);

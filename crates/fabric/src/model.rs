@@ -19,7 +19,14 @@
 //! the others (where per-flow max-min followed by "each job at its slowest flow" stranded it).
 //! Computed exactly, without iterating, by progressive filling over jobs whose path on each
 //! resource is the sum of its flows' shares there ([`crate::job_max_min`]).
+//!
+//! Cost (2026-12-02). [`Fabric::solve`] and [`Fabric::paces`] solve only the resources the
+//! jobs touch, renumbered in ascending order ([`crate::SparseSolver`], kept in the fabric):
+//! every job's row together is a union of whole components, so the paces are the bits of the
+//! dense solve over every resource, at a cost in the jobs' resources. Only `solve` still
+//! makes the dense load per resource (for hot links); callers that read paces call `paces`.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -31,7 +38,7 @@ use crate::collective::{
 };
 use crate::error::{FabricError, MAX_FLOWS};
 use crate::hash::{FiveTuple, IPPROTO_UDP};
-use crate::maxmin::{add_load, aggregate_jobs, alone_level, max_min_fair, FlowPaths};
+use crate::maxmin::{add_load, alone_level, FlowPaths, SparseSolver};
 use crate::nccl::{channel_speed_gb_s, Algorithm, GpuArch};
 use crate::routing::{
     endpoint_name, plan_for, Plan, PortIndex, Router, RoutingConfig, RoutingMode,
@@ -181,6 +188,9 @@ pub struct Fabric<'c> {
     /// The last job's connections: a job routed twice in a row (its flows, then its ideal
     /// pace) is planned once.
     connections: Option<JobConnections>,
+    /// Scratch of [`Fabric::paces`] and [`Fabric::solve`], sized to the fabric at the first
+    /// solve (a `RefCell` so solving stays `&self`).
+    solver: RefCell<Option<SparseSolver>>,
 }
 
 /// A job's NCCL connections and what they were planned from (all of what they depend on
@@ -236,6 +246,7 @@ impl<'c> Fabric<'c> {
             sums: Vec::new(),
             path: Vec::new(),
             connections: None,
+            solver: RefCell::new(None),
         }
     }
 
@@ -305,10 +316,10 @@ impl<'c> Fabric<'c> {
     ) -> Result<RoutedJob, FabricError> {
         let routed = self.route_flows_algorithm(job, algorithm, cfg, job_id)?;
         let ideal = match ideal_routing(cfg) {
-            None => self.solve(&[&routed]).busbw_gbps[0],
+            None => self.paces(&[&routed])[0],
             Some(ideal_cfg) => {
                 let alone = self.route_flows_algorithm(job, algorithm, &ideal_cfg, job_id)?;
-                self.solve(&[&alone]).busbw_gbps[0]
+                self.paces(&[&alone])[0]
             }
         };
         Ok(RoutedJob {
@@ -635,26 +646,82 @@ impl<'c> Fabric<'c> {
     /// Job-level max-min fair paces over all flows of `jobs` together (see the design note),
     /// each flow's rate at its job's pace and the resulting load per resource.
     pub fn solve(&self, jobs: &[&RoutedJob]) -> Allocation {
-        let n_res = self.capacity.len();
-        let refs: Vec<(&FlowPaths, &[f64])> = jobs
+        let (busbw, rows) = self.paces_and_rows(jobs);
+        let rates = jobs
             .iter()
-            .map(|j| (&j.flows, j.shares.as_slice()))
+            .zip(&busbw)
+            .map(|(j, &b)| j.shares.iter().map(|s| s * b).collect::<Vec<f64>>())
             .collect();
-        let aggregated = aggregate_jobs(n_res, &refs);
-        let paces = max_min_fair(&self.capacity, &aggregated);
-        let mut per_job = Vec::with_capacity(jobs.len());
-        let mut busbw = Vec::with_capacity(jobs.len());
-        for (j, &b) in jobs.iter().zip(&paces) {
-            let b = if b.is_finite() { b } else { 0.0 };
-            per_job.push(j.shares.iter().map(|s| s * b).collect::<Vec<f64>>());
-            busbw.push(b);
+        // Job by job, row by row: the order [`FlowPaths::loads`] sums in, so the same bits.
+        let mut load = vec![0.0; self.capacity.len()];
+        for (row, &b) in rows.iter().zip(&busbw) {
+            for &(e, w) in row {
+                load[e as usize] += w * b;
+            }
         }
-        let load = aggregated.loads(n_res, &busbw);
         Allocation {
-            rates: per_job,
+            rates,
             busbw_gbps: busbw,
             load_gbps: load,
         }
+    }
+
+    /// The paces of [`Fabric::solve`] alone (its `busbw_gbps`, the same bits), at a cost in the
+    /// resources `jobs` touch rather than in the fabric: no rates, no load per resource.
+    pub fn paces(&self, jobs: &[&RoutedJob]) -> Vec<f64> {
+        self.paces_and_rows(jobs).0
+    }
+
+    /// A job's aggregated row: its load per unit pace on each resource it uses, in resource
+    /// order, as [`Fabric::solve`] sums it. Kept, it stands for the job in
+    /// [`Fabric::paces_beside`] without aggregating its flows again.
+    pub fn aggregate(&self, job: &RoutedJob) -> Vec<(u32, f64)> {
+        let mut solver = self.solver.borrow_mut();
+        let solver = solver.get_or_insert_with(|| SparseSolver::new(self.capacity.len()));
+        solver.aggregate(&job.flows, &job.shares)
+    }
+
+    /// The paces of `jobs` when solved together with jobs already aggregated into `beside`
+    /// ([`Fabric::aggregate`]), after them: the bits of [`Fabric::paces`] over `jobs` followed
+    /// by the jobs of `beside`, at the cost of aggregating `jobs` only.
+    pub fn paces_beside(&self, jobs: &[&RoutedJob], beside: &[Vec<(u32, f64)>]) -> Vec<f64> {
+        let mut solver = self.solver.borrow_mut();
+        let solver = solver.get_or_insert_with(|| SparseSolver::new(self.capacity.len()));
+        let rows: Vec<Vec<(u32, f64)>> = jobs
+            .iter()
+            .map(|j| solver.aggregate(&j.flows, &j.shares))
+            .collect();
+        let refs: Vec<&[(u32, f64)]> = rows.iter().chain(beside).map(Vec::as_slice).collect();
+        let mut paces = solver.solve(&self.capacity, &refs);
+        paces.truncate(jobs.len());
+        for b in &mut paces {
+            if !b.is_finite() {
+                *b = 0.0;
+            }
+        }
+        paces
+    }
+
+    /// Each job's pace (0 when it crosses no resource of known capacity) and its aggregated
+    /// row. Design note (2026-12-02): the rows are aggregated and solved by one
+    /// [`SparseSolver`] kept in the fabric, on the resources they touch renumbered in
+    /// ascending order; all the rows are a union of whole components, so the paces are the
+    /// bits of [`crate::job_max_min`] over the whole fabric (the max-min module note), without
+    /// zeroing a vector per resource of the cluster on every call.
+    fn paces_and_rows(&self, jobs: &[&RoutedJob]) -> (Vec<f64>, Vec<Vec<(u32, f64)>>) {
+        let mut solver = self.solver.borrow_mut();
+        let solver = solver.get_or_insert_with(|| SparseSolver::new(self.capacity.len()));
+        let rows: Vec<Vec<(u32, f64)>> = jobs
+            .iter()
+            .map(|j| solver.aggregate(&j.flows, &j.shares))
+            .collect();
+        let refs: Vec<&[(u32, f64)]> = rows.iter().map(Vec::as_slice).collect();
+        let paces = solver
+            .solve(&self.capacity, &refs)
+            .into_iter()
+            .map(|b| if b.is_finite() { b } else { 0.0 })
+            .collect();
+        (paces, rows)
     }
 
     /// What `job` gets when it achieves `busbw_gbps` (from [`Allocation::busbw_gbps`]).

@@ -51,7 +51,7 @@ pub fn tuner_input_with(
     let shared = |fabric: &Fabric<'_>, j: &RoutedJob| {
         let mut all = vec![j];
         all.extend(running);
-        fabric.solve(&all).busbw_gbps[0] / 8.0
+        fabric.paces(&all)[0] / 8.0
     };
     let ring = fabric.route_flows(job, cfg, 0)?;
     let ring_busbw = shared(fabric, &ring);

@@ -180,5 +180,5 @@ pub fn alone_busbw(
     job_id: u64,
 ) -> Result<f64, FabricError> {
     let routed = fabric.route_flows(job, cfg, job_id)?;
-    Ok(fabric.solve(&[&routed]).busbw_gbps[0] / 8.0)
+    Ok(fabric.paces(&[&routed])[0] / 8.0)
 }

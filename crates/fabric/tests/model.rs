@@ -592,3 +592,53 @@ fn tuner_input_with_running_jobs_sees_the_shared_bandwidth() {
     assert!((shared.ring_busbw_gb_s - 25.0).abs() < 1e-9, "{shared:?}");
     assert!(shared.tree_busbw_gb_s <= alone.tree_busbw_gb_s);
 }
+
+/// The sparse solve (resources the jobs touch, renumbered) against the dense reference over
+/// every resource of the fabric (`job_max_min`, loads summed from the flows): the same bits,
+/// and `paces_beside` with aggregated rows the same bits as the jobs routed together. Fails if
+/// renumbering changed an order, or a row were summed differently.
+#[test]
+fn sparse_solve_is_the_dense_solve_bit_for_bit() {
+    let c = fat_tree_k8();
+    let mut f = Fabric::new(&c);
+    let job = |nodes: &[usize]| JobTraffic {
+        ranks: whole_nodes(&c, nodes),
+        collective: Collective::AllReduce,
+    };
+    for mode in [RoutingMode::Ecmp, RoutingMode::Adaptive] {
+        let cfg = cfg(mode, 4);
+        let jobs = [
+            f.route_flows(&job(&[0, 16, 32, 48]), &cfg, 1)
+                .expect("valid"),
+            f.route_flows(&job(&[1, 17, 33, 49, 2]), &cfg, 2)
+                .expect("valid"),
+            f.route_flows(&job(&[3, 4]), &cfg, 3).expect("valid"),
+            f.route_flows(&job(&[5, 60, 61]), &cfg, 4).expect("valid"),
+        ];
+        let refs: Vec<&fabric::RoutedJob> = jobs.iter().collect();
+        let flows: Vec<(&fabric::FlowPaths, &[f64])> = jobs
+            .iter()
+            .map(|j| (&j.flows, j.shares.as_slice()))
+            .collect();
+        let dense = fabric::job_max_min(f.capacity(), &flows);
+        let alloc = f.solve(&refs);
+        assert_eq!(alloc.busbw_gbps, dense, "{mode:?}");
+        assert_eq!(f.paces(&refs), dense, "{mode:?}");
+        let mut load = vec![0.0; f.n_resources()];
+        for (j, rates) in jobs.iter().zip(&alloc.rates) {
+            for (flow, rate) in rates.iter().enumerate() {
+                for (r, w) in j.flows.path(flow) {
+                    load[r as usize] += w * rate;
+                }
+            }
+        }
+        for (a, b) in alloc.load_gbps.iter().zip(&load) {
+            assert!(
+                (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                "{mode:?}: {a} vs {b}"
+            );
+        }
+        let beside: Vec<Vec<(u32, f64)>> = jobs[2..].iter().map(|j| f.aggregate(j)).collect();
+        assert_eq!(f.paces_beside(&refs[..2], &beside), dense[..2], "{mode:?}");
+    }
+}

@@ -41,3 +41,39 @@ fn price_llama3_405b_16k_gpus(bencher: divan::Bencher) {
         .expect("valid job")
     });
 }
+
+/// A 1,024-GPU Megatron 76B job (TP 8, PP 4, DP 32) priced as the simulator prices a layout job
+/// when it starts: on an empty `oci-h100-16k` kept between calls, without hot links. Its cost
+/// should follow the job's resources, not the fabric's (design note of `Fabric::paces`).
+#[divan::bench(sample_count = 5)]
+fn start_pricing_megatron_76b_1k_gpus_on_16k(bencher: divan::Bencher) {
+    let cluster = build_from_spec(&topology::examples::oci_h100(2048)).expect("valid preset");
+    let ranks: Vec<Rank> = (0..128u32)
+        .flat_map(|n| {
+            (0..8).map(move |gpu| Rank {
+                node: NodeId(n * 16),
+                gpu,
+            })
+        })
+        .collect();
+    let mut t = Training::new(
+        preset("megatron-76b").expect("preset"),
+        Layout::parse("tp=8,pp=4,dp=32").expect("layout"),
+    );
+    t.global_batch = 1792;
+    let cfg = RoutingConfig::default();
+    let mut fabric = Fabric::new(&cluster);
+    bencher.bench_local(|| {
+        layout::price_step_without_hot_links(
+            &mut fabric,
+            StepInput {
+                training: &t,
+                ranks: &ranks,
+                cfg: &cfg,
+                running: &[],
+                efficiency: None,
+            },
+        )
+        .expect("valid job")
+    });
+}

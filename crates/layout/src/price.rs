@@ -16,6 +16,11 @@
 //! size ([`fabric::sweep`]); a send/receive is latency + bytes / bus bandwidth of the ring
 //! over the stages.
 //!
+//! Cost (2026-12-02). [`price_step_without_hot_links`] skips each kind's hot links (the load
+//! per resource they need), and [`price_step_beside`] takes running jobs already aggregated
+//! into rows, so a caller pricing many candidates beside the same jobs aggregates them once;
+//! every other number is the same bits as [`price_step`].
+//!
 //! Step time = compute + bubble + exposed communication, with
 //! - compute = FLOPs / (GPUs × peak × efficiency) ([`crate::compute`]);
 //! - TP exposed in full, or with `overlap_tp` only what exceeds the compute;
@@ -159,6 +164,43 @@ pub struct Step {
 
 /// Price one step of `input.training` on `fabric` (see the module note).
 pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step, LayoutError> {
+    price(fabric, input, true)
+}
+
+/// [`price_step`] without each kind's hot links (left empty): every other field the same bits,
+/// and no load per resource of the fabric is made. What a simulator reads ([`crate::Pace`], a
+/// candidate's step time).
+pub fn price_step_without_hot_links(
+    fabric: &mut Fabric<'_>,
+    input: StepInput<'_>,
+) -> Result<Step, LayoutError> {
+    price(fabric, input, false)
+}
+
+/// [`price_step_without_hot_links`] with more running jobs given as aggregated rows
+/// ([`Fabric::aggregate`]), after `input.running`: the same bits as routing them into
+/// `input.running` (their IDs below `u64::MAX / 2`), without aggregating their flows again on
+/// every call (a placer pricing many candidates beside the same running jobs).
+pub fn price_step_beside(
+    fabric: &mut Fabric<'_>,
+    input: StepInput<'_>,
+    beside: &[Vec<(u32, f64)>],
+) -> Result<Step, LayoutError> {
+    price_with(fabric, input, false, beside)
+}
+
+/// [`price_step`], with each kind's hot links if `hot`.
+fn price(fabric: &mut Fabric<'_>, input: StepInput<'_>, hot: bool) -> Result<Step, LayoutError> {
+    price_with(fabric, input, hot, &[])
+}
+
+/// [`price`] with `beside`'s rows solved after `input.running` (no hot links with them).
+fn price_with(
+    fabric: &mut Fabric<'_>,
+    input: StepInput<'_>,
+    hot: bool,
+    beside: &[Vec<(u32, f64)>],
+) -> Result<Step, LayoutError> {
     let t = input.training;
     t.validate(input.ranks.len() as u64)?;
     let cluster = fabric.cluster();
@@ -206,7 +248,7 @@ pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step,
     kinds.dedup();
     let mut routed: Vec<RoutedJob> = Vec::new();
     let mut spans: Vec<(Kind, std::ops::Range<usize>, Vec<Vec<u32>>)> = Vec::new();
-    let base = input.running.len() as u64 + 1;
+    let base = (input.running.len() + beside.len()) as u64 + 1;
     for &kind in &kinds {
         let gs = groups(&t.layout, kind);
         let start = routed.len();
@@ -221,11 +263,18 @@ pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step,
     }
     let mut all: Vec<&RoutedJob> = routed.iter().collect();
     all.extend(input.running);
-    let alloc = fabric.solve(&all);
+    // Rates per flow only for the hot links; the paces are the same bits either way.
+    let hot = hot && beside.is_empty();
+    let alloc = if hot {
+        let alloc = fabric.solve(&all);
+        (alloc.busbw_gbps, alloc.rates)
+    } else {
+        (fabric.paces_beside(&all, beside), Vec::new())
+    };
 
     let mut comms = Vec::new();
     for (kind, range, gs) in &spans {
-        let busbw: Vec<f64> = alloc.busbw_gbps[range.clone()].to_vec();
+        let busbw: Vec<f64> = alloc.0[range.clone()].to_vec();
         let (slow, shared) =
             busbw.iter().enumerate().fold(
                 (0, f64::INFINITY),
@@ -246,16 +295,21 @@ pub fn price_step(fabric: &mut Fabric<'_>, input: StepInput<'_>) -> Result<Step,
         } else {
             1.0
         };
-        let mut load = vec![0.0; fabric.n_resources()];
-        for j in range.clone() {
-            for (f, rate) in alloc.rates[j].iter().enumerate() {
-                for (res, w) in routed[j].flows.path(f) {
-                    load[res as usize] += w * rate;
+        let hot = if hot {
+            let mut load = vec![0.0; fabric.n_resources()];
+            for j in range.clone() {
+                for (f, rate) in alloc.1[j].iter().enumerate() {
+                    for (res, w) in routed[j].flows.path(f) {
+                        load[res as usize] += w * rate;
+                    }
                 }
             }
-        }
-        let mut hot = hot_link_groups(fabric, &load);
-        hot.truncate(2);
+            let mut hot = hot_link_groups(fabric, &load);
+            hot.truncate(2);
+            hot
+        } else {
+            Vec::new()
+        };
         let tier_index = highest_tier(fabric, input.ranks, gs);
         for x in traffic.iter().filter(|x| x.kind == *kind) {
             let (per_call, algorithm) = if x.op == Op::SendRecv {

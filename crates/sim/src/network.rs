@@ -30,6 +30,15 @@
 //! `fabric step --state` prices it; it sees no change to the running jobs. Other jobs'
 //! candidates are scored by their Ring AllReduce's probe, as before. The from-scratch reference does not model layout
 //! jobs (they run as Ring AllReduce over their GPUs there).
+//!
+//! Cost (2026-12-02; the numbers and bytes unchanged). Both pricings go through
+//! `layout::price_step_without_hot_links` (no load per resource, no hot links: `Pace` and a
+//! step time read neither) on a `Fabric` whose solve is sparse (`Fabric::paces`: the
+//! resources the jobs touch, renumbered; no vector per resource of the cluster is zeroed per
+//! call). For `+network`, what is on the fabric is routed and aggregated into one row per job
+//! once per change (`Fabric::aggregate`), and every candidate of a decision is priced beside
+//! those rows (`layout::price_step_beside`) instead of aggregating every running job's flows
+//! again per candidate.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,8 +64,9 @@ pub struct FabricNetwork<'c> {
     /// The traffic of everything started on `state` (jobs and layout groups) by fabric ID, for
     /// pricing a layout candidate beside it ([`Network::step_probe`]).
     on_fabric: BTreeMap<u64, JobTraffic>,
-    /// `on_fabric` routed on `pricing`, in ID order; dropped on every start and end.
-    routed: Option<Vec<RoutedJob>>,
+    /// `on_fabric` routed on `pricing` and aggregated ([`Fabric::aggregate`]), in ID order;
+    /// dropped on every start and end, so the candidates of one decision share it.
+    routed: Option<Vec<Vec<(u32, f64)>>>,
     cluster: &'c Cluster,
     routing: RoutingConfig,
 }
@@ -166,21 +176,24 @@ impl Network for FabricNetwork<'_> {
         let cluster = self.cluster;
         let fabric = self.pricing.get_or_insert_with(|| Fabric::new(cluster));
         if self.routed.is_none() {
-            let mut routed = Vec::with_capacity(self.on_fabric.len());
+            let mut rows = Vec::with_capacity(self.on_fabric.len());
             for (&id, traffic) in &self.on_fabric {
-                routed.push(fabric.route_flows(traffic, &self.routing, id).ok()?);
+                let routed = fabric.route_flows(traffic, &self.routing, id).ok()?;
+                rows.push(fabric.aggregate(&routed));
+                fabric.recycle(routed.flows);
             }
-            self.routed = Some(routed);
+            self.routed = Some(rows);
         }
-        let step = layout::price_step(
+        let step = layout::price_step_beside(
             fabric,
             StepInput {
                 training: t,
                 ranks: &traffic(job).ranks,
                 cfg: &self.routing,
-                running: self.routed.as_deref().unwrap_or(&[]),
+                running: &[],
                 efficiency: None,
             },
+            self.routed.as_deref().unwrap_or(&[]),
         );
         step.ok().map(|s| s.step_s)
     }
@@ -228,7 +241,7 @@ impl<'c> FabricNetwork<'c> {
     fn start_layout(&mut self, id: u64, t: &layout::Training, ranks: &[Rank]) -> LayoutRun {
         let cluster = self.cluster;
         let fabric = self.pricing.get_or_insert_with(|| Fabric::new(cluster));
-        let step = layout::price_step(
+        let step = layout::price_step_without_hot_links(
             fabric,
             StepInput {
                 training: t,
