@@ -25,7 +25,10 @@ fn cluster() -> Cluster {
         "lazy-512",
         host(8, 100.0),
         64,
-        vec![switched("rack", 8, 1, None), switched("row", 64, 4, Some(2.0))],
+        vec![
+            switched("rack", 8, 1, None),
+            switched("row", 64, 4, Some(2.0)),
+        ],
     )
 }
 
