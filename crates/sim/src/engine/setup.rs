@@ -277,7 +277,7 @@ fn rows(
         requests.push(job.request(gpu_memory_mib));
         classes.push(t, &job);
         // A layout job is paced by its step alone: the network's rate for it is the ratio
-        // ideal step ÷ step now, the whole of its slowdown (`crate::network`).
+        // ideal step ÷ step now, the whole of its slowdown (the `network` module's layout note).
         let layout_share = t.training.as_ref().map(|_| CommProfile {
             comm_share: 1.0,
             bytes_per_step: 0.0,
