@@ -728,7 +728,7 @@ impl Table {
                     job.preemptible = x.preemptible;
                     job.topology = x.topology;
                     job.comm = x.comm;
-                    job.training = x.training.map(|t| *t);
+                    job.training = x.training;
                     job.checkpoint = x.checkpoint;
                 }
             }

@@ -13,6 +13,7 @@ use formats::FormatError;
 use sched::PlaceOptions;
 use serde::Serialize;
 use sim::engine::{simulate, Network, Policy, QueueSummary, SimConfig, SimResult, Summary};
+use sim::lazy_network::Lazy;
 use sim::network::{fabric_network, fabric_network_from_scratch};
 use sim::{SimTime, TraceJob};
 use topology::Cluster;
@@ -239,10 +240,10 @@ pub fn network_off(jobs: &mut [TraceJob]) {
 /// A progress counter for one run: told how many of its jobs are done; dropped when it ends.
 pub type Progress<'p> = Box<dyn FnMut(usize) + Send + 'p>;
 
-/// Every run of `jobs` on the fabric model of `cluster` (solved incrementally, or from scratch
-/// on every change when `from_scratch`), at most `threads` at once ([`crate::parallel`]: so at
-/// most that many networks and states held), the results in the order of `configs` whatever
-/// finishes first; `progress` makes each run's counter from its policy's name and the number
+/// Every run of `jobs` on the fabric model of `cluster` (solved incrementally and made at its
+/// first use, [`Lazy`], or from scratch on every change when `from_scratch`), at most `threads`
+/// at once ([`crate::parallel`]: so at most that many networks and states held), the results in
+/// the order of `configs` whatever finishes first; `progress` makes each run's counter from its policy's name and the number
 /// of jobs. An error names `trace_name` (the first failing run's, in the order of `configs`).
 #[allow(clippy::too_many_arguments)]
 pub fn run_all<'p>(
@@ -263,8 +264,10 @@ pub fn run_all<'p>(
             &mut scratch
         } else {
             // Network rounds approximate anyway: the ideal paces may be summed per leaf pair.
-            incremental = fabric_network(cluster, routing)
-                .with_grouped_ideal(config.network_round.is_some_and(|r| r.0 > 0));
+            // Made at its first use: a run whose jobs never touch the network never builds it.
+            let grouped = config.network_round.is_some_and(|r| r.0 > 0);
+            incremental =
+                Lazy::new(move || fabric_network(cluster, routing).with_grouped_ideal(grouped));
             &mut incremental
         };
         let mut tick = progress(&config.policy.name, jobs.len());

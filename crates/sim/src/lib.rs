@@ -6,6 +6,7 @@ pub mod engine;
 pub mod events;
 pub mod failures;
 pub mod fragmentation;
+pub mod lazy_network;
 pub mod metrics;
 pub mod network;
 pub mod policies;

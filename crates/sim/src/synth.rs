@@ -335,7 +335,7 @@ impl Sampler {
             line: index as u64 + 2,
             preemptible: false,
             comm: training.is_none().then_some(class.comm),
-            training,
+            training: training.map(Box::new),
             ..TraceJob::new(
                 format!("{}-{index}", class.name),
                 gpus,

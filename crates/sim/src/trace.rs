@@ -41,7 +41,8 @@ pub struct TraceJob {
     pub comm: Option<CommProfile>,
     /// The model and parallel layout it trains, when the trace gives them (native columns
     /// `model`, `layout`): paced by its priced step (the `network` module's layout note) instead of `comm`.
-    pub training: Option<layout::Training>,
+    /// Boxed: most jobs have none, and a trace of a million jobs holds this field a million times.
+    pub training: Option<Box<layout::Training>>,
     /// Checkpoint interval and restart cost, when the trace gives them (else the run's defaults,
     /// [`crate::failures::Checkpointing`]).
     pub checkpoint: CheckpointAsk,

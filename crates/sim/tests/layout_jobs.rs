@@ -16,10 +16,10 @@ use topology::{Cluster, NodeId, TierSpec};
 fn layout_job(name: &str, submit: f64, gpus: u32, model: &str, layout: &str) -> TraceJob {
     TraceJob {
         preemptible: false,
-        training: Some(layout::Training::new(
+        training: Some(Box::new(layout::Training::new(
             layout::preset(model).unwrap(),
             layout::Layout::parse(layout).unwrap(),
-        )),
+        ))),
         ..common::job(name, submit, 1000.0, gpus, "q")
     }
 }

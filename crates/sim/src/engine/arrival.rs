@@ -98,6 +98,7 @@ pub(super) fn arrive(
     now: SimTime,
     progress: &mut dyn FnMut(usize),
 ) -> Result<(), SimError> {
+    crate::engine::setup::arrive_job(st, i);
     if let Some(reason) = feasibility.why_never_runs(st, i) {
         if st.config.check_invariants {
             check_first_end(st, i).map_err(|violation| SimError::Invariant {
@@ -107,6 +108,7 @@ pub(super) fn arrive(
         }
         st.records[i].outcome = Outcome::Failed;
         st.records[i].reason = Some(reason);
+        st.jobs.retire(i);
         st.ended += 1;
         progress(st.ended);
     } else {

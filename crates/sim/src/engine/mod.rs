@@ -203,6 +203,7 @@ fn complete(
         invariants::check_first_end(st, job).map_err(|v| invariant_at(now, v))?;
     }
     finish(st, job, now);
+    st.jobs.retire(job);
     st.ended += 1;
     progress(st.ended);
     request_pass(st, events, now);

@@ -68,7 +68,7 @@ pub(super) fn place_network_aware(
                 gpus_per_node: st.records[i].gpus / nodes.len().max(1) as u32,
                 nodes: nodes.clone(),
                 bytes,
-                training: Some(t.clone()),
+                training: Some(layout::Training::clone(t)),
             };
             if let Some(step_s) = network.step_probe(&job).filter(|&s| s > 0.0) {
                 return f64::from(t.global_batch) * f64::from(t.model.seq) / step_s;
@@ -136,7 +136,7 @@ fn sync_network(st: &mut State<'_>, network: &mut dyn Network) -> Vec<usize> {
                 nodes: st.running[&i].nodes.clone(),
                 gpus_per_node: st.records[i].gpus / st.records[i].nodes.max(1),
                 bytes: st.comm[i].bytes_per_step,
-                training: st.trace[i].training.clone(),
+                training: st.trace[i].training.as_deref().cloned(),
             });
             st.net_running.insert(i, run);
             started.push(i);

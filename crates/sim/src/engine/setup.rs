@@ -2,6 +2,14 @@
 //! topology requests under the policy's mode), their queues, placement classes, size groups and
 //! checkpoints, the failures to replay, the initial [`State`] and the first events. Every problem
 //! with the inputs is found here, before anything runs.
+//!
+//! Design note (2026-12-02). A row's scheduler job (`sched::Job`: its name, queue and pod set,
+//! about 330 bytes with its strings) is made here once to check it and to derive what the run
+//! keeps for every row (its ask, its placement class), then dropped; [`arrive_job`] makes it
+//! again when the row arrives, and it is dropped when the row completes or fails
+//! (`LiveJobs::retire`). A run then holds the jobs of its pending and running rows only: a
+//! million-row trace at 80% load holds a few thousand instead of a million (313 MiB). Making
+//! it is deterministic and was checked here, so it cannot fail at arrival.
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
@@ -19,7 +27,7 @@ use crate::engine::node_failures::failure_list;
 use crate::engine::pending_by_size::PendingBySize;
 use crate::engine::place_memo::PlaceMemo;
 use crate::engine::results::{JobRecord, Outcome};
-use crate::engine::state::{refresh_weng, BuildFnv, State, TiresiasJob};
+use crate::engine::state::{refresh_weng, BuildFnv, LiveJobs, State, TiresiasJob};
 use crate::engine::weng::{whole_gpu_table, Weng};
 use crate::events::EventQueue;
 use crate::failures::{Checkpointing, NodeFailure};
@@ -56,19 +64,18 @@ pub(super) fn prepare<'a>(
     let origin = if origin.is_finite() { origin } else { 0.0 };
     check_names(trace)?;
     let Rows {
-        jobs,
         comm,
         records,
         submit,
+        requests,
+        class,
+        class_extras,
     } = rows(cluster, trace, config, node_gpus, origin)?;
     let rules = match &config.queues {
         Some(q) => Some(QueueRules::new(q).map_err(|ps| SimError::Queues(ps.join("; ")))?),
         None => None,
     };
     let (queue_tree, queue_of) = queues_of(trace, rules.as_ref())?;
-    let gpu_memory_mib = sched::quota_gpu_memory_mib(cluster);
-    let requests: Vec<Resources> = jobs.iter().map(|j| j.request(gpu_memory_mib)).collect();
-    let (class, class_extras) = placement_classes(trace, &jobs);
     let asks_room = trace
         .iter()
         .any(|t| t.pod.cpu_milli > 0 || t.pod.memory_mib > 0);
@@ -86,7 +93,7 @@ pub(super) fn prepare<'a>(
         cluster: Cow::Borrowed(cluster),
         config,
         durations: trace.iter().map(|t| t.duration_s).collect(),
-        jobs,
+        jobs: LiveJobs::new(trace.len(), node_gpus),
         comm,
         submit,
         records,
@@ -180,6 +187,18 @@ pub(super) fn prepare<'a>(
     })
 }
 
+/// Row `i` arrives: its scheduler job made again, as [`prepare`] made and checked it.
+pub(super) fn arrive_job(st: &mut State<'_>, i: usize) {
+    let made = to_sched_job(
+        &st.cluster,
+        &st.trace[i],
+        st.jobs.node_gpus,
+        &st.config.policy,
+    );
+    let (job, _, _) = made.expect("every row's job was made once in `prepare`");
+    st.jobs.arrive(i, job);
+}
+
 /// The events queued before the first: every arrival and every failure.
 pub(super) fn first_events(st: &State<'_>, failures: &[NodeFailure]) -> EventQueue<Event> {
     let trace = st.trace;
@@ -224,13 +243,17 @@ fn check_names(trace: &[TraceJob]) -> Result<(), SimError> {
     Ok(())
 }
 
-/// Per trace row, in trace order: the scheduler's job, the communication profile, the record.
+/// Per trace row, in trace order: the communication profile, the record, the submission, the
+/// ask and the placement class; and the classes' extras. The scheduler's job itself is made
+/// again when the row arrives ([`arrive_job`]).
 struct Rows {
-    jobs: Vec<Job>,
     comm: Vec<CommProfile>,
     records: Vec<JobRecord>,
     /// Submission, since the first arrival (`origin`, s).
     submit: Vec<SimTime>,
+    requests: Vec<Resources>,
+    class: Vec<u32>,
+    class_extras: Vec<Vec<sched::PodSetExtras>>,
 }
 
 /// The [`Rows`] of `trace` (on nodes of at most `node_gpus` GPUs), or the first row that names
@@ -242,15 +265,19 @@ fn rows(
     node_gpus: u32,
     origin: f64,
 ) -> Result<Rows, SimError> {
-    let mut jobs = Vec::with_capacity(trace.len());
+    let gpu_memory_mib = sched::quota_gpu_memory_mib(cluster);
     let mut comm = Vec::with_capacity(trace.len());
     let mut records = Vec::with_capacity(trace.len());
     let mut submit = Vec::with_capacity(trace.len());
+    let mut requests = Vec::with_capacity(trace.len());
+    let mut classes = PlacementClasses::with_capacity(trace.len());
     for t in trace {
         let (job, pods, per_pod) = to_sched_job(cluster, t, node_gpus, &config.policy)?;
         check_layout(cluster, t)?;
+        requests.push(job.request(gpu_memory_mib));
+        classes.push(t, &job);
         // A layout job is paced by its step alone: the network's rate for it is the ratio
-        // ideal step ÷ step now, the whole of its slowdown (`crate::network`).
+        // ideal step ÷ step now, the whole of its slowdown (the `network` module's layout note).
         let layout_share = t.training.as_ref().map(|_| CommProfile {
             comm_share: 1.0,
             bytes_per_step: 0.0,
@@ -270,7 +297,6 @@ fn rows(
                 )
         });
         comm.push(profile);
-        jobs.push(job);
         let s = SimTime::from_secs_f64(t.submit_s - origin);
         submit.push(s);
         records.push(JobRecord {
@@ -293,10 +319,12 @@ fn rows(
         });
     }
     Ok(Rows {
-        jobs,
         comm,
         records,
         submit,
+        requests,
+        class: classes.class,
+        class_extras: classes.extras,
     })
 }
 
@@ -337,29 +365,38 @@ fn queues_of(
     })
 }
 
-/// Each job's placement class, and each class's scheduler extras (empty: GPUs only).
-fn placement_classes(
-    trace: &[TraceJob],
-    jobs: &[Job],
-) -> (Vec<u32>, Vec<Vec<sched::PodSetExtras>>) {
-    // Jobs of one class place alike: the same pod set (`shape_key`) and extras.
-    let mut class_ids: BTreeMap<(ShapeKey, u64, u64, &[String]), u32> = BTreeMap::new();
-    let mut class_extras: Vec<Vec<sched::PodSetExtras>> = Vec::new();
-    let mut class = Vec::with_capacity(trace.len());
-    for (t, job) in trace.iter().zip(jobs) {
+/// Each job's placement class, in trace order, and each class's scheduler extras: jobs of one
+/// class place alike (the same pod set, `shape_key`, and the same extras).
+struct PlacementClasses<'t> {
+    ids: BTreeMap<(ShapeKey, u64, u64, &'t [String]), u32>,
+    class: Vec<u32>,
+    extras: Vec<Vec<sched::PodSetExtras>>,
+}
+
+impl<'t> PlacementClasses<'t> {
+    fn with_capacity(rows: usize) -> Self {
+        Self {
+            ids: BTreeMap::new(),
+            class: Vec::with_capacity(rows),
+            extras: Vec::new(),
+        }
+    }
+
+    /// The next row, `t`, whose scheduler's job is `job`.
+    fn push(&mut self, t: &'t TraceJob, job: &Job) {
         let key = (
             shape_key(job),
             t.pod.cpu_milli,
             t.pod.memory_mib,
             t.pod.gpu_models.as_slice(),
         );
-        let c = *class_ids.entry(key).or_insert_with(|| {
-            class_extras.push(shares::pod_extras(&t.pod).into_iter().collect());
-            (class_extras.len() - 1) as u32
+        let extras = &mut self.extras;
+        let c = *self.ids.entry(key).or_insert_with(|| {
+            extras.push(shares::pod_extras(&t.pod).into_iter().collect());
+            (extras.len() - 1) as u32
         });
-        class.push(c);
+        self.class.push(c);
     }
-    (class, class_extras)
 }
 
 /// How many size groups (`(GPUs, held GPUs)`, numbered in ascending order) the jobs fall in, and

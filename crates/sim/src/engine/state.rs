@@ -30,7 +30,8 @@ pub(super) struct State<'a> {
     /// The cluster; copied on the first node failure, whose nodes then go down and up.
     pub(super) cluster: Cow<'a, Cluster>,
     pub(super) config: &'a SimConfig,
-    pub(super) jobs: Vec<Job>,
+    /// The scheduler's job of each row between its arrival and its end.
+    pub(super) jobs: LiveJobs,
     pub(super) comm: Vec<CommProfile>,
     pub(super) durations: Vec<f64>,
     pub(super) submit: Vec<SimTime>,
@@ -122,6 +123,46 @@ pub(super) struct State<'a> {
     /// Weng et al.'s fragmentation: the workload, each node's `F_n(M)` (GPUs), their sum and
     /// its time integral.
     pub(super) weng: Weng,
+}
+
+/// The scheduler's job of each trace row from its arrival to its end, indexed like the trace
+/// (`st.jobs[i]`): made by `setup::arrive_job` when the row arrives, dropped by
+/// [`LiveJobs::retire`] when it completes or fails, so a run holds only its pending and running
+/// jobs' (design note in `setup`).
+pub(super) struct LiveJobs {
+    live: Vec<Option<Box<Job>>>,
+    /// GPUs of the cluster's largest node, which cut a job into pods.
+    pub(super) node_gpus: u32,
+}
+
+impl LiveJobs {
+    /// `rows` rows, none arrived yet, on nodes of at most `node_gpus` GPUs.
+    pub(super) fn new(rows: usize, node_gpus: u32) -> Self {
+        Self {
+            live: (0..rows).map(|_| None).collect(),
+            node_gpus,
+        }
+    }
+
+    /// Row `i` has arrived as `job`.
+    pub(super) fn arrive(&mut self, i: usize, job: Job) {
+        self.live[i] = Some(Box::new(job));
+    }
+
+    /// Row `i` has ended for good (completed or failed): nothing asks for its job again.
+    pub(super) fn retire(&mut self, i: usize) {
+        self.live[i] = None;
+    }
+}
+
+impl std::ops::Index<usize> for LiveJobs {
+    type Output = Job;
+
+    fn index(&self, i: usize) -> &Job {
+        self.live[i]
+            .as_deref()
+            .expect("a job is looked at only between its arrival and its end")
+    }
 }
 
 /// What Tiresias keeps of one job.
