@@ -318,7 +318,7 @@ impl Occupancy {
 
     /// The schedulable nodes whose unallocated share is at least `milli` thousandths, least
     /// first, then by index (KAI's binpack order). O(log nodes) to start, O(1) per node.
-    pub(crate) fn nodes_by_free_milli(&self, milli: u32) -> impl Iterator<Item = NodeId> + '_ {
+    pub fn nodes_by_free_milli(&self, milli: u32) -> impl Iterator<Item = NodeId> + '_ {
         self.free
             .by_free_milli
             .range((milli, NodeId::from_index(0))..)
