@@ -345,7 +345,10 @@ fn recount_free_milli(c: &Cluster, occ: &Occupancy) -> Result<(), String> {
     want.sort_unstable();
     for &(m, n) in &want {
         if occ.free_milli(n) != m {
-            return Err(format!("node {n:?}: kept {} free, recounted {m}", occ.free_milli(n)));
+            return Err(format!(
+                "node {n:?}: kept {} free, recounted {m}",
+                occ.free_milli(n)
+            ));
         }
     }
     let kept: Vec<NodeId> = occ.nodes_by_free_milli(0).collect();
