@@ -4,11 +4,15 @@
 //! and of 64 nodes. DESIGN.md target: p50 < 1 ms each. Each runs on a plain occupancy
 //! (`Occupancy::new`: the full algorithm, a walk over every node) and on one that tracks node
 //! state (`Occupancy::with_node_tracking`: the kept free-capacity counts where they decide).
+//! The `kai_` benches place the same jobs under KAI's rules (`Dialect::Kai`, binpack): on the
+//! tracked occupancy an unconstrained pod set of whole GPUs is refused or placed from the kept
+//! counts; a required one walks every node.
 //!
 //! Run: `CARGO_TARGET_DIR=… cargo bench -p sched`.
 
 use sched::{
-    place, GpuRequest, Job, Occupancy, PodAllocation, PodSet, RunningJob, TopologyRequest,
+    place, place_with, Dialect, GpuRequest, Job, Occupancy, PlaceInput, PlaceOptions,
+    PodAllocation, PodSet, RunningJob, TopologyRequest,
 };
 use topology::{build_from_spec, Cluster, NodeId};
 
@@ -259,4 +263,66 @@ fn preempt_for_32_nodes_required_tier0(bencher: divan::Bencher) {
     bencher.bench_local(|| {
         sched::place_with_preemption(&cluster, &occ, divan::black_box(&job), &policy)
     });
+}
+
+/// Placement options for KAI's rules (binpack, the default strategy).
+fn kai() -> PlaceInput {
+    PlaceInput {
+        options: PlaceOptions {
+            dialect: Dialect::Kai,
+            ..PlaceOptions::default()
+        },
+        ..PlaceInput::default()
+    }
+}
+
+/// KAI: the simulator's common case, an unconstrained job of one node's 4 GPUs, placed.
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn kai_one_node_4_gpus_unconstrained(bencher: divan::Bencher, kind: Kind) {
+    let cluster = oci_131k();
+    let occ = occupied(&cluster, &[], kind);
+    let mut job = gang(1, TopologyRequest::default());
+    job.pod_sets[0].gpu = GpuRequest::Whole(4);
+    let input = kai();
+    assert!(place_with(&cluster, &occ, &job, &input).is_ok());
+    bencher.bench_local(|| place_with(&cluster, &occ, divan::black_box(&job), &input));
+}
+
+/// KAI: an unconstrained 64-node gang, placed.
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn kai_gang_64_nodes_unconstrained(bencher: divan::Bencher, kind: Kind) {
+    let cluster = oci_131k();
+    let occ = occupied(&cluster, &[], kind);
+    let job = gang(64, TopologyRequest::default());
+    let input = kai();
+    assert!(place_with(&cluster, &occ, &job, &input).is_ok());
+    bencher.bench_local(|| place_with(&cluster, &occ, divan::black_box(&job), &input));
+}
+
+/// KAI: an unconstrained gang larger than the free nodes (the blocked job of a pass), refused.
+#[divan::bench(sample_count = 50, args = KINDS)]
+fn kai_gang_8192_nodes_does_not_fit(bencher: divan::Bencher, kind: Kind) {
+    let cluster = oci_131k();
+    let occ = occupied(&cluster, &[], kind);
+    let job = gang(8192, TopologyRequest::default());
+    let input = kai();
+    assert!(place_with(&cluster, &occ, &job, &input).is_err());
+    bencher.bench_local(|| place_with(&cluster, &occ, divan::black_box(&job), &input));
+}
+
+/// KAI: a 32-node gang required within one Tier-0 block, placed (the walk over every node).
+#[divan::bench(sample_count = 20, args = KINDS)]
+fn kai_gang_32_nodes_required_tier0_fits(bencher: divan::Bencher, kind: Kind) {
+    let cluster = oci_131k();
+    let occ = occupied(&cluster, &[17, 300], kind);
+    let job = gang(
+        32,
+        TopologyRequest {
+            required: cluster.level_by_label(TIER0),
+            ..TopologyRequest::default()
+        },
+    );
+    let input = kai();
+    assert!(place_with(&cluster, &occ, &job, &input).is_ok());
+    bencher.bench_local(|| place_with(&cluster, &occ, divan::black_box(&job), &input));
 }

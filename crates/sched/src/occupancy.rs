@@ -1,7 +1,7 @@
 //! Cluster occupancy: per GPU the used share (thousandths) and memory, per node the count of
 //! untouched GPUs, and which running job holds what; and, kept in step, per domain how many
-//! schedulable nodes have each count of untouched GPUs. Allocate and release cost
-//! O(pods × (levels + log nodes)).
+//! schedulable nodes have each count of untouched GPUs, and the schedulable nodes by free share
+//! (KAI's binpack order). Allocate and release cost O(pods × (levels + log nodes)).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -68,6 +68,8 @@ pub struct Occupancy {
     used_memory: Vec<u32>,
     /// GPUs with nothing on them, per node.
     free_whole: Vec<u32>,
+    /// Unallocated share of the node's GPUs, thousandths, per node.
+    free_milli: Vec<u32>,
     /// Running jobs by name.
     jobs: BTreeMap<String, Allocation>,
     /// Free capacity by domain.
@@ -103,12 +105,14 @@ struct FreeIndex {
     cluster_hist: Vec<u32>,
     /// Per count of untouched GPUs: the schedulable nodes with that many, by label order.
     by_free: Vec<BTreeSet<(u32, NodeId)>>,
+    /// The schedulable nodes by unallocated share (thousandths), then index.
+    by_free_milli: BTreeSet<(u32, NodeId)>,
     /// The owner reports every change of a node's state ([`Occupancy::with_node_tracking`]).
     tracked: bool,
 }
 
 impl FreeIndex {
-    fn new(cluster: &Cluster, free_whole: &[u32]) -> Self {
+    fn new(cluster: &Cluster, free_whole: &[u32], free_milli: &[u32]) -> Self {
         let width = cluster.nodes.iter().map(|n| n.gpus).max().unwrap_or(0) as usize + 1;
         let mut row = vec![u32::MAX; cluster.domains.len()];
         let mut rows = 0u32;
@@ -139,16 +143,17 @@ impl FreeIndex {
             domain_hist: vec![0; rows as usize * width],
             cluster_hist: vec![0; width],
             by_free: vec![BTreeSet::new(); width],
+            by_free_milli: BTreeSet::new(),
             tracked: false,
         };
-        for (i, &free) in free_whole.iter().enumerate() {
-            index.refresh(cluster, NodeId::from_index(i), free);
+        for (i, (&free, &milli)) in free_whole.iter().zip(free_milli).enumerate() {
+            index.refresh(cluster, NodeId::from_index(i), free, milli);
         }
         index
     }
 
     /// Take the node's schedulability from the cluster.
-    fn refresh(&mut self, cluster: &Cluster, node: NodeId, free_whole: u32) {
+    fn refresh(&mut self, cluster: &Cluster, node: NodeId, free_whole: u32, free_milli: u32) {
         let i = node.index();
         let plain = cluster.is_schedulable(node, |_| false);
         let taint_only = !plain && cluster.is_schedulable(node, |_| true);
@@ -162,6 +167,11 @@ impl FreeIndex {
         }
         if plain != self.schedulable[i] {
             self.count(node, free_whole, plain);
+            if plain {
+                self.by_free_milli.insert((free_milli, node));
+            } else {
+                self.by_free_milli.remove(&(free_milli, node));
+            }
             self.schedulable[i] = plain;
         }
     }
@@ -189,11 +199,19 @@ impl FreeIndex {
         }
     }
 
-    /// A node's untouched GPUs went from `from` to `to`.
-    fn moved(&mut self, node: NodeId, from: u32, to: u32) {
-        if from != to && self.schedulable[node.index()] {
+    /// A node's untouched GPUs went from `from` to `to`, its free share from `milli.0` to
+    /// `milli.1`.
+    fn moved(&mut self, node: NodeId, from: u32, to: u32, milli: (u32, u32)) {
+        if !self.schedulable[node.index()] {
+            return;
+        }
+        if from != to {
             self.count(node, from, false);
             self.count(node, to, true);
+        }
+        if milli.0 != milli.1 {
+            self.by_free_milli.remove(&(milli.0, node));
+            self.by_free_milli.insert((milli.1, node));
         }
     }
 }
@@ -209,8 +227,9 @@ impl Occupancy {
         }
         gpu_start.push(total);
         let free_whole: Vec<u32> = cluster.nodes.iter().map(|n| n.gpus).collect();
+        let free_milli: Vec<u32> = free_whole.iter().map(|&g| g * MILLI_PER_GPU).collect();
         Self {
-            free: FreeIndex::new(cluster, &free_whole),
+            free: FreeIndex::new(cluster, &free_whole, &free_milli),
             gpu_start,
             gpu_memory_mib: cluster
                 .nodes
@@ -220,6 +239,7 @@ impl Occupancy {
             used_milli: vec![0; total as usize],
             used_memory: vec![0; total as usize],
             free_whole,
+            free_milli,
             jobs: BTreeMap::new(),
         }
     }
@@ -244,7 +264,8 @@ impl Occupancy {
     /// O(levels + log nodes).
     pub fn refresh_node(&mut self, cluster: &Cluster, node: NodeId) {
         let free = self.free_whole[node.index()];
-        self.free.refresh(cluster, node, free);
+        self.free
+            .refresh(cluster, node, free, self.free_milli[node.index()]);
     }
 
     /// Whether a job without tolerations may use the node (as of the last
@@ -293,6 +314,20 @@ impl Occupancy {
             .get(free as usize)
             .into_iter()
             .flat_map(|set| set.iter().map(|&(_, n)| n))
+    }
+
+    /// The schedulable nodes whose unallocated share is at least `milli` thousandths, least
+    /// first, then by index (KAI's binpack order). O(log nodes) to start, O(1) per node.
+    pub fn nodes_by_free_milli(&self, milli: u32) -> impl Iterator<Item = NodeId> + '_ {
+        self.free
+            .by_free_milli
+            .range((milli, NodeId::from_index(0))..)
+            .map(|&(_, n)| n)
+    }
+
+    /// Unallocated share of the node's GPUs, thousandths.
+    pub fn free_milli(&self, node: NodeId) -> u32 {
+        self.free_milli[node.index()]
     }
 
     /// Nodes known to this occupancy.
@@ -415,6 +450,8 @@ impl Occupancy {
 
     fn apply(&mut self, p: &PodAllocation) {
         let before = self.free_whole[p.node.index()];
+        let milli_before = self.free_milli[p.node.index()];
+        self.free_milli[p.node.index()] -= p.milli * p.gpu_ids.len() as u32;
         for &g in &p.gpu_ids {
             let slot = (self.gpu_start[p.node.index()] + g) as usize;
             let was_free = self.used_milli[slot] == 0 && self.used_memory[slot] == 0;
@@ -424,12 +461,15 @@ impl Occupancy {
                 self.free_whole[p.node.index()] -= 1;
             }
         }
-        self.free
-            .moved(p.node, before, self.free_whole[p.node.index()]);
+        let i = p.node.index();
+        let milli = (milli_before, self.free_milli[i]);
+        self.free.moved(p.node, before, self.free_whole[i], milli);
     }
 
     fn unapply(&mut self, p: &PodAllocation) {
         let before = self.free_whole[p.node.index()];
+        let milli_before = self.free_milli[p.node.index()];
+        self.free_milli[p.node.index()] += p.milli * p.gpu_ids.len() as u32;
         for &g in &p.gpu_ids {
             let slot = (self.gpu_start[p.node.index()] + g) as usize;
             let was_used = self.used_milli[slot] > 0 || self.used_memory[slot] > 0;
@@ -439,7 +479,8 @@ impl Occupancy {
                 self.free_whole[p.node.index()] += 1;
             }
         }
-        self.free
-            .moved(p.node, before, self.free_whole[p.node.index()]);
+        let i = p.node.index();
+        let milli = (milli_before, self.free_milli[i]);
+        self.free.moved(p.node, before, self.free_whole[i], milli);
     }
 }

@@ -331,3 +331,141 @@ proptest! {
         }
     }
 }
+
+/// The schedulable nodes by unallocated share, recounted: `Err` names the difference.
+fn recount_free_milli(c: &Cluster, occ: &Occupancy) -> Result<(), String> {
+    let mut want: Vec<(u32, NodeId)> = (0..c.nodes.len())
+        .map(NodeId::from_index)
+        .filter(|&n| c.is_schedulable(n, |_| false))
+        .map(|n| {
+            let used: u32 = (0..occ.gpus(n)).map(|g| occ.used_milli(n, g)).sum();
+            (occ.gpus(n) * 1000 - used, n)
+        })
+        .collect();
+    want.sort_unstable();
+    for &(m, n) in &want {
+        if occ.free_milli(n) != m {
+            return Err(format!(
+                "node {n:?}: kept {} free, recounted {m}",
+                occ.free_milli(n)
+            ));
+        }
+    }
+    let kept: Vec<NodeId> = occ.nodes_by_free_milli(0).collect();
+    let want: Vec<NodeId> = want.into_iter().map(|(_, n)| n).collect();
+    if kept != want {
+        return Err(format!("by free share: kept {kept:?}, recounted {want:?}"));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// KAI's placement from the kept counts (node-tracking occupancy: refusals from the
+    /// whole-GPU room, binpack in free-share order) against KAI's walk over every node (plain
+    /// occupancy, same allocations), after random churn of jobs and nodes, under binpack and
+    /// spread, with gang minimums below the count: the same pods, GPUs and ranks, or the same
+    /// refusal and reason; and the free-share order against a recount.
+    #[test]
+    fn kai_placement_from_kept_counts_matches_the_walk_over_every_node(
+        mut c in arb_cluster(),
+        ops in prop::collection::vec(arb_op(), 1..40),
+        spread in prop::bool::weighted(0.3),
+        minimums in prop::collection::vec(0u32..=6, 40),
+    ) {
+        let mut tracked = Occupancy::with_node_tracking(&c);
+        let mut plain = Occupancy::new(&c);
+        let strategy = if spread {
+            sched::PlacementStrategy::Spread
+        } else {
+            sched::PlacementStrategy::Binpack
+        };
+        let input = PlaceInput {
+            options: PlaceOptions {
+                dialect: sched::Dialect::Kai,
+                strategy: sched::KaiStrategy { gpu: strategy, cpu: strategy, shared_gpus: strategy },
+                ..PlaceOptions::default()
+            },
+            ..PlaceInput::default()
+        };
+        let mut jobs: Vec<sched::Job> = Vec::new();
+        let mut waiting: Vec<usize> = Vec::new();
+        let mut running: Vec<usize> = Vec::new();
+        for op in ops {
+            let mut touched = None;
+            match op {
+                Op::Arrive(s) => {
+                    let name = format!("j{}", jobs.len());
+                    let mut job = job_of(&c, &name, &s);
+                    let min = minimums[jobs.len() % minimums.len()];
+                    if min > 0 {
+                        job.pod_sets[0].min_count = min.min(job.pod_sets[0].count);
+                    }
+                    jobs.push(job);
+                    waiting.push(jobs.len() - 1);
+                }
+                Op::Complete(k) if !running.is_empty() => {
+                    let i = running.remove(k % running.len());
+                    prop_assert!(tracked.release(&jobs[i].name).is_some());
+                    prop_assert!(plain.release(&jobs[i].name).is_some());
+                }
+                Op::Complete(_) => {}
+                Op::Fail(n) => {
+                    let n = n % c.nodes.len();
+                    c.nodes[n].ready = false;
+                    touched = Some(n);
+                    let id = NodeId::from_index(n);
+                    let hit: Vec<usize> = running
+                        .iter()
+                        .copied()
+                        .filter(|&i| tracked.jobs()[&jobs[i].name].pods.iter().any(|p| p.node == id))
+                        .collect();
+                    for i in hit {
+                        tracked.release(&jobs[i].name);
+                        plain.release(&jobs[i].name);
+                        running.retain(|&r| r != i);
+                        waiting.push(i);
+                    }
+                    waiting.sort_unstable();
+                }
+                Op::Cordon(n) => {
+                    let n = n % c.nodes.len();
+                    c.nodes[n].unschedulable = true;
+                    touched = Some(n);
+                }
+                Op::Taint(n, on) => {
+                    let n = n % c.nodes.len();
+                    c.nodes[n].taints = if on { vec![taint_of(TaintEffect::NoSchedule)] } else { Vec::new() };
+                    touched = Some(n);
+                }
+                Op::Recover(n) => {
+                    let n = n % c.nodes.len();
+                    c.nodes[n].ready = true;
+                    c.nodes[n].unschedulable = false;
+                    touched = Some(n);
+                }
+            }
+            if let Some(n) = touched {
+                tracked.refresh_node(&c, NodeId::from_index(n));
+            }
+            let mut still = Vec::new();
+            for i in std::mem::take(&mut waiting) {
+                let counted = place_with(&c, &tracked, &jobs[i], &input);
+                let full = place_with(&c, &plain, &jobs[i], &input);
+                prop_assert_eq!(&counted, &full, "job {:?}", &jobs[i]);
+                match counted {
+                    Ok(p) => {
+                        commit(&mut tracked, &jobs[i], &p).expect("a fresh placement commits");
+                        commit(&mut plain, &jobs[i], &p).expect("a fresh placement commits");
+                        running.push(i);
+                    }
+                    Err(_) => still.push(i),
+                }
+            }
+            waiting = still;
+            let kept = recount_free_milli(&c, &tracked);
+            prop_assert!(kept.is_ok(), "{}", kept.unwrap_err());
+        }
+    }
+}
