@@ -17,9 +17,7 @@
 //! over the stages.
 //!
 //! Cost (2026-12-02). [`price_step_without_hot_links`] skips each kind's hot links (the load
-//! per resource they need), and [`price_step_beside`] takes running jobs already aggregated
-//! into rows, so a caller pricing many candidates beside the same jobs aggregates them once;
-//! every other number is the same bits as [`price_step`].
+//! per resource they need); every other number is the same bits as [`price_step`].
 //!
 //! Step time = compute + bubble + exposed communication, with
 //! - compute = FLOPs / (GPUs × peak × efficiency) ([`crate::compute`]);
@@ -175,18 +173,6 @@ pub fn price_step_without_hot_links(
     input: StepInput<'_>,
 ) -> Result<Step, LayoutError> {
     price(fabric, input, false)
-}
-
-/// [`price_step_without_hot_links`] with more running jobs given as aggregated rows
-/// ([`Fabric::aggregate`]), after `input.running`: the same bits as routing them into
-/// `input.running` (their IDs below `u64::MAX / 2`), without aggregating their flows again on
-/// every call (a placer pricing many candidates beside the same running jobs).
-pub fn price_step_beside(
-    fabric: &mut Fabric<'_>,
-    input: StepInput<'_>,
-    beside: &[Vec<(u32, f64)>],
-) -> Result<Step, LayoutError> {
-    price_with(fabric, input, false, beside)
 }
 
 /// [`price_step`], with each kind's hot links if `hot`.

@@ -24,21 +24,25 @@
 //! domain never slow). A layout job inside one host is not on the network and runs at its
 //! trace duration. Kinds are weighted alike (one max-min share per kind, not per group or byte).
 //! `+network` scores a layout job's candidates by its step time
-//! ([`Network::step_probe`]): `price_step` over the
-//! candidate's ranks in the trace's rank order with everything on the fabric (the running
-//! jobs' Rings and the running layout jobs' groups, routed once per change) beside it, as
-//! `fabric step --state` prices it; it sees no change to the running jobs. Other jobs'
-//! candidates are scored by their Ring AllReduce's probe, as before. The from-scratch reference does not model layout
-//! jobs (they run as Ring AllReduce over their GPUs there).
+//! ([`Network::step_probe`], rule of 2026-12-02): the step the simulator would give it there —
+//! its pace alone on the candidate's ranks (in the trace's rank order), its kinds started on the
+//! incremental state as the union jobs it would run as (same IDs, so the same routes), solved
+//! beside everything running, read, and ended again (max-min over the same jobs gives the
+//! running jobs the same bits, as `fabric::probe`). Before, a candidate was priced by
+//! `price_step` beside every running job from scratch (each group its own max-min job, as
+//! `fabric step --state` prices it): ~90× the cost of the same run without layouts, and a
+//! model the simulator does not then run the job under. Paces alone are kept by (training, ranks), a pure
+//! function of both (up to 1,024, then emptied): a job's candidates are asked again in later
+//! passes, the one it starts on is priced already, and later jobs of the same layout often land
+//! on the same GPUs. Other jobs'
+//! candidates are scored by their Ring AllReduce's probe, as before. The from-scratch
+//! reference does not model layout jobs (they run as Ring AllReduce over their GPUs there).
 //!
-//! Cost (2026-12-02; the numbers and bytes unchanged). Both pricings go through
-//! `layout::price_step_without_hot_links` (no load per resource, no hot links: `Pace` and a
-//! step time read neither) on a `Fabric` whose solve is sparse (`Fabric::paces`: the
-//! resources the jobs touch, renumbered; no vector per resource of the cluster is zeroed per
-//! call). For `+network`, what is on the fabric is routed and aggregated into one row per job
-//! once per change (`Fabric::aggregate`), and every candidate of a decision is priced beside
-//! those rows (`layout::price_step_beside`) instead of aggregating every running job's flows
-//! again per candidate.
+//! Cost (2026-12-02). Pricing alone goes through `layout::price_step_without_hot_links` (no
+//! load per resource, no hot links: `Pace` reads neither) on a `Fabric` whose solve is sparse
+//! (`Fabric::paces`: the resources the jobs touch, renumbered; no vector per resource of the
+//! cluster is zeroed per call); a probe costs the candidate's routes and two solves of the
+//! components it touches.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -59,14 +63,13 @@ pub struct FabricNetwork<'c> {
     running: BTreeSet<u64>,
     /// The running layout jobs by ID: their pace and their groups on the fabric.
     layouts: BTreeMap<u64, LayoutRun>,
-    /// The fabric layout jobs are priced on when they start (made at the first).
+    /// The fabric layout jobs are priced on alone (made at the first).
     pricing: Option<Fabric<'c>>,
-    /// The traffic of everything started on `state` (jobs and layout groups) by fabric ID, for
-    /// pricing a layout candidate beside it ([`Network::step_probe`]).
-    on_fabric: BTreeMap<u64, JobTraffic>,
-    /// `on_fabric` routed on `pricing` and aggregated ([`Fabric::aggregate`]), in ID order;
-    /// dropped on every start and end, so the candidates of one decision share it.
-    routed: Option<Vec<Vec<(u32, f64)>>>,
+    /// Paces already priced, by training (its `Debug` form) and ranks: a pure function of
+    /// both, asked again for a job's candidates in later passes, for the candidate it starts
+    /// on, and for later jobs of the same layout on the same GPUs. Emptied when it holds
+    /// [`KNOWN_PACES`] entries.
+    paces: BTreeMap<(String, Vec<Rank>), Pace>,
     cluster: &'c Cluster,
     routing: RoutingConfig,
 }
@@ -75,16 +78,15 @@ pub struct FabricNetwork<'c> {
 #[derive(Debug)]
 struct LayoutRun {
     pace: Pace,
-    /// Per kind on the network: the fabric ID of the kind's union job and the IDs of its
-    /// groups that span hosts (their routing IDs, and their keys in `on_fabric`).
-    groups: Vec<(Kind, u64, Vec<u64>)>,
+    /// Per kind on the network: the fabric ID of the kind's union job.
+    groups: Vec<(Kind, u64)>,
 }
 
 impl LayoutRun {
     /// Its rate from each kind's union job's result (`None` when one has none).
     fn rate(&self, result: impl Fn(u64) -> Option<fabric::JobResult>) -> Option<NetRate> {
         let mut ratios: Vec<(Kind, f64)> = Vec::with_capacity(self.groups.len());
-        for (kind, union, _) in &self.groups {
+        for (kind, union) in &self.groups {
             let r = result(*union)?;
             let ratio = if r.ideal_busbw_gb_s > 0.0 {
                 (r.busbw_gb_s / r.ideal_busbw_gb_s).min(1.0)
@@ -123,8 +125,7 @@ pub fn fabric_network(cluster: &Cluster, routing: RoutingConfig) -> FabricNetwor
         running: BTreeSet::new(),
         layouts: BTreeMap::new(),
         pricing: None,
-        on_fabric: BTreeMap::new(),
-        routed: None,
+        paces: BTreeMap::new(),
         cluster,
         routing,
     }
@@ -141,7 +142,6 @@ impl FabricNetwork<'_> {
 
 impl Network for FabricNetwork<'_> {
     fn start(&mut self, job: &NetJob) {
-        self.routed = None;
         if let Some(t) = &job.training {
             let run = self.start_layout(job.id as u64, t, &traffic(job).ranks);
             self.layouts.insert(job.id as u64, run);
@@ -151,51 +151,50 @@ impl Network for FabricNetwork<'_> {
         self.state
             .start(job.id as u64, &t)
             .expect("the scheduler only places jobs on GPUs the cluster has");
-        self.on_fabric.insert(job.id as u64, t);
         self.running.insert(job.id as u64);
     }
 
     fn end(&mut self, id: usize) {
-        self.routed = None;
         if let Some(run) = self.layouts.remove(&(id as u64)) {
-            for (_, union, ids) in &run.groups {
+            for (_, union) in &run.groups {
                 self.state.end(*union);
-                for g in ids {
-                    self.on_fabric.remove(g);
-                }
             }
             return;
         }
         self.state.end(id as u64);
-        self.on_fabric.remove(&(id as u64));
         self.running.remove(&(id as u64));
     }
 
     fn step_probe(&mut self, job: &NetJob) -> Option<f64> {
         let t = job.training.as_ref()?;
-        let cluster = self.cluster;
-        let fabric = self.pricing.get_or_insert_with(|| Fabric::new(cluster));
-        if self.routed.is_none() {
-            let mut rows = Vec::with_capacity(self.on_fabric.len());
-            for (&id, traffic) in &self.on_fabric {
-                let routed = fabric.route_flows(traffic, &self.routing, id).ok()?;
-                rows.push(fabric.aggregate(&routed));
-                fabric.recycle(routed.flows);
-            }
-            self.routed = Some(rows);
+        let id = job.id as u64;
+        let ranks = traffic(job).ranks;
+        let pace = self.pace_alone(t, &ranks);
+        let kinds = self.union_members(id, t, &ranks, &pace);
+        if kinds.is_empty() {
+            return Some(pace.ideal_step_s);
         }
-        let step = layout::price_step_beside(
-            fabric,
-            StepInput {
-                training: t,
-                ranks: &traffic(job).ranks,
-                cfg: &self.routing,
-                running: &[],
-                efficiency: None,
-            },
-            self.routed.as_deref().unwrap_or(&[]),
-        );
-        step.ok().map(|s| s.step_s)
+        // Start the kinds as the job would run them (same IDs, so the same routes), read
+        // their paces, end them: max-min over the same jobs gives the running jobs the same
+        // bits again (as `fabric::probe`).
+        let mut groups = Vec::with_capacity(kinds.len());
+        for (kind, union, members) in &kinds {
+            self.state.start_union(*union, members).ok()?;
+            groups.push((*kind, *union));
+        }
+        self.state.solve();
+        let run = LayoutRun { pace, groups };
+        let rate = run.rate(|g| self.state.result(g));
+        for (_, union) in &run.groups {
+            self.state.end(*union);
+        }
+        self.state.solve();
+        let rate = rate?;
+        Some(if rate.achieved_busbw > 0.0 {
+            run.pace.ideal_step_s / rate.achieved_busbw
+        } else {
+            f64::INFINITY
+        })
     }
 
     fn probe(&mut self, job: &NetJob) -> Option<fabric::Probe> {
@@ -239,6 +238,25 @@ impl<'c> FabricNetwork<'c> {
     /// Price layout job `id` on its `ranks` alone and put its groups that span hosts on the
     /// fabric (module note).
     fn start_layout(&mut self, id: u64, t: &layout::Training, ranks: &[Rank]) -> LayoutRun {
+        let pace = self.pace_alone(t, ranks);
+        let kinds = self.union_members(id, t, ranks, &pace);
+        let mut groups = Vec::with_capacity(kinds.len());
+        for (kind, union, members) in kinds {
+            self.state
+                .start_union(union, &members)
+                .expect("the scheduler only places jobs on GPUs the cluster has");
+            groups.push((kind, union));
+        }
+        LayoutRun { pace, groups }
+    }
+
+    /// Layout job `id`'s pace on `ranks` with nothing else running (`layout::Pace`), from the
+    /// candidates already priced for it when it is one of them.
+    fn pace_alone(&mut self, t: &layout::Training, ranks: &[Rank]) -> Pace {
+        let key = (format!("{t:?}"), ranks.to_vec());
+        if let Some(pace) = self.paces.get(&key) {
+            return pace.clone();
+        }
         let cluster = self.cluster;
         let fabric = self.pricing.get_or_insert_with(|| Fabric::new(cluster));
         let step = layout::price_step_without_hot_links(
@@ -253,7 +271,23 @@ impl<'c> FabricNetwork<'c> {
         )
         .expect("the engine checked the layout against the job's GPUs and the cluster");
         let pace = Pace::new(t, &step);
-        let mut groups = Vec::new();
+        if self.paces.len() >= KNOWN_PACES {
+            self.paces.clear();
+        }
+        self.paces.insert(key, pace.clone());
+        pace
+    }
+
+    /// Per communicator kind of `pace` on the network: its union job's ID and its groups that
+    /// span hosts, each `(routing ID, traffic)` (module note).
+    fn union_members(
+        &self,
+        id: u64,
+        t: &layout::Training,
+        ranks: &[Rank],
+        pace: &Pace,
+    ) -> Vec<KindUnion> {
+        let mut kinds = Vec::new();
         let mut g = 0;
         for kind in pace.network_kinds() {
             let collective = pace
@@ -267,30 +301,27 @@ impl<'c> FabricNetwork<'c> {
                 if granks.iter().all(|r| r.node == granks[0].node) {
                     continue;
                 }
-                let gid = group_id(id, g);
-                g += 1;
-                let group = JobTraffic {
+                members.push((group_id(id, g), JobTraffic {
                     ranks: granks,
                     collective,
-                };
-                members.push((gid, group));
+                }));
+                g += 1;
             }
-            if members.is_empty() {
-                continue;
+            if !members.is_empty() {
+                let union = union_id(id, kinds.len());
+                kinds.push((kind, union, members));
             }
-            let union = union_id(id, groups.len());
-            self.state
-                .start_union(union, &members)
-                .expect("the scheduler only places jobs on GPUs the cluster has");
-            let ids = members.iter().map(|m| m.0).collect();
-            for (gid, group) in members {
-                self.on_fabric.insert(gid, group);
-            }
-            groups.push((kind, union, ids));
         }
-        LayoutRun { pace, groups }
+        kinds
     }
 }
+
+/// A communicator kind on the network: the kind, its union job's ID, its groups that span
+/// hosts (each its routing ID and traffic).
+type KindUnion = (Kind, u64, Vec<(u64, JobTraffic)>);
+
+/// How many paces [`FabricNetwork`] keeps before it empties its `paces`.
+const KNOWN_PACES: usize = 1024;
 
 /// A [`Network`] from a function of the whole running set (jobs in ascending ID), called on
 /// every change: for hand-made networks in tests and for from-scratch references.

@@ -130,10 +130,11 @@ fn net_job(id: usize, nodes: &[u32], training: Option<layout::Training>) -> NetJ
     }
 }
 
-/// `step_probe` is `price_step` over the candidate's ranks with the running jobs' Rings routed
-/// beside it (the reference here, from scratch), and leaves the running set as it was.
+/// `step_probe` is the step the job would get if it started on the candidate beside the
+/// running jobs (its ideal step, `price_step` alone, ÷ the rate the network then gives it), and
+/// leaves the running set as it was.
 #[test]
-fn step_probe_is_price_step_beside_the_running_jobs() {
+fn step_probe_is_the_step_the_job_gets_when_it_starts_there() {
     let c = three_racks();
     let t = layout::Training::from_flags("llama3-8b", "tp=8,dp=4").unwrap();
     let mut net = fabric_network(&c, RoutingConfig::default());
@@ -145,22 +146,9 @@ fn step_probe_is_price_step_beside_the_running_jobs() {
     net.start(&net_job(0, &[2, 3, 6, 7], None));
     let busy = probe(&mut net, &[0, 1, 4, 5]);
     assert!(busy > idle * 1.01, "busy {busy} vs idle {idle}");
-    let reference = {
+    let ideal_step = {
         let cfg = RoutingConfig::default();
         let mut fab = fabric::Fabric::new(&c);
-        let ring = fabric::JobTraffic {
-            ranks: [2, 3, 6, 7]
-                .iter()
-                .flat_map(|&n| {
-                    (0..8).map(move |gpu| fabric::Rank {
-                        node: NodeId(n),
-                        gpu,
-                    })
-                })
-                .collect(),
-            collective: fabric::Collective::AllReduce,
-        };
-        let running = vec![fab.route_flows(&ring, &cfg, 0).unwrap()];
         let ranks: Vec<fabric::Rank> = [0, 1, 4, 5]
             .iter()
             .flat_map(|&n| {
@@ -174,11 +162,17 @@ fn step_probe_is_price_step_beside_the_running_jobs() {
             training: &t,
             ranks: &ranks,
             cfg: &cfg,
-            running: &running,
+            running: &[],
             efficiency: None,
         };
-        layout::price_step(&mut fab, input).unwrap().step_s
+        let step = layout::price_step(&mut fab, input).unwrap();
+        layout::Pace::new(&t, &step).ideal_step_s
     };
+    let mut started = fabric_network(&c, RoutingConfig::default());
+    started.start(&net_job(0, &[2, 3, 6, 7], None));
+    started.start(&net_job(9, &[0, 1, 4, 5], Some(t.clone())));
+    let rate = started.rates(&[0, 9])[1];
+    let reference = ideal_step / rate.achieved_busbw;
     assert!(
         (busy - reference).abs() <= 1e-12 * reference,
         "{busy} vs {reference}"
