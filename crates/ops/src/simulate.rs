@@ -582,7 +582,7 @@ impl Simulated<'_> {
 /// The report's sentence on how the network was modelled.
 fn network_description(routing: &RoutingConfig) -> String {
     format!(
-        "Network: every running multi-node job runs a Ring AllReduce; rates are max-min fair over all of them together under {} routing with {} per connection (railyard's fabric model).",
+        "Network: every running multi-node job runs a Ring AllReduce, or, with a model and layout, its communicators' collectives; rates are max-min fair over all of them together under {} routing with {} per connection (railyard's fabric model).",
         match routing.mode {
             RoutingMode::Ecmp => "ECMP",
             RoutingMode::Adaptive => "adaptive",
