@@ -5,7 +5,9 @@
 //! targets (`withinClusterQueue`, `reclaimWithinCohort`, `borrowWithinCohort`, Kueue's
 //! candidate order); the chosen flavors' node labels and tolerations narrow the placement.
 //!
-//! Design note (2026-12-02). Each started job holds its assignment's usage as an admitted
+//! Design note (2026-12-02). A pass decides by Kueue's scheduling cycle ([`KueueRun::cycle`]:
+//! the heads of every ClusterQueue against the live tree, the entries in the cycle's order);
+//! `decide` is one job alone (a cycle of one head). Each started job holds its assignment's usage as an admitted
 //! Workload named after the job, admitted at its start in ms (Kueue's candidate order reads it,
 //! and `LowerOrNewerEqualPriority` compares it with the preemptor's submission);
 //! a job that ends or is stopped gives it back. A job is admitted only when its pods also place
