@@ -136,7 +136,7 @@ impl KueueRun {
         assign::assign(&mut self.live, cq, &requests, job.priority, created, &check)
     }
 
-    /// One Kueue scheduling cycle ([`sched::kueue::cycle`]) over the heads, each (ClusterQueue
+    /// One Kueue scheduling cycle ([`sched::kueue::cycle()`]) over the heads, each (ClusterQueue
     /// node, job, the job's pod-set extras, creation in ms), against the live tree: each head's
     /// index and entry, in the order the cycle looked at them (the order to apply them in).
     /// The usage is not changed: the heads' flavors are assigned on the live tree, and the
