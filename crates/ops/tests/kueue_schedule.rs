@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use formats::kueue_objects::{admitted_workloads, KueueObjects};
 use ops::kueue_admit::{flavor_mismatch, queues, resolve_with_labels, Resolved};
+use sched::kueue::assign::assign;
+use sched::kueue::cycle::cycle_assigned;
 use sched::kueue::{cycle, Head, Outcome, PodSetRequest};
 use serde::Deserialize;
 use serde_json::Value;
@@ -207,7 +209,21 @@ fn outcome(case: &Case, file: &ScheduleFile, base: &str) -> BTreeMap<String, Wan
             check: &check,
         });
     }
-    for ((key, requests), e) in head_keys.into_iter().zip(cycle(&q, &heads)) {
+    let entries = cycle(&q, &heads);
+    // `cycle_assigned` (the simulator's entry point: the assignments made by the caller on the
+    // tree, the tree copied only for preemption) decides every case the same.
+    let mut own = q.clone();
+    let assignments = heads
+        .iter()
+        .map(|h| assign(&mut own, h.cq, &h.pod_sets, h.priority, h.created, h.check))
+        .collect();
+    for (x, y) in entries
+        .iter()
+        .zip(cycle_assigned(&own, &heads, assignments, false))
+    {
+        assert_eq!((&x.outcome, &x.victims), (&y.outcome, &y.victims));
+    }
+    for ((key, requests), e) in head_keys.into_iter().zip(entries) {
         let a = &e.assignment;
         let want = match e.outcome {
             Outcome::Admitted => Want {

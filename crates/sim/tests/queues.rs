@@ -620,11 +620,15 @@ fn the_kueue_check_finds_usage_kueue_would_not_admit() {
 
 #[test]
 fn kueue_fair_sharing_admits_the_lowest_dominant_share_first() {
-    // One host of 8 GPUs; cq-a and cq-b (nominal 4 each, weight 1) in cohort `all`. a1 (4) and
-    // a2 (2) start at 0: cq-a uses 6, borrowing 2 of the cohort's 8 (share 2 · 1000 / 8 =
-    // 250); b1 (2, ends at 20) fills the rest. a3 (2, submitted 5) and b2 (2, submitted 6)
-    // wait. At 20 b1's 2 GPUs free up: in submission order a3 takes them; with fair sharing
-    // cq-b (share 0) goes before cq-a (250): b2 runs 20–120, and a3 starts when it ends.
+    // One host of 8 GPUs, so room, not quota, decides who of two admitted heads starts. Cohort
+    // `all`: cq-a (nominal 4), cq-b (nominal 1), cq-c (nominal 8, idle: lends it). a1 (4) and
+    // a2 (2) start at 0: cq-a uses 6, 2 above its nominal; b1 (2, ends at 20) fills the host,
+    // cq-b 1 above. a3 (2, submitted 5) and b2 (2, submitted 6) wait. At 20 b1's 2 GPUs free
+    // up and both are heads of one cycle; both borrow (cq-a would be 4 above, cq-b 1), so
+    // Kueue's classical order (same borrowing level, same priority) takes the earlier a3, and
+    // b2, admitted too, has no room: it waits for a3 to end at 120. With fair sharing cq-b's
+    // dominant share with b2 (1 above nominal) is below cq-a's with a3 (4 above): b2 runs
+    // 20–120, and a3 starts when it ends.
     let c = cluster(1);
     let trace = [
         job("a1", 0.0, 1000.0, 4, "cq-a"),
@@ -635,13 +639,13 @@ fn kueue_fair_sharing_admits_the_lowest_dominant_share_first() {
     ];
     let queues = |fair: bool| {
         let mut q = kueue_objects(
-            ["cq-a", "cq-b"]
+            [("cq-a", 4), ("cq-b", 1), ("cq-c", 8)]
                 .iter()
-                .map(|n| {
+                .map(|&(n, nominal)| {
                     cq(
                         n,
                         Some("all"),
-                        &[("default", 4, None, None)],
+                        &[("default", nominal, None, None)],
                         KueuePolicy::default(),
                     )
                 })
@@ -657,4 +661,46 @@ fn kueue_fair_sharing_admits_the_lowest_dominant_share_first() {
     let r = run(&c, &trace, &config(queues(true))).unwrap();
     assert_eq!(record(&r, "b2").start_s, Some(20.0));
     assert_eq!(record(&r, "a3").start_s, Some(120.0));
+}
+
+#[test]
+fn kueue_cycle_looks_at_the_head_that_does_not_borrow_first() {
+    // Kueue's scheduling cycle (`pkg/scheduler/scheduler.go` at kubernetes-sigs/kueue ff69552,
+    // `entryOrdering`: an entry that does not borrow goes before one that does, whatever their
+    // creation). One host of 8 GPUs; cohort `all` with cq-a and cq-b, nominal 4 each, Kueue's
+    // default preemption (`reclaimWithinCohort: Never`); passes every 10 s. z (cq-b, 1 GPU,
+    // 0–5 s) only anchors the trace at 0. a1 (cq-a, 8 GPUs, submitted 1 s) and b1 (cq-b, 4
+    // GPUs, 2 s) are both heads of the cycle at 10 s. a1
+    // borrows cq-b's 4, b1 does not: b1 is looked at first and admitted (cq-b 4 of 4); a1 then
+    // no longer fits (8 wanted, 4 left in the cohort), and in the next cycle it does not fit:
+    // it waits for b1 to end at 110 and runs 110–210. One job at a time in submission order
+    // would have started a1 at 10 (the cohort's 8 idle) and b1 at 110 (with `Never` b1 does
+    // not reclaim its nominal quota from the borrower).
+    let c = cluster(1);
+    let trace = [
+        job("z", 0.0, 5.0, 1, "cq-b"),
+        job("a1", 1.0, 100.0, 8, "cq-a"),
+        job("b1", 2.0, 100.0, 4, "cq-b"),
+    ];
+    let queues = kueue_objects(
+        ["cq-a", "cq-b"]
+            .iter()
+            .map(|n| {
+                cq(
+                    n,
+                    Some("all"),
+                    &[("default", 4, None, None)],
+                    KueuePolicy::default(),
+                )
+            })
+            .collect(),
+        &[],
+    );
+    let mut cfg = config(queues);
+    cfg.cycle = SimTime(10_000);
+    let r = run(&c, &trace, &cfg).unwrap();
+    assert_eq!(record(&r, "b1").start_s, Some(10.0));
+    assert_eq!(record(&r, "a1").start_s, Some(110.0));
+    assert_eq!(record(&r, "a1").end_s, Some(210.0));
+    assert_eq!(r.summary.preemptions, 0);
 }

@@ -14,12 +14,15 @@
 //! victims gone, as the default-on `RecomputeAssignmentUponPreemptionTargetsOverlap` does:
 //! "will fit after these preemptions complete" or skipped); and "no longer fits after
 //! processing another workload" (the usage checked against the snapshot with every victim of
-//! the cycle removed). Fair sharing's iterator, TAS recomputation and admission checks are not
-//! modelled here.
+//! the cycle removed). With fair sharing (`cycle_with`) the entries are looked at in the order
+//! of their ClusterQueues' dominant resource shares, computed once per cycle (Kueue re-ranks
+//! after each entry, through its tournament over the cohort tree). TAS recomputation and
+//! admission checks are not modelled here.
 
 use std::collections::BTreeSet;
 
 use super::assign::{assign, Assignment, FlavorCheck, Mode, PodSetRequest};
+use super::fair::{dominant_resource_share, Share};
 use super::quota::{sub, Fr};
 use super::KueueQueues;
 use crate::kueue::preempt::Policy;
@@ -78,30 +81,87 @@ pub struct Entry {
     pub victims: Vec<String>,
 }
 
-/// One scheduling cycle over `heads`, in head order. `q` is not changed.
+/// One scheduling cycle over `heads`, in head order, Kueue's classical order. `q` is not
+/// changed.
 pub fn cycle(q: &KueueQueues, heads: &[Head<'_>]) -> Vec<Entry> {
+    cycle_with(q, heads, false)
+}
+
+/// [`cycle`], the entries looked at in fair sharing's order when `fair_sharing`.
+pub fn cycle_with(q: &KueueQueues, heads: &[Head<'_>], fair_sharing: bool) -> Vec<Entry> {
     let mut snap = q.clone();
-    let mut entries: Vec<Entry> = heads
+    let assignments: Vec<Assignment> = heads
         .iter()
-        .map(|h| {
-            let assignment = assign(&mut snap, h.cq, &h.pod_sets, h.priority, h.created, h.check);
-            let victims = names(&snap, &assignment);
-            Entry {
-                assignment,
-                outcome: Outcome::Pending(String::new()),
-                victims,
-            }
-        })
+        .map(|h| assign(&mut snap, h.cq, &h.pod_sets, h.priority, h.created, h.check))
         .collect();
-    let mut order: Vec<usize> = (0..heads.len()).collect();
-    order.sort_by_key(|&i| {
-        (
-            entries[i].assignment.borrowing,
-            std::cmp::Reverse(heads[i].priority),
-            heads[i].created,
-            i,
-        )
-    });
+    decide(snap, heads, assignments, fair_sharing)
+}
+
+/// [`cycle_with`] with each head's assignment already made on `q` (by [`assign`], in head
+/// order, nothing admitted in between), as a caller that has them does: `q` is copied only
+/// when an assignment needs preemption; otherwise only its quota tree is (the cycle then
+/// adds usage and nothing else).
+pub fn cycle_assigned(
+    q: &KueueQueues,
+    heads: &[Head<'_>],
+    assignments: Vec<Assignment>,
+    fair_sharing: bool,
+) -> Vec<Entry> {
+    if assignments.iter().any(|a| a.mode() == Mode::Preempt) {
+        return decide(q.clone(), heads, assignments, fair_sharing);
+    }
+    // What `decide` does when nobody is preempted: an entry that is blocked or does not fit
+    // waits; one that fits is admitted if its usage is still available.
+    let mut entries = pending_entries(q, assignments);
+    let mut tree = q.tree.clone();
+    for i in processing_order(q, heads, &entries, fair_sharing) {
+        let e = &mut entries[i];
+        let a = &e.assignment;
+        e.outcome = if let Some(why) = &a.blocked {
+            Outcome::Pending(why.clone())
+        } else if a.mode() == Mode::NoFit {
+            Outcome::Pending(a.message())
+        } else {
+            let usage: Option<Vec<(Fr, i64)>> = a
+                .usage
+                .iter()
+                .map(|(f, r, v)| Some((q.tree.fr(f, r)?, *v)))
+                .collect();
+            let cq = heads[i].cq;
+            match usage {
+                Some(u) if u.iter().all(|&(fr, v)| tree.available(cq, fr) >= v) => {
+                    for (fr, v) in u {
+                        tree.add_usage(cq, fr, v);
+                    }
+                    Outcome::Admitted
+                }
+                _ => Outcome::Pending(NO_LONGER_FITS.to_owned()),
+            }
+        };
+    }
+    entries
+}
+
+fn pending_entries(q: &KueueQueues, assignments: Vec<Assignment>) -> Vec<Entry> {
+    assignments
+        .into_iter()
+        .map(|assignment| Entry {
+            victims: names(q, &assignment),
+            assignment,
+            outcome: Outcome::Pending(String::new()),
+        })
+        .collect()
+}
+
+/// The cycle's loop on its snapshot `snap`, the heads' assignments made on it.
+fn decide(
+    mut snap: KueueQueues,
+    heads: &[Head<'_>],
+    assignments: Vec<Assignment>,
+    fair_sharing: bool,
+) -> Vec<Entry> {
+    let mut entries = pending_entries(&snap, assignments);
+    let order = processing_order(&snap, heads, &entries, fair_sharing);
     let mut preempted: BTreeSet<String> = BTreeSet::new();
     for i in order {
         let h = &heads[i];
@@ -184,6 +244,42 @@ pub fn cycle(q: &KueueQueues, heads: &[Head<'_>]) -> Vec<Entry> {
         };
     }
     entries
+}
+
+/// The order a cycle looks at its heads in. Classical (`entryOrdering`): lower borrowing
+/// level first, then higher priority, then earlier creation, then head order. Fair sharing
+/// (`fair_sharing_iterator.go`, simplified): lower dominant resource share of the head's
+/// ClusterQueue with the head's usage added (`CompareDRS`) first, then priority, creation and
+/// head order; the shares are those of `q`, not recomputed after each entry as Kueue's
+/// tournament does. `entries` are the heads' assignments. Callers applying a cycle's entries
+/// use it too.
+pub fn processing_order(
+    q: &KueueQueues,
+    heads: &[Head<'_>],
+    entries: &[Entry],
+    fair_sharing: bool,
+) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..heads.len()).collect();
+    let rest = |i: usize| (std::cmp::Reverse(heads[i].priority), heads[i].created, i);
+    if fair_sharing {
+        let shares: Vec<Share> = heads
+            .iter()
+            .zip(entries)
+            .map(|(h, e)| {
+                let usage: Vec<(Fr, i64)> = e
+                    .assignment
+                    .usage
+                    .iter()
+                    .filter_map(|(f, r, v)| Some((q.tree.fr(f, r)?, *v)))
+                    .collect();
+                dominant_resource_share(q, h.cq, &usage, q.spec(h.cq).fair_weight_milli)
+            })
+            .collect();
+        order.sort_by(|&a, &b| shares[a].compare(&shares[b]).then(rest(a).cmp(&rest(b))));
+    } else {
+        order.sort_by_key(|&i| (entries[i].assignment.borrowing, rest(i)));
+    }
+    order
 }
 
 fn names(q: &KueueQueues, a: &Assignment) -> Vec<String> {

@@ -3,10 +3,12 @@
 //! reclaims (`reclaim`); after it, the fragmentation measure.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 
+use sched::kueue::cycle::{DEFERRED, NO_LONGER_FITS, OVERLAPPING};
 use sched::kueue::preempt::Policy;
+use sched::kueue::{Assignment, Outcome};
 use sched::{Dialect, PreemptionPolicy, QueueId};
 
 use crate::engine::config::Order;
@@ -18,6 +20,7 @@ use crate::engine::network_sync::place_network_aware;
 use crate::engine::reclaim::{admits, fair_order, fair_shares, kueue_fair_order, make_room};
 use crate::engine::state::{set_fragmentation, State};
 use crate::events::EventQueue;
+use crate::queues::kueue::KueueRun;
 use crate::time::SimTime;
 
 /// Ask for a scheduling pass at the first multiple of `SimConfig::cycle` at or after `now`
@@ -43,9 +46,6 @@ struct PassKnown {
     admit: BTreeMap<(usize, bool, [u64; 3]), bool>,
     hopeless: BTreeMap<(usize, i32, u64), bool>,
     victims: Option<Vec<(u64, usize, f64)>>,
-    /// Kueue: (queue, priority, class, creation when the queue's policy reads it) known not
-    /// to start.
-    kueue_blocked: BTreeSet<(usize, i32, u32, i64)>,
 }
 
 impl PassKnown {
@@ -54,7 +54,6 @@ impl PassKnown {
         self.admit.clear();
         self.hopeless.clear();
         self.victims = None;
-        self.kueue_blocked.clear();
     }
 }
 
@@ -79,6 +78,13 @@ pub(super) fn pass(
     if ranked {
         promote_starved(st, now);
     }
+    if st.rules.as_ref().is_some_and(|r| r.kueue.is_some()) {
+        let fair = share.as_ref().filter(|_| fair_order_on);
+        st.requeued.clear();
+        kueue_pass(st, events, now, network, fair, ranked);
+        note_fragmentation(st, now);
+        return;
+    }
     // Submission order is walked on the live pending list (no copy of it per pass).
     let kueue_fair = kueue_fair_order(st);
     let mut listed = match &share {
@@ -97,7 +103,6 @@ pub(super) fn pass(
     let mut known = PassKnown::default();
     let mut policies: BTreeMap<usize, PreemptionPolicy> = BTreeMap::new();
     let network_aware = st.config.policy.network_aware;
-    let kueue = st.rules.as_ref().is_some_and(|r| r.kueue.is_some());
     // When only placement can start a job (nobody is stopped for another), the pass is over
     // once every pending job's class is known not to place in the current state.
     let only_placement = !by_level && !may_preempt && !network_aware;
@@ -120,26 +125,6 @@ pub(super) fn pass(
         let enough_gpus = want <= free + 1e-9;
         if !enough_gpus {
             st.memo.note(st.class[i] as usize, st.changes, true);
-        }
-        if kueue {
-            // Kueue's objects decide admission and quota preemption (`kueue_start`).
-            let key = kueue_key(st, i);
-            let room = match key {
-                Some(k) if !known.kueue_blocked.contains(&k) => {
-                    kueue_start(st, i, network, enough_gpus)
-                }
-                _ => None,
-            };
-            if let Some((victims, placement)) = room {
-                stop_and_start(st, events, i, &victims, &placement, now);
-                known.forget();
-                continue;
-            }
-            known.kueue_blocked.extend(key);
-            if st.config.policy.order == Order::Fifo {
-                break;
-            }
-            continue;
         }
         // Admission depends on the queues' use, which changes only when a job starts.
         let ask = &st.requests[i];
@@ -223,6 +208,138 @@ pub(super) fn pass(
     note_fragmentation(st, now);
 }
 
+/// Kueue's objects decide the pass (`sched::kueue::cycle`): scheduling cycles until one
+/// changes nothing. A cycle takes every ClusterQueue's head, the first of its pending jobs in
+/// the policy's order not yet tried in this pass (`fair`: the fair-share policy's shares;
+/// `ranked`: Tiresias, SRTF, SJF; under Kueue's fair sharing its own order), and applies the
+/// entries in the order the cycle looked at them: an admitted or preempting entry starts where
+/// it places on its flavors' nodes (its targets stopped first); one that no longer fits after
+/// another entry, or whose targets another entry took, is a head again in the next cycle; any
+/// other stays pending until the next pass (Kueue's inadmissible list, requeued when something
+/// changes). Under FIFO (Kueue's `StrictFIFO`) a ClusterQueue whose head stays pending offers no
+/// other head in the pass.
+fn kueue_pass(
+    st: &mut State<'_>,
+    events: &mut EventQueue<Event>,
+    now: SimTime,
+    network: &mut dyn Network,
+    fair: Option<&BTreeMap<String, f64>>,
+    ranked: bool,
+) {
+    let strict = st.config.policy.order == Order::Fifo;
+    let reorder = st
+        .rules
+        .as_ref()
+        .and_then(|r| r.kueue.as_ref())
+        .is_some_and(KueueRun::fair_sharing);
+    // Jobs that were heads and stay pending in this pass.
+    let mut tried: BTreeSet<usize> = BTreeSet::new();
+    // Decisions known not to start until the next start (`kueue_key`).
+    let mut blocked: BTreeSet<(usize, i32, u32, i64)> = BTreeSet::new();
+    let mut queues = kueue_queues(st, now, fair, ranked, &tried);
+    loop {
+        let mut heads: Vec<(usize, usize)> = Vec::new();
+        for (&cq, q) in &mut queues {
+            while let Some(&i) = q.front() {
+                if kueue_key(st, i).is_some_and(|k| blocked.contains(&k)) {
+                    q.pop_front();
+                    tried.insert(i);
+                    if strict {
+                        q.clear();
+                    }
+                    continue;
+                }
+                heads.push((cq, i));
+                break;
+            }
+        }
+        if heads.is_empty() {
+            break;
+        }
+        let entries = {
+            let Some(k) = st.rules.as_mut().and_then(|r| r.kueue.as_mut()) else {
+                return;
+            };
+            let args: Vec<(usize, &sched::Job, &[sched::PodSetExtras], i64)> = heads
+                .iter()
+                .map(|&(cq, i)| {
+                    let extras = &st.class_extras[st.class[i] as usize];
+                    (cq, &st.jobs[i], extras.as_slice(), st.submit[i].0 as i64)
+                })
+                .collect();
+            k.cycle(&args)
+        };
+        let mut started = false;
+        let mut changed = false;
+        for (h, e) in entries {
+            let (cq, i) = heads[h];
+            let again = match &e.outcome {
+                Outcome::Pending(why) => {
+                    [NO_LONGER_FITS, OVERLAPPING, DEFERRED].contains(&why.as_str())
+                }
+                Outcome::Admitted | Outcome::Preempting => false,
+            };
+            if again {
+                continue;
+            }
+            changed = true;
+            let q = queues.get_mut(&cq).expect("a head's ClusterQueue");
+            q.pop_front();
+            let room = match e.outcome {
+                Outcome::Pending(_) => None,
+                Outcome::Admitted | Outcome::Preempting => {
+                    kueue_start(st, i, cq, &e.assignment, network)
+                }
+            };
+            if let Some((victims, placement)) = room {
+                stop_and_start(st, events, i, &victims, &placement, now);
+                started = true;
+                continue;
+            }
+            tried.insert(i);
+            blocked.extend(kueue_key(st, i));
+            if strict {
+                q.clear();
+            }
+        }
+        if started {
+            blocked.clear();
+            if reorder {
+                queues = kueue_queues(st, now, fair, ranked, &tried);
+            }
+        } else if !changed {
+            break;
+        }
+    }
+}
+
+/// Per ClusterQueue node, its pending jobs in the policy's order, without `tried` and the
+/// jobs stopped in this pass.
+fn kueue_queues(
+    st: &State<'_>,
+    now: SimTime,
+    fair: Option<&BTreeMap<String, f64>>,
+    ranked: bool,
+    tried: &BTreeSet<usize>,
+) -> BTreeMap<usize, VecDeque<usize>> {
+    let order = match (kueue_fair_order(st), fair) {
+        (Some(v), _) => v,
+        (None, Some(fair)) => fair_order(st, fair),
+        (None, None) if ranked => ranked_order(st, now),
+        (None, None) => st.pending.keys().map(|&(_, i)| i).collect(),
+    };
+    let mut queues: BTreeMap<usize, VecDeque<usize>> = BTreeMap::new();
+    for i in order {
+        if tried.contains(&i) || st.requeued.contains(&i) {
+            continue;
+        }
+        if let Some((cq, ..)) = kueue_key(st, i) {
+            queues.entry(cq).or_default().push_back(i);
+        }
+    }
+    queues
+}
+
 /// What a Kueue decision for job `i` depends on besides the state: its ClusterQueue, priority
 /// and placement class, and its creation when its ClusterQueue's policy compares it
 /// (`LowerOrNewerEqualPriority`); `None` when its queue is no ClusterQueue.
@@ -239,26 +356,25 @@ fn kueue_key(st: &State<'_>, i: usize) -> Option<(usize, i32, u32, i64)> {
     Some((cq, st.jobs[i].priority, st.class[i], created))
 }
 
-/// Kueue's decision for pending job `i` now (`sched::kueue` through
-/// [`crate::queues::kueue::KueueRun`]): when it is admitted, maybe after preempting its
-/// targets, its placement on the assigned flavors' nodes with the targets gone, and its
-/// assignment staged for the start. `None` leaves it pending and stops nobody (also when its
-/// targets would free the quota but not the room).
+/// Kueue's admitted or preempting entry for pending job `i` (ClusterQueue node `cq`, flavors
+/// and targets `a`): its placement on the assigned flavors' nodes with the targets gone, and
+/// its assignment staged for the start. `None` leaves it pending and stops nobody (also when
+/// its targets would free the quota but not the room).
 fn kueue_start(
     st: &mut State<'_>,
     i: usize,
+    cq: usize,
+    a: &Assignment,
     network: &mut dyn Network,
-    enough_gpus: bool,
 ) -> Option<(Vec<String>, sched::Placement)> {
     let c = st.class[i] as usize;
-    let k = st.rules.as_mut()?.kueue.as_mut()?;
-    let cq = k.cluster_queue(&st.jobs[i].queue)?;
-    let a = k.decide(cq, &st.jobs[i], &st.class_extras[c], st.submit[i].0 as i64);
-    if !a.admitted() {
-        return None;
+    let enough_gpus = st.requests[i].gpu <= st.total_gpus - st.busy_gpus + 1e-9;
+    if !enough_gpus {
+        st.memo.note(c, st.changes, true);
     }
-    let victims = k.target_names(&a);
-    let on_flavors = k.on_flavors(&a, &st.class_extras[c], st.jobs[i].pod_sets.len());
+    let k = st.rules.as_mut()?.kueue.as_mut()?;
+    let victims = k.target_names(a);
+    let on_flavors = k.on_flavors(a, &st.class_extras[c], st.jobs[i].pod_sets.len());
     let placement = match on_flavors {
         None if victims.is_empty() && !enough_gpus => None,
         None if victims.is_empty() && st.config.policy.network_aware => {
@@ -277,7 +393,7 @@ fn kueue_start(
             placed
         }
     }?;
-    st.rules.as_mut()?.kueue.as_mut()?.stage(i, cq, &a);
+    st.rules.as_mut()?.kueue.as_mut()?.stage(i, cq, a);
     Some((victims, placement))
 }
 

@@ -5,7 +5,9 @@
 //! targets (`withinClusterQueue`, `reclaimWithinCohort`, `borrowWithinCohort`, Kueue's
 //! candidate order); the chosen flavors' node labels and tolerations narrow the placement.
 //!
-//! Design note (2026-12-02). Each started job holds its assignment's usage as an admitted
+//! Design note (2026-12-02). A pass decides by Kueue's scheduling cycle ([`KueueRun::cycle`]:
+//! the heads of every ClusterQueue against the live tree, the entries in the cycle's order);
+//! `decide` is one job alone (a cycle of one head). Each started job holds its assignment's usage as an admitted
 //! Workload named after the job, admitted at its start in ms (Kueue's candidate order reads it,
 //! and `LowerOrNewerEqualPriority` compares it with the preemptor's submission);
 //! a job that ends or is stopped gives it back. A job is admitted only when its pods also place
@@ -16,11 +18,14 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use sched::kueue::{
-    assign, mismatch, pod_set_requests, Admitted, Assignment, ClusterQueueSpec, CohortSpec,
-    FlavorNodes, KueueQueues, Mode,
+    assign, mismatch, pod_set_requests, Admitted, Assignment, ClusterQueueSpec, CohortSpec, Entry,
+    FlavorNodes, Head, KueueQueues, Mode,
 };
 use sched::{Job, PodSetExtras, Toleration, Violation};
 use topology::Taint;
+
+/// A head's flavor check, owned for the cycle.
+type BoxedCheck<'a> = Box<dyn Fn(usize, &str) -> Option<String> + 'a>;
 
 /// A Workload's usage: (flavor, resource, amount).
 type Usage = Vec<(String, String, i64)>;
@@ -129,6 +134,57 @@ impl KueueRun {
             mismatch(nodes, f, &[], extras.get(ps))
         };
         assign::assign(&mut self.live, cq, &requests, job.priority, created, &check)
+    }
+
+    /// One Kueue scheduling cycle ([`sched::kueue::cycle()`]) over the heads, each (ClusterQueue
+    /// node, job, the job's pod-set extras, creation in ms), against the live tree: each head's
+    /// index and entry, in the order the cycle looked at them (the order to apply them in).
+    /// The usage is not changed: the heads' flavors are assigned on the live tree, and the
+    /// cycle copies it only when one of them needs preemption (`cycle_assigned`).
+    pub fn cycle<'a>(
+        &'a mut self,
+        heads: &[(usize, &'a Job, &'a [PodSetExtras], i64)],
+    ) -> Vec<(usize, Entry)> {
+        let flavors = &self.model.flavors;
+        let checks: Vec<BoxedCheck<'a>> = heads
+            .iter()
+            .map(|&(_, _, extras, _)| {
+                Box::new(move |ps: usize, f: &str| {
+                    let nodes = flavors.iter().find(|x| x.name == f).map(|x| FlavorNodes {
+                        node_labels: &x.node_labels,
+                        node_taints: &x.node_taints,
+                        tolerations: &x.tolerations,
+                    });
+                    mismatch(nodes, f, &[], extras.get(ps))
+                }) as BoxedCheck<'a>
+            })
+            .collect();
+        let heads: Vec<Head<'_>> = heads
+            .iter()
+            .zip(&checks)
+            .map(|(&(cq, job, extras, created), check)| Head {
+                cq,
+                pod_sets: whole(pod_set_requests(job, extras, &self.model.gpu_resource)),
+                priority: job.priority,
+                created,
+                check: &**check,
+            })
+            .collect();
+        let assignments: Vec<Assignment> = heads
+            .iter()
+            .map(|h| {
+                let (ps, p, c) = (&h.pod_sets, h.priority, h.created);
+                assign::assign(&mut self.live, h.cq, ps, p, c, h.check)
+            })
+            .collect();
+        let fair = self.model.fair_sharing;
+        let entries = sched::kueue::cycle::cycle_assigned(&self.live, &heads, assignments, fair);
+        let order = sched::kueue::cycle::processing_order(&self.live, &heads, &entries, fair);
+        let mut entries: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
+        order
+            .into_iter()
+            .filter_map(|h| Some((h, entries[h].take()?)))
+            .collect()
     }
 
     /// Whether `job` could be admitted with nothing running (else it waits forever: a request
