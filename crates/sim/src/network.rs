@@ -301,10 +301,13 @@ impl<'c> FabricNetwork<'c> {
                 if granks.iter().all(|r| r.node == granks[0].node) {
                     continue;
                 }
-                members.push((group_id(id, g), JobTraffic {
-                    ranks: granks,
-                    collective,
-                }));
+                members.push((
+                    group_id(id, g),
+                    JobTraffic {
+                        ranks: granks,
+                        collective,
+                    },
+                ));
                 g += 1;
             }
             if !members.is_empty() {
