@@ -229,6 +229,73 @@ fn recount(c: &Cluster, occ: &Occupancy) -> Result<(), String> {
     Ok(())
 }
 
+/// One churn step other than an arrival, applied to both occupancies alike: a completion (one
+/// of `running`), a node failing (its jobs back to `waiting`), cordoned, tainted or recovered.
+/// Returns the node whose state changed.
+fn churn(
+    op: Op,
+    c: &mut Cluster,
+    tracked: &mut Occupancy,
+    plain: &mut Occupancy,
+    jobs: &[sched::Job],
+    running: &mut Vec<usize>,
+    waiting: &mut Vec<usize>,
+) -> Result<Option<usize>, TestCaseError> {
+    match op {
+        Op::Complete(k) if !running.is_empty() => {
+            let i = running.remove(k % running.len());
+            prop_assert!(tracked.release(&jobs[i].name).is_some());
+            prop_assert!(plain.release(&jobs[i].name).is_some());
+        }
+        Op::Complete(_) => {}
+        Op::Fail(n) => {
+            let n = n % c.nodes.len();
+            c.nodes[n].ready = false;
+            let id = NodeId::from_index(n);
+            let hit: Vec<usize> = running
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    tracked.jobs()[&jobs[i].name]
+                        .pods
+                        .iter()
+                        .any(|p| p.node == id)
+                })
+                .collect();
+            for i in hit {
+                tracked.release(&jobs[i].name);
+                plain.release(&jobs[i].name);
+                running.retain(|&r| r != i);
+                waiting.push(i);
+            }
+            waiting.sort_unstable();
+            return Ok(Some(n));
+        }
+        Op::Cordon(n) => {
+            let n = n % c.nodes.len();
+            c.nodes[n].unschedulable = true;
+            return Ok(Some(n));
+        }
+        Op::Taint(n, on) => {
+            let n = n % c.nodes.len();
+            c.nodes[n].taints = if on {
+                vec![taint_of(TaintEffect::NoSchedule)]
+            } else {
+                Vec::new()
+            };
+            return Ok(Some(n));
+        }
+        Op::Recover(n) => {
+            let n = n % c.nodes.len();
+            c.nodes[n].ready = true;
+            c.nodes[n].unschedulable = false;
+            return Ok(Some(n));
+        }
+        Op::Arrive(_) => {}
+    }
+    Ok(None)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -266,45 +333,8 @@ proptest! {
                     jobs.push(job_of(&c, &name, &s));
                     waiting.push(jobs.len() - 1);
                 }
-                Op::Complete(k) if !running.is_empty() => {
-                    let i = running.remove(k % running.len());
-                    prop_assert!(tracked.release(&jobs[i].name).is_some());
-                    prop_assert!(plain.release(&jobs[i].name).is_some());
-                }
-                Op::Complete(_) => {}
-                Op::Fail(n) => {
-                    let n = n % c.nodes.len();
-                    c.nodes[n].ready = false;
-                    touched = Some(n);
-                    let id = NodeId::from_index(n);
-                    let hit: Vec<usize> = running
-                        .iter()
-                        .copied()
-                        .filter(|&i| tracked.jobs()[&jobs[i].name].pods.iter().any(|p| p.node == id))
-                        .collect();
-                    for i in hit {
-                        tracked.release(&jobs[i].name);
-                        plain.release(&jobs[i].name);
-                        running.retain(|&r| r != i);
-                        waiting.push(i);
-                    }
-                    waiting.sort_unstable();
-                }
-                Op::Cordon(n) => {
-                    let n = n % c.nodes.len();
-                    c.nodes[n].unschedulable = true;
-                    touched = Some(n);
-                }
-                Op::Taint(n, on) => {
-                    let n = n % c.nodes.len();
-                    c.nodes[n].taints = if on { vec![taint_of(TaintEffect::NoSchedule)] } else { Vec::new() };
-                    touched = Some(n);
-                }
-                Op::Recover(n) => {
-                    let n = n % c.nodes.len();
-                    c.nodes[n].ready = true;
-                    c.nodes[n].unschedulable = false;
-                    touched = Some(n);
+                other => {
+                    touched = churn(other, &mut c, &mut tracked, &mut plain, &jobs, &mut running, &mut waiting)?;
                 }
             }
             if let Some(n) = touched {
@@ -405,45 +435,8 @@ proptest! {
                     jobs.push(job);
                     waiting.push(jobs.len() - 1);
                 }
-                Op::Complete(k) if !running.is_empty() => {
-                    let i = running.remove(k % running.len());
-                    prop_assert!(tracked.release(&jobs[i].name).is_some());
-                    prop_assert!(plain.release(&jobs[i].name).is_some());
-                }
-                Op::Complete(_) => {}
-                Op::Fail(n) => {
-                    let n = n % c.nodes.len();
-                    c.nodes[n].ready = false;
-                    touched = Some(n);
-                    let id = NodeId::from_index(n);
-                    let hit: Vec<usize> = running
-                        .iter()
-                        .copied()
-                        .filter(|&i| tracked.jobs()[&jobs[i].name].pods.iter().any(|p| p.node == id))
-                        .collect();
-                    for i in hit {
-                        tracked.release(&jobs[i].name);
-                        plain.release(&jobs[i].name);
-                        running.retain(|&r| r != i);
-                        waiting.push(i);
-                    }
-                    waiting.sort_unstable();
-                }
-                Op::Cordon(n) => {
-                    let n = n % c.nodes.len();
-                    c.nodes[n].unschedulable = true;
-                    touched = Some(n);
-                }
-                Op::Taint(n, on) => {
-                    let n = n % c.nodes.len();
-                    c.nodes[n].taints = if on { vec![taint_of(TaintEffect::NoSchedule)] } else { Vec::new() };
-                    touched = Some(n);
-                }
-                Op::Recover(n) => {
-                    let n = n % c.nodes.len();
-                    c.nodes[n].ready = true;
-                    c.nodes[n].unschedulable = false;
-                    touched = Some(n);
+                other => {
+                    touched = churn(other, &mut c, &mut tracked, &mut plain, &jobs, &mut running, &mut waiting)?;
                 }
             }
             if let Some(n) = touched {
