@@ -30,6 +30,7 @@ use smallvec::SmallVec;
 
 use topology::Cluster;
 
+use crate::collective::{Collective, Rank};
 use crate::error::FabricError;
 use crate::maxmin::{alone_level, is_binding, FlowPaths, SparseSolver};
 use crate::model::{ideal_routing, Fabric, JobResult, JobTraffic, RoutedJob};
@@ -61,7 +62,15 @@ pub struct FabricState<'c> {
     generation: u64,
     /// Ideal paces by [`Fabric::alone_pace_grouped`] (approximate runs).
     grouped_ideal: bool,
+    /// Ideal paces already computed, by ranks and collective: under the ideal (adaptive, one
+    /// QP) routing a job's route reads no job ID, so its ideal is a function of both (asked
+    /// again for a network-aware probe's candidates and for jobs landing on the same GPUs).
+    /// Emptied when it holds [`KNOWN_IDEALS`] entries.
+    ideals: BTreeMap<(Vec<Rank>, Collective), f64>,
 }
+
+/// How many ideal paces a [`FabricState`] keeps before it empties its cache.
+const KNOWN_IDEALS: usize = 4096;
 
 /// What the state keeps of one resource, side by side: all that a start or an end reads and
 /// writes there (one memory fetch where four arrays took four).
@@ -140,6 +149,7 @@ impl<'c> FabricState<'c> {
             job_seen: Vec::new(),
             generation: 0,
             grouped_ideal: false,
+            ideals: BTreeMap::new(),
         }
     }
 
@@ -148,6 +158,7 @@ impl<'c> FabricState<'c> {
     /// approximate anyway (network rounds).
     pub fn with_grouped_ideal(mut self, grouped: bool) -> Self {
         self.grouped_ideal = grouped;
+        self.ideals.clear();
         self
     }
 
@@ -194,13 +205,24 @@ impl<'c> FabricState<'c> {
 
     /// Job `job`'s bus bandwidth alone under ideal routing (`None` when the routing is ideal).
     fn ideal_pace(&mut self, id: u64, job: &JobTraffic) -> Result<Option<f64>, FabricError> {
-        Ok(match ideal_routing(&self.cfg) {
-            None => None,
-            Some(ideal_cfg) if self.grouped_ideal => {
-                Some(self.fabric.alone_pace_grouped(job, &ideal_cfg, id)?)
-            }
-            Some(ideal_cfg) => Some(self.fabric.alone_pace(job, &ideal_cfg, id)?),
-        })
+        let Some(ideal_cfg) = ideal_routing(&self.cfg) else {
+            return Ok(None);
+        };
+        debug_assert_eq!(ideal_cfg.mode, crate::routing::RoutingMode::Adaptive);
+        let key = (job.ranks.clone(), job.collective);
+        if let Some(&pace) = self.ideals.get(&key) {
+            return Ok(Some(pace));
+        }
+        let pace = if self.grouped_ideal {
+            self.fabric.alone_pace_grouped(job, &ideal_cfg, id)?
+        } else {
+            self.fabric.alone_pace(job, &ideal_cfg, id)?
+        };
+        if self.ideals.len() >= KNOWN_IDEALS {
+            self.ideals.clear();
+        }
+        self.ideals.insert(key, pace);
+        Ok(Some(pace))
     }
 
     /// Put routed job `id` with its aggregated `row` on the fabric.

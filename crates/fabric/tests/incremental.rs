@@ -269,3 +269,26 @@ fn a_union_job_of_one_group_is_that_job_and_of_disjoint_groups_runs_at_the_slowe
         ra.ideal_busbw_gb_s.min(rb.ideal_busbw_gb_s)
     );
 }
+
+/// Under ECMP a job's routes depend on its ID, its ideal (adaptive routing, one QP) does not:
+/// the ideal a state remembers from an earlier job on the same GPUs is the ideal a fresh state
+/// computes for the later job.
+#[test]
+fn an_ideal_remembered_from_the_same_gpus_is_the_ideal_computed_afresh() {
+    let c = oversubscribed();
+    let cfg = RoutingConfig {
+        mode: RoutingMode::Ecmp,
+        ..RoutingConfig::default()
+    };
+    let a = traffic(&c, &[0, 4], 8);
+    let mut state = FabricState::new(&c, cfg);
+    state.start(3, &a).unwrap();
+    state.end(3);
+    state.start(11, &a).unwrap();
+    state.solve();
+    let mut fresh = FabricState::new(&c, cfg);
+    fresh.start(11, &a).unwrap();
+    fresh.solve();
+    assert_eq!(state.result(11), fresh.result(11));
+    assert!(fresh.result(11).unwrap().ideal_busbw_gb_s > 0.0);
+}
