@@ -21,35 +21,10 @@ shift
 presets=("$@")
 [ ${#presets[@]} -gt 0 ] || presets=(fat-tree-k8 oci-h100-16k oci-gb200-nvl72-4k)
 
-for cmd in slurmctld scontrol sbatch unshare ip timeout; do
-  command -v "$cmd" >/dev/null || { echo "slurm-check: $cmd not found (apt-get install slurmctld slurm-client)" >&2; exit 1; }
-done
-
-# Re-run inside a fresh network namespace: only lo, so slurmctld listens on loopback alone.
-# glibc's AI_ADDRCONFIG ignores loopback addresses, so lo also gets a private 10.254.0.1/32
-# (reachable from nowhere but this namespace) or slurmctld cannot even resolve "127.0.0.1".
-if [ -z "${RAILYARD_SLURM_NETNS:-}" ]; then
-  exec timeout 600 env RAILYARD_SLURM_NETNS=1 unshare --net "$0" "$railyard" "${presets[@]}"
-fi
-ip link set lo up
-ip addr add 10.254.0.1/32 dev lo
-
-work=$(mktemp -d /tmp/railyard-slurm.XXXXXX)
-ctld_pid=""
-cleanup() {
-  if [ -n "$ctld_pid" ]; then
-    kill "$ctld_pid" 2>/dev/null || true
-    wait "$ctld_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "slurm-check: FAIL: $*" >&2
-  if [ -f "$work/slurmctld.log" ]; then tail -5 "$work/slurmctld.log" >&2; fi
-  exit 1
-}
+. "$(dirname "$0")/slurm-lib.sh"
+slurm_need slurm-check "apt-get install slurmctld slurm-client" slurmctld scontrol sbatch unshare ip timeout
+slurm_netns 600 "$0" "$railyard" "${presets[@]}"
+slurm_workdir slurm-check
 
 # Expand a Slurm hostlist (or comma list) into one name per line, with Slurm's own parser.
 expand() { SLURM_CONF="$work/slurm.conf" timeout 10 scontrol show hostnames "$1"; }
@@ -142,6 +117,7 @@ EOF
   # Start the controller and wait until it answers.
   SLURM_CONF="$work/slurm.conf" timeout 300 slurmctld -D -i -f "$work/slurm.conf" >"$work/slurmctld.out" 2>&1 &
   ctld_pid=$!
+  slurm_pids+=("$ctld_pid")
   for _ in $(seq 100); do
     SLURM_CONF="$work/slurm.conf" timeout 5 scontrol ping >/dev/null 2>&1 && break
     kill -0 "$ctld_pid" 2>/dev/null || fail "$preset: slurmctld exited: $(tail -3 "$work/slurmctld.out")"
@@ -209,9 +185,7 @@ EOF
     echo "  -N $size --switches=1: railyard $verdict_r, slurm $verdict_s${picked:+ (on $picked)}"
   done
 
-  kill "$ctld_pid" 2>/dev/null || true
-  wait "$ctld_pid" 2>/dev/null || true
-  ctld_pid=""
+  slurm_stop
 }
 
 for p in "${presets[@]}"; do

@@ -19,33 +19,11 @@ set -euo pipefail
 
 railyard=$(realpath "$1")
 
-for cmd in slurmctld slurmd scontrol sbatch squeue sinfo unshare ip timeout; do
-  command -v "$cmd" >/dev/null || { echo "slurm-live-check: $cmd not found (apt-get install slurmctld slurmd slurm-client)" >&2; exit 1; }
-done
-
-# See scripts/slurm-check.sh: a namespace with only lo, plus 10.254.0.1/32 on lo for glibc.
-if [ -z "${RAILYARD_SLURM_NETNS:-}" ]; then
-  exec timeout 300 env RAILYARD_SLURM_NETNS=1 unshare --net "$0" "$railyard"
-fi
-ip link set lo up
-ip addr add 10.254.0.1/32 dev lo
-
-work=$(mktemp -d /tmp/railyard-slurm-live.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "slurm-live-check: FAIL: $*" >&2
-  for f in slurmctld.log slurmd.log; do
-    [ -f "$work/$f" ] && grep -v "pmix\|mpi\|MPI" "$work/$f" | tail -12 | sed "s/^/  $f: /" >&2
-  done
-  exit 1
-}
+. "$(dirname "$0")/slurm-lib.sh"
+slurm_need slurm-live-check "apt-get install slurmctld slurmd slurm-client" \
+  slurmctld slurmd scontrol sbatch squeue sinfo unshare ip timeout
+slurm_netns 300 "$0" "$railyard"
+slurm_workdir slurm-live-check
 
 mkdir -p "$work/state" "$work/spool"
 export SLURM_CONF="$work/slurm.conf"
@@ -86,14 +64,14 @@ printf 'Name=gpu File=%s/gpu[0-7]\n' "$work" >"$work/gres.conf"
 printf 'SwitchName=s1 Nodes=n[1-2]\nSwitchName=s2 Nodes=n[3-4]\nSwitchName=top Switches=s[1-2]\n' >"$work/topology.conf"
 
 timeout 280 slurmctld -D -i -f "$work/slurm.conf" >"$work/slurmctld.out" 2>&1 &
-pids+=($!)
+slurm_pids+=($!)
 for _ in $(seq 100); do
   timeout 5 scontrol ping >/dev/null 2>&1 && break
   sleep 0.2
 done
 timeout 10 scontrol ping >/dev/null || fail "slurmctld does not answer: $(tail -3 "$work/slurmctld.out")"
 timeout 280 slurmd -D -N n1 -f "$work/slurm.conf" >"$work/slurmd.out" 2>&1 &
-pids+=($!)
+slurm_pids+=($!)
 
 # A job holding n1's GPUs, running on the slurmd.
 job_id=$(timeout 30 sbatch --parsable -w n1 -N 1 --gres=gpu:8 -o /dev/null --wrap "sleep 250") || fail "sbatch of the running job failed"

@@ -17,36 +17,11 @@ set -euo pipefail
 railyard=$(realpath "$1")
 grid=$(realpath "${2:-$(dirname "$0")/../crates/railyard/tests/fixtures/sweep/grid12.yaml}")
 
-for cmd in slurmctld slurmd scontrol sbatch squeue sinfo unshare ip timeout; do
-  command -v "$cmd" >/dev/null || { echo "slurm-sweep-check: $cmd not found (apt-get install slurmctld slurmd slurm-client iproute2)" >&2; exit 1; }
-done
-
-# Re-run inside a fresh network namespace with only lo, which also gets a private
-# 10.254.0.1/32 (glibc's AI_ADDRCONFIG ignores loopback addresses): the node's NodeAddr.
-if [ -z "${RAILYARD_SLURM_NETNS:-}" ]; then
-  exec timeout 120 env RAILYARD_SLURM_NETNS=1 unshare --net "$0" "$railyard" "$grid"
-fi
-ip link set lo up
-ip addr add 10.254.0.1/32 dev lo
-
-work=$(mktemp -d /tmp/railyard-slurm-sweep.XXXXXX)
-ctld_pid="" slurmd_pid=""
-cleanup() {
-  for pid in $slurmd_pid $ctld_pid; do
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "slurm-sweep-check: FAIL: $*" >&2
-  for log in slurmctld.log slurmd.log; do
-    [ -f "$work/$log" ] && tail -5 "$work/$log" | sed "s/^/  $log: /" >&2
-  done
-  exit 1
-}
+. "$(dirname "$0")/slurm-lib.sh"
+slurm_need slurm-sweep-check "apt-get install slurmctld slurmd slurm-client iproute2" \
+  slurmctld slurmd scontrol sbatch squeue sinfo unshare ip timeout
+slurm_netns 120 "$0" "$railyard" "$grid"
+slurm_workdir slurm-sweep-check
 
 mkdir -p "$work/state" "$work/spool"
 cpus=$(nproc)
@@ -82,6 +57,7 @@ export SLURM_CONF="$work/slurm.conf"
 
 slurmctld -D -i -f "$SLURM_CONF" >"$work/slurmctld.out" 2>&1 &
 ctld_pid=$!
+slurm_pids+=("$ctld_pid")
 for _ in $(seq 100); do
   timeout 5 scontrol ping >/dev/null 2>&1 && break
   kill -0 "$ctld_pid" 2>/dev/null || fail "slurmctld exited: $(tail -3 "$work/slurmctld.out")"
@@ -90,6 +66,7 @@ done
 timeout 5 scontrol ping >/dev/null || fail "slurmctld does not answer"
 slurmd -D -N sweepnode -f "$SLURM_CONF" >"$work/slurmd.out" 2>&1 &
 slurmd_pid=$!
+slurm_pids+=("$slurmd_pid")
 state=""
 for _ in $(seq 150); do
   state=$(timeout 5 sinfo -h -n sweepnode -o %T 2>/dev/null || true)
