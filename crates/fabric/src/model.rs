@@ -672,36 +672,6 @@ impl<'c> Fabric<'c> {
         self.paces_and_rows(jobs).0
     }
 
-    /// A job's aggregated row: its load per unit pace on each resource it uses, in resource
-    /// order, as [`Fabric::solve`] sums it. Kept, it stands for the job in
-    /// [`Fabric::paces_beside`] without aggregating its flows again.
-    pub fn aggregate(&self, job: &RoutedJob) -> Vec<(u32, f64)> {
-        let mut solver = self.solver.borrow_mut();
-        let solver = solver.get_or_insert_with(|| SparseSolver::new(self.capacity.len()));
-        solver.aggregate(&job.flows, &job.shares)
-    }
-
-    /// The paces of `jobs` when solved together with jobs already aggregated into `beside`
-    /// ([`Fabric::aggregate`]), after them: the bits of [`Fabric::paces`] over `jobs` followed
-    /// by the jobs of `beside`, at the cost of aggregating `jobs` only.
-    pub fn paces_beside(&self, jobs: &[&RoutedJob], beside: &[Vec<(u32, f64)>]) -> Vec<f64> {
-        let mut solver = self.solver.borrow_mut();
-        let solver = solver.get_or_insert_with(|| SparseSolver::new(self.capacity.len()));
-        let rows: Vec<Vec<(u32, f64)>> = jobs
-            .iter()
-            .map(|j| solver.aggregate(&j.flows, &j.shares))
-            .collect();
-        let refs: Vec<&[(u32, f64)]> = rows.iter().chain(beside).map(Vec::as_slice).collect();
-        let mut paces = solver.solve(&self.capacity, &refs);
-        paces.truncate(jobs.len());
-        for b in &mut paces {
-            if !b.is_finite() {
-                *b = 0.0;
-            }
-        }
-        paces
-    }
-
     /// Each job's pace (0 when it crosses no resource of known capacity) and its aggregated
     /// row. Design note (2026-12-02): the rows are aggregated and solved by one
     /// [`SparseSolver`] kept in the fabric, on the resources they touch renumbered in

@@ -594,9 +594,8 @@ fn tuner_input_with_running_jobs_sees_the_shared_bandwidth() {
 }
 
 /// The sparse solve (resources the jobs touch, renumbered) against the dense reference over
-/// every resource of the fabric (`job_max_min`, loads summed from the flows): the same bits,
-/// and `paces_beside` with aggregated rows the same bits as the jobs routed together. Fails if
-/// renumbering changed an order, or a row were summed differently.
+/// every resource of the fabric (`job_max_min`, loads summed from the flows): the same bits.
+/// Fails if renumbering changed an order, or a row were summed differently.
 #[test]
 fn sparse_solve_is_the_dense_solve_bit_for_bit() {
     let c = fat_tree_k8();
@@ -638,7 +637,5 @@ fn sparse_solve_is_the_dense_solve_bit_for_bit() {
                 "{mode:?}: {a} vs {b}"
             );
         }
-        let beside: Vec<Vec<(u32, f64)>> = jobs[2..].iter().map(|j| f.aggregate(j)).collect();
-        assert_eq!(f.paces_beside(&refs[..2], &beside), dense[..2], "{mode:?}");
     }
 }

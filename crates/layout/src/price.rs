@@ -177,16 +177,6 @@ pub fn price_step_without_hot_links(
 
 /// [`price_step`], with each kind's hot links if `hot`.
 fn price(fabric: &mut Fabric<'_>, input: StepInput<'_>, hot: bool) -> Result<Step, LayoutError> {
-    price_with(fabric, input, hot, &[])
-}
-
-/// [`price`] with `beside`'s rows solved after `input.running` (no hot links with them).
-fn price_with(
-    fabric: &mut Fabric<'_>,
-    input: StepInput<'_>,
-    hot: bool,
-    beside: &[Vec<(u32, f64)>],
-) -> Result<Step, LayoutError> {
     let t = input.training;
     t.validate(input.ranks.len() as u64)?;
     let cluster = fabric.cluster();
@@ -234,7 +224,7 @@ fn price_with(
     kinds.dedup();
     let mut routed: Vec<RoutedJob> = Vec::new();
     let mut spans: Vec<(Kind, std::ops::Range<usize>, Vec<Vec<u32>>)> = Vec::new();
-    let base = (input.running.len() + beside.len()) as u64 + 1;
+    let base = input.running.len() as u64 + 1;
     for &kind in &kinds {
         let gs = groups(&t.layout, kind);
         let start = routed.len();
@@ -250,12 +240,11 @@ fn price_with(
     let mut all: Vec<&RoutedJob> = routed.iter().collect();
     all.extend(input.running);
     // Rates per flow only for the hot links; the paces are the same bits either way.
-    let hot = hot && beside.is_empty();
     let alloc = if hot {
         let alloc = fabric.solve(&all);
         (alloc.busbw_gbps, alloc.rates)
     } else {
-        (fabric.paces_beside(&all, beside), Vec::new())
+        (fabric.paces(&all), Vec::new())
     };
 
     let mut comms = Vec::new();
