@@ -179,7 +179,14 @@ impl Network for FabricNetwork<'_> {
         // bits again (as `fabric::probe`).
         let mut groups = Vec::with_capacity(kinds.len());
         for (kind, union, members) in &kinds {
-            self.state.start_union(*union, members).ok()?;
+            if self.state.start_union(*union, members).is_err() {
+                // Leave the running set as it was: end the kinds already started.
+                for (_, started) in &groups {
+                    self.state.end(*started);
+                }
+                self.state.solve();
+                return None;
+            }
             groups.push((*kind, *union));
         }
         self.state.solve();
