@@ -111,9 +111,6 @@ struct StateJob {
     /// Indices into `row` by level alone ascending, then resource: where the lowest private
     /// entry is looked for ([`reduced_row`]).
     by_level: Vec<u32>,
-    /// The entries of the row on contended resources, in resource order; kept as resources
-    /// change class.
-    contended: Vec<(u32, f64)>,
     /// What the solver needs of the row ([`reduced_row`]). Rebuilt when `stale`.
     reduced: Vec<(u32, f64)>,
     /// A resource of the row changed between binding and not, or between one user and more,
@@ -276,7 +273,6 @@ impl<'c> FabricState<'c> {
             row,
             most,
             by_level,
-            contended: Vec::new(),
             reduced: Vec::new(),
             stale: true,
             busbw_gbps: 0.0,
@@ -292,12 +288,7 @@ impl<'c> FabricState<'c> {
                 .binary_search_by_key(&id, |u| job_of(&self.jobs, u.slot).id)
                 .unwrap_err();
             users.insert(at, User { slot, k: k as u32 });
-            let before = self.res[e as usize].class;
             self.update_class(e);
-            if before == CONTENDED && self.res[e as usize].class == CONTENDED {
-                // Unchanged class: the other users' lists have it already, the new row not.
-                self.job_mut(slot).contended.push((e, w));
-            }
         }
         self.dirty.push(id);
         Ok(())
@@ -471,28 +462,11 @@ impl<'c> FabricState<'c> {
                 SLACK
             }
         };
-        let before = self.res[ei].class;
-        if class != before {
+        if class != self.res[ei].class {
             self.res[ei].class = class;
             for i in 0..self.res[ei].users.len() {
-                let u = self.res[ei].users[i];
-                let job = self.job_mut(u.slot);
-                job.stale = true;
-                if class == CONTENDED {
-                    let at = job.contended.partition_point(|&(r, _)| r < e);
-                    if job.contended.get(at).is_some_and(|&(r, _)| r == e) {
-                        continue; // listed already
-                    }
-                    let entry = job.row[u.k as usize];
-                    debug_assert_eq!(entry.0, e, "a user's row crosses the resource there");
-                    job.contended.insert(at, entry);
-                } else if before == CONTENDED {
-                    // A user that joined in this very change may not list it yet.
-                    let at = job.contended.partition_point(|&(r, _)| r < e);
-                    if job.contended.get(at).is_some_and(|&(r, _)| r == e) {
-                        job.contended.remove(at);
-                    }
-                }
+                let slot = self.res[ei].users[i].slot;
+                self.job_mut(slot).stale = true;
             }
         }
     }
@@ -515,16 +489,6 @@ impl<'c> FabricState<'c> {
             .as_mut()
             .expect("a slot of a running job");
         if job.stale {
-            debug_assert!(
-                job.contended
-                    == job
-                        .row
-                        .iter()
-                        .copied()
-                        .filter(|&(e, _)| self.res[e as usize].class == CONTENDED)
-                        .collect::<Vec<_>>(),
-                "a job's contended entries are its row's entries on contended resources"
-            );
             reduced_row(job, &self.res);
             job.stale = false;
         }
@@ -532,7 +496,7 @@ impl<'c> FabricState<'c> {
 }
 
 /// The part of a job's row the job-level max-min needs, into its `reduced`: every entry on a
-/// binding resource another job also uses (its `contended` list), and of the entries on
+/// binding resource another job also uses (a [`CONTENDED`] one), and of the entries on
 /// resources only this job uses, the one with the lowest level alone (lowest resource on ties;
 /// the first private one in `by_level`). A resource only this job uses keeps its level until
 /// the job freezes, so the lowest one freezes the job at exactly the level (and in the order)
@@ -543,14 +507,15 @@ fn reduced_row(job: &mut StateJob, res: &[Res]) {
     let private = job
         .by_level
         .iter()
-        .map(|&k| job.row[k as usize])
-        .find(|&(e, _)| res[e as usize].class == PRIVATE);
+        .map(|&k| job.row[k as usize].0)
+        .find(|&e| res[e as usize].class == PRIVATE);
     job.reduced.clear();
-    job.reduced.extend_from_slice(&job.contended);
-    if let Some((e, w)) = private {
-        let at = job.reduced.partition_point(|&(r, _)| r < e);
-        job.reduced.insert(at, (e, w));
-    }
+    job.reduced.extend(
+        job.row
+            .iter()
+            .copied()
+            .filter(|&(e, _)| res[e as usize].class == CONTENDED || Some(e) == private),
+    );
 }
 
 /// Relative distance from the binding threshold under which a resource's running bound is
