@@ -100,5 +100,7 @@ pub fn load_cluster_quiet(args: &ClusterArgs) -> Result<LoadedCluster, CliError>
     if live::is_live(&args.cluster) {
         return Ok(live::load_cluster(&args.cluster, &options, &args.live)?);
     }
-    Ok(ops::cluster::load(&args.cluster, &options)?)
+    // A bad value of a flag itself (`--cluster preset:nope`, `--shape`, `--levels`) is a usage
+    // error (exit 2); what a named file holds is an input error (exit 1).
+    ops::cluster::load(&args.cluster, &options).map_err(CliError::usage_if_flag)
 }

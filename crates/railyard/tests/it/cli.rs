@@ -216,7 +216,7 @@ fn quiet_drops_the_notes_but_not_the_output_or_errors() {
     assert_eq!(quiet.stdout, loud.stdout);
     // Errors are still printed.
     let run = crate::railyard(&["--quiet", "topo", "show", "--cluster", "preset:nope"]);
-    assert_eq!(run.code, 1);
+    assert_eq!(run.code, 2);
     assert!(
         run.stderr.starts_with("error: --cluster: unknown preset"),
         "{}",

@@ -91,7 +91,7 @@ fn topology_exports_refuse_level_labels_that_are_not_label_keys() {
     for bad in ["rack one", "rack\nx", "$(id)"] {
         let levels = format!("{bad},kubernetes.io/hostname");
         for format in ["kueue", "kai"] {
-            let e = fails(&[
+            let e = crate::usage_fails(&[
                 "topo",
                 "export",
                 "--cluster",
@@ -147,7 +147,7 @@ fn every_launch_format_writes_a_hostile_node_name_as_data() {
 
 #[test]
 fn an_empty_cluster_argument_is_blamed_on_the_flag() {
-    let e = fails(&["topo", "show", "--cluster", ""]);
+    let e = crate::usage_fails(&["topo", "show", "--cluster", ""]);
     assert!(
         e.starts_with("error: --cluster: expected preset:NAME or a file name"),
         "{e}"
@@ -265,7 +265,7 @@ fn flags_are_blamed_by_name() {
         ),
         "{e}"
     );
-    let e = fails(&[
+    let e = crate::usage_fails(&[
         "topo",
         "show",
         "--cluster",

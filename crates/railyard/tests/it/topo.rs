@@ -299,7 +299,6 @@ fn bad_input_gives_one_line_naming_file_and_place() {
             "duplicate_node",
             &["--cluster", "tests/fixtures/bad/duplicate-node.yaml"],
         ),
-        ("unknown_preset", &["--cluster", "preset:fat-tree-k9"]),
         (
             "tier_does_not_divide",
             &["--cluster", "tests/fixtures/bad/tier-does-not-divide.yaml"],
@@ -342,17 +341,6 @@ fn bad_input_gives_one_line_naming_file_and_place() {
         (
             "flags_on_a_preset",
             &["--cluster", "preset:fat-tree-k8", "--levels", "a,b"],
-        ),
-        (
-            "unknown_shape",
-            &[
-                "--cluster",
-                KIND_NODES,
-                "--topology",
-                KUEUE_TOPOLOGY,
-                "--shape",
-                "BM.GPU.Z9",
-            ],
         ),
     ];
     let mut all = String::new();
