@@ -51,10 +51,8 @@ impl FlowPaths {
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }
-        for &(r, w) in path {
-            self.resources.push(r);
-            self.fractions.push(w);
-        }
+        self.resources.extend(path.iter().map(|&(r, _)| r));
+        self.fractions.extend(path.iter().map(|&(_, w)| w));
         self.offsets
             .push(u32::try_from(self.resources.len()).expect("fewer than 2^32 path entries"));
         self.fairness.push(phi);

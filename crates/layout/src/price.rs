@@ -260,9 +260,8 @@ fn price(fabric: &mut Fabric<'_>, input: StepInput<'_>, hot: bool) -> Result<Ste
         let alone =
             fabric::tuner_input(fabric, &rep_job, input.cfg).map_err(|e| fabric_error(*kind, e))?;
         let ideal = fabric
-            .route(&rep_job, input.cfg, 0)
+            .ideal_busbw(&rep_job, fabric::Algorithm::Ring, input.cfg, 0)
             .map_err(|e| fabric_error(*kind, e))?
-            .ideal_busbw_gbps
             / 8.0;
         let shared_gb_s = shared / 8.0;
         let scale = if alone.ring_busbw_gb_s > 0.0 {
