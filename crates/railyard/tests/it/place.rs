@@ -598,7 +598,13 @@ fn a_gpu_memory_request_is_shown_as_memory() {
 fn a_tp_group_wider_than_a_host_lands_in_one_nvl72_domain() {
     let job = "tests/fixtures/sched/jobs/kueue-gb200-tp16.yaml";
     let layout = ["--model", "gpt3-175b", "--layout", "tp=16,pp=4,dp=2"];
-    let preset = ["place", "--cluster", "preset:oci-gb200-nvl72-4k", "--job", job];
+    let preset = [
+        "place",
+        "--cluster",
+        "preset:oci-gb200-nvl72-4k",
+        "--job",
+        job,
+    ];
     let e = fails(&[&preset[..], &layout[..]].concat());
     assert!(e.starts_with("error: layout.tp: a TP group"), "{e}");
     assert!(
@@ -652,9 +658,15 @@ fn a_tp_group_wider_than_a_host_lands_in_one_nvl72_domain() {
         assert_eq!(p.pods.len(), 32);
         p.pods
             .chunks(4)
-            .filter(|g| g.iter().any(|pod| domain_of[&pod.node] != domain_of[&g[0].node]))
+            .filter(|g| {
+                g.iter()
+                    .any(|pod| domain_of[&pod.node] != domain_of[&g[0].node])
+            })
             .count()
     };
-    assert!(split(&cluster) > 0, "the label rules alone split a TP group");
+    assert!(
+        split(&cluster) > 0,
+        "the label rules alone split a TP group"
+    );
     assert_eq!(split(&[&cluster[..], &layout[..]].concat()), 0);
 }
