@@ -45,11 +45,18 @@ pub fn apply_slices(
         return Err(FormatError::input(file, msg));
     }
     let per_node = cluster.nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
+    let per_nvlink_domain = cluster
+        .nvlink_domains
+        .iter()
+        .map(|d| d.nodes.iter().map(|&n| cluster.node(n).gpus).sum::<u32>())
+        .max()
+        .unwrap_or(0);
     let rooms = level_rooms(cluster, g);
     let derived = layout::slice_layers(
         &training.layout,
         g,
         per_node,
+        per_nvlink_domain,
         &rooms,
         sched::MAX_SLICE_LAYERS,
     )
@@ -99,7 +106,8 @@ pub fn slices_text(cluster: &Cluster, slices: &[sched::SliceLayer]) -> String {
     each.join(", ")
 }
 
-/// Every level of `cluster` with the most pods of `gpus_per_pod` GPUs one of its domains holds.
+/// Every level of `cluster` with the most pods of `gpus_per_pod` GPUs one of its domains holds,
+/// and whether each of its domains lies inside one NVLink domain.
 pub fn level_rooms(cluster: &Cluster, gpus_per_pod: u32) -> Vec<LevelRoom> {
     cluster
         .levels
@@ -108,6 +116,12 @@ pub fn level_rooms(cluster: &Cluster, gpus_per_pod: u32) -> Vec<LevelRoom> {
         .map(|(i, level)| LevelRoom {
             level: i,
             host: cluster.host_level == Some(i),
+            nvlink: level.domains.iter().all(|&d| {
+                let nodes = &cluster.domain(d).nodes;
+                nodes
+                    .iter()
+                    .all(|&n| cluster.node(n).nvlink_domain == cluster.node(nodes[0]).nvlink_domain)
+            }),
             pods: level
                 .domains
                 .iter()

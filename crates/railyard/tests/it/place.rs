@@ -587,3 +587,86 @@ fn a_gpu_memory_request_is_shown_as_memory() {
     let whole = place(&["--job", "tests/fixtures/sched/jobs/native-train.yaml"]);
     assert!(whole.pods.iter().all(|p| p.gpu_memory_mib.is_none()));
 }
+
+/// GB200 NVL72 (`preset:oci-gb200-nvl72-4k`: 4-GPU hosts, 18 per NVLink domain, local blocks of
+/// 36): `--layout tp=16,pp=4,dp=2` on a Kueue Job of 32 pods × 4 GPUs, so a TP group is 4
+/// consecutive pods on 4 hosts. The preset's levels have nothing above the host that lies
+/// inside one NVLink domain, so the layout is refused, saying what to add; the preset's nodes
+/// exported and imported with their NVLink domain label as a level derive 8 pods per NVLink
+/// domain, and every TP group lands in one domain, where the label rules alone split one.
+#[test]
+fn a_tp_group_wider_than_a_host_lands_in_one_nvl72_domain() {
+    let job = "tests/fixtures/sched/jobs/kueue-gb200-tp16.yaml";
+    let layout = ["--model", "gpt3-175b", "--layout", "tp=16,pp=4,dp=2"];
+    let preset = [
+        "place",
+        "--cluster",
+        "preset:oci-gb200-nvl72-4k",
+        "--job",
+        job,
+    ];
+    let e = fails(&[&preset[..], &layout[..]].concat());
+    assert!(e.starts_with("error: layout.tp: a TP group"), "{e}");
+    assert!(
+        e.contains("give the cluster a topology level whose domains are its NVLink domains"),
+        "{e}"
+    );
+
+    let dir = temp_dir("place-nvl72");
+    let nodes = dir.join("nodes.json");
+    let export = ok(&[
+        "topo",
+        "export",
+        "--cluster",
+        "preset:oci-gb200-nvl72-4k",
+        "--format",
+        "nodelist",
+        "--output",
+        "json",
+    ]);
+    std::fs::write(&nodes, &export).expect("write");
+    let list: serde_json::Value = serde_json::from_str(&export).expect("NodeList JSON");
+    let nvl = "accelerator.topograph.run/domain";
+    let domain_of: std::collections::BTreeMap<String, String> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|n| {
+            let labels = &n["metadata"]["labels"];
+            let s = |k: &str| labels[k].as_str().expect("label").to_owned();
+            (s("kubernetes.io/hostname"), s(nvl))
+        })
+        .collect();
+    let levels = format!(
+        "oci.oraclecloud.com/rdma.hpc_island_id,oci.oraclecloud.com/rdma.network_block_id,oci.oraclecloud.com/rdma.local_block_id,{nvl},kubernetes.io/hostname"
+    );
+    let cluster = [
+        "place",
+        "--cluster",
+        nodes.to_str().expect("utf-8"),
+        "--levels",
+        &levels,
+        "--job",
+        job,
+        "--output",
+        "json",
+    ];
+    // TP groups (4 consecutive pods) spread over more than one NVLink domain.
+    let split = |args: &[&str]| {
+        let p: PlacementFile = serde_json::from_str(&ok(args)).expect("placement JSON");
+        assert!(p.placed, "{:?}", p.reason);
+        assert_eq!(p.pods.len(), 32);
+        p.pods
+            .chunks(4)
+            .filter(|g| {
+                g.iter()
+                    .any(|pod| domain_of[&pod.node] != domain_of[&g[0].node])
+            })
+            .count()
+    };
+    assert!(
+        split(&cluster) > 0,
+        "the label rules alone split a TP group"
+    );
+    assert_eq!(split(&[&cluster[..], &layout[..]].concat()), 0);
+}
