@@ -397,7 +397,7 @@ fn problems_kai_tolerates_are_warnings_unless_the_rules_are_kueue() {
 
 #[test]
 fn no_network_removes_every_slowdown_and_bounds_the_multi_node_jct() {
-    // The bound of the gain table, on the README's main run: with every communicating share 0
+    // The bound of the gain table, on the main run's 5,000-job trace: with every communicating share 0
     // no job is slowed, so the multi-node jobs finish sooner than with the network priced.
     let run = |extra: &[&str]| {
         let mut args = vec![
@@ -429,29 +429,40 @@ fn no_network_removes_every_slowdown_and_bounds_the_multi_node_jct() {
 }
 
 #[test]
-fn the_bundled_llm_trace_is_what_trace_synth_writes() {
-    // The README's main run replays this file; its command must still write it byte for byte.
-    let out = crate::temp_dir("llm-main").join("trace.csv");
-    ok(&[
-        "trace",
-        "synth",
-        "--profile",
-        "llm",
-        "--jobs",
-        "5000",
-        "--seed",
-        "1",
-        "--cluster",
-        "preset:oci-h100-16k-4to1",
-        "--load",
-        "0.8",
-        "--warm-start",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../data/llm-oci-h100-16k-4to1-load0.8-warm-seed1.csv");
-    assert!(std::fs::read(out).unwrap() == std::fs::read(bundled).unwrap());
+fn the_bundled_llm_traces_are_what_trace_synth_writes() {
+    // The README's main run replays the day-long file, the shorter runs (the bound test above,
+    // the book's cost tables) the 5,000-job one; their commands must still write them byte for
+    // byte.
+    for (jobs, file) in [
+        ("72000", "llm-oci-h100-16k-4to1-load0.8-warm-day-seed1.csv"),
+        ("5000", "llm-oci-h100-16k-4to1-load0.8-warm-seed1.csv"),
+    ] {
+        let out = crate::temp_dir("llm-main").join(file);
+        ok(&[
+            "trace",
+            "synth",
+            "--profile",
+            "llm",
+            "--jobs",
+            jobs,
+            "--seed",
+            "1",
+            "--cluster",
+            "preset:oci-h100-16k-4to1",
+            "--load",
+            "0.8",
+            "--warm-start",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../data")
+            .join(file);
+        assert!(
+            std::fs::read(&out).unwrap() == std::fs::read(bundled).unwrap(),
+            "{file}"
+        );
+    }
 }
 
 #[test]
