@@ -7,6 +7,7 @@
 pub mod assign;
 pub mod cycle;
 pub mod fair;
+pub mod fair_preempt;
 pub mod flavors;
 pub mod preempt;
 pub mod quota;
@@ -152,6 +153,8 @@ pub struct KueueQueues {
     pub admitted: Vec<Admitted>,
     /// Per admitted Workload: its ClusterQueue node and usage as interned pairs.
     admitted_usage: Vec<(usize, Vec<(Fr, i64)>)>,
+    /// Per node: `fairSharing.weight` in thousandths (1000 for a Cohort only named).
+    fair_weights_milli: Vec<i64>,
 }
 
 impl KueueQueues {
@@ -166,6 +169,7 @@ impl KueueQueues {
         let mut problems = Vec::new();
         let mut tree = QuotaTree::default();
         let mut specs = Vec::new();
+        let mut weights = Vec::new();
         let fill = |tree: &mut QuotaTree,
                     n: usize,
                     name: &str,
@@ -207,6 +211,7 @@ impl KueueQueues {
                 &mut problems,
             );
             specs.push(Some(cq.clone()));
+            weights.push(cq.fair_weight_milli);
         }
         for c in cohorts {
             let Some(n) = tree.add_node(&c.name, NodeKind::Cohort) else {
@@ -225,6 +230,7 @@ impl KueueQueues {
                 &mut problems,
             );
             specs.push(None);
+            weights.push(c.fair_weight_milli);
         }
         // Parents: a Cohort named but not declared is made here.
         let links: Vec<(usize, String)> = cqs
@@ -241,6 +247,7 @@ impl KueueQueues {
                 Some(p) => p,
                 None => {
                     specs.push(None);
+                    weights.push(1000);
                     tree.add_node(&parent, NodeKind::Cohort)
                         .expect("a cohort not yet present")
                 }
@@ -262,7 +269,13 @@ impl KueueQueues {
             cluster_queues: specs,
             admitted: Vec::new(),
             admitted_usage: Vec::new(),
+            fair_weights_milli: weights,
         })
+    }
+
+    /// `fairSharing.weight` of node `n` (ClusterQueue or Cohort) in thousandths.
+    pub fn fair_weight_milli(&self, n: usize) -> i64 {
+        self.fair_weights_milli.get(n).copied().unwrap_or(1000)
     }
 
     /// The ClusterQueue node called `name`.
