@@ -168,7 +168,9 @@ impl Tournament {
         let below = |from: usize, lca: usize| {
             let mut n = from;
             while q.tree.nodes[n].parent != Some(lca) {
-                n = q.tree.nodes[n].parent.expect("the lowest common Cohort is an ancestor");
+                n = q.tree.nodes[n]
+                    .parent
+                    .expect("the lowest common Cohort is an ancestor");
             }
             n
         };

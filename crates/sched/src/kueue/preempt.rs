@@ -52,7 +52,13 @@ pub struct Target {
 
 /// Whether `policy` lets a Workload of `priority`, admitted at `at`, preempt one of
 /// `cand_priority` admitted at `cand_at` (`SatisfiesPreemptionPolicy`).
-pub(super) fn satisfies(policy: Policy, priority: i32, at: i64, cand_priority: i32, cand_at: i64) -> bool {
+pub(super) fn satisfies(
+    policy: Policy,
+    priority: i32,
+    at: i64,
+    cand_priority: i32,
+    cand_at: i64,
+) -> bool {
     match policy {
         Policy::Never => false,
         Policy::LowerPriority => cand_priority < priority,
@@ -316,7 +322,12 @@ pub(super) fn restore(q: &mut KueueQueues, i: usize) {
 
 /// `workloadFits`: every request within what is available, and within nominal when borrowing
 /// is not allowed.
-pub(super) fn fits(q: &KueueQueues, cq: usize, requests: &[(Fr, i64)], allow_borrowing: bool) -> bool {
+pub(super) fn fits(
+    q: &KueueQueues,
+    cq: usize,
+    requests: &[(Fr, i64)],
+    allow_borrowing: bool,
+) -> bool {
     requests.iter().all(|(fr, v)| {
         (allow_borrowing || !q.tree.borrowing_with(cq, *fr, *v))
             && *v <= q.tree.available(cq, *fr).max(0)
