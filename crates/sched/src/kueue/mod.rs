@@ -1,7 +1,8 @@
 //! Kueue's admission (quota) model: LocalQueue-free ClusterQueues and Cohorts with per-flavor
 //! quotas of resource groups, borrowing and lending limits at every level ([`quota`]), the
 //! flavor assigner with `flavorFungibility` ([`assign`]), and quota preemption
-//! ([`preempt`]: `withinClusterQueue`, `reclaimWithinCohort`, `borrowWithinCohort`). Names of
+//! ([`preempt`]: `withinClusterQueue`, `reclaimWithinCohort`, `borrowWithinCohort`; under fair
+//! sharing [`fair_preempt`]). Names of
 //! flavors and resources are data; nothing here reads a file or knows a label.
 
 pub mod assign;
@@ -155,6 +156,9 @@ pub struct KueueQueues {
     admitted_usage: Vec<(usize, Vec<(Fr, i64)>)>,
     /// Per node: `fairSharing.weight` in thousandths (1000 for a Cohort only named).
     fair_weights_milli: Vec<i64>,
+    /// Kueue's `fairSharing` when on (its `preemptionStrategies`; empty: Kueue's default):
+    /// preemption then follows [`fair_preempt`], else [`preempt`]'s classical rules.
+    pub fair_sharing: Option<Vec<fair_preempt::Strategy>>,
 }
 
 impl KueueQueues {
@@ -270,7 +274,25 @@ impl KueueQueues {
             admitted: Vec::new(),
             admitted_usage: Vec::new(),
             fair_weights_milli: weights,
+            fair_sharing: None,
         })
+    }
+
+    /// The Workloads ClusterQueue `cq` would preempt so that `requests` fit, or `None`
+    /// (Kueue's `getTargets`): [`fair_preempt::targets`] when [`Self::fair_sharing`] is on,
+    /// else [`preempt::targets`]; the arguments are theirs.
+    pub fn preemption_targets(
+        &mut self,
+        cq: usize,
+        need: &[Fr],
+        requests: &[(Fr, i64)],
+        priority: i32,
+        created: i64,
+    ) -> Option<Vec<Target>> {
+        match self.fair_sharing.clone() {
+            Some(s) => fair_preempt::targets(self, cq, need, requests, priority, created, &s),
+            None => preempt::targets(self, cq, need, requests, priority, created),
+        }
     }
 
     /// `fairSharing.weight` of node `n` (ClusterQueue or Cohort) in thousandths.
