@@ -36,9 +36,13 @@ struct NotPorted {
 #[serde(deny_unknown_fields)]
 struct Case {
     name: String,
+    /// `tests/kueue/preemption_test_queues_QUEUES.yaml` instead of the shared queues.
+    queues: Option<String>,
     admitted: Vec<AdmittedDoc>,
     incoming: Incoming,
     cluster_queue: String,
+    /// Resource → flavor and mode, for an incoming Workload of one pod set.
+    #[serde(default)]
     assignment: BTreeMap<String, FlavorMode>,
     preempted: Vec<String>,
     difference: Option<String>,
@@ -59,10 +63,28 @@ struct AdmittedDoc {
 #[serde(deny_unknown_fields)]
 struct Incoming {
     priority: i32,
+    /// Creation, in seconds after the test clock (none: after every admitted Workload).
+    created: Option<i64>,
+    /// Of one pod set with the case's `assignment`.
+    #[serde(default)]
     requests: BTreeMap<String, String>,
+    /// Several pod sets, each with its own assignment (instead of `requests`).
+    #[serde(default)]
+    pod_sets: Vec<PodSetDoc>,
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PodSetDoc {
+    #[allow(dead_code)] // documentation for readers of the data
+    name: String,
+    count: i64,
+    /// Per pod.
+    requests: BTreeMap<String, String>,
+    assignment: BTreeMap<String, FlavorMode>,
+}
+
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FlavorMode {
     flavor: String,
@@ -105,24 +127,39 @@ fn setup(
         })
         .unwrap();
     }
+    let one = PodSetDoc {
+        name: "main".to_owned(),
+        count: 1,
+        requests: incoming.requests.clone(),
+        assignment: assignment.clone(),
+    };
+    let pod_sets = if incoming.pod_sets.is_empty() {
+        std::slice::from_ref(&one)
+    } else {
+        &incoming.pod_sets[..]
+    };
     let mut need = Vec::new();
-    let mut requests = Vec::new();
-    for (r, fm) in assignment {
-        let fr = (kq.tree.flavor_id(&fm.flavor), kq.tree.resource_id(r));
-        let v = incoming.requests.get(r).map_or(0, |v| q(r, v));
-        requests.push((fr, v));
-        if fm.mode == "Preempt" {
-            need.push(fr);
+    let mut total: BTreeMap<Fr, i64> = BTreeMap::new();
+    for ps in pod_sets {
+        for (r, fm) in &ps.assignment {
+            let fr = (kq.tree.flavor_id(&fm.flavor), kq.tree.resource_id(r));
+            let v = ps.requests.get(r).map_or(0, |v| q(r, v));
+            *total.entry(fr).or_default() += v * ps.count;
+            if fm.mode == "Preempt" && !need.contains(&fr) {
+                need.push(fr);
+            }
         }
     }
+    let requests = total.into_iter().collect();
     (kq, need, requests)
 }
 
 fn targets(c: &Case, queues_text: &str) -> Vec<String> {
     let (mut kq, need, requests) = setup(queues_text, &c.admitted, &c.incoming, &c.assignment);
     let cq = kq.find(&c.cluster_queue).unwrap();
+    let created = c.incoming.created.unwrap_or(i64::MAX);
     let mut out: Vec<String> =
-        preempt::targets(&mut kq, cq, &need, &requests, c.incoming.priority, i64::MAX)
+        preempt::targets(&mut kq, cq, &need, &requests, c.incoming.priority, created)
             .unwrap_or_default()
             .iter()
             .map(|t| kq.admitted[t.admitted].name.clone())
@@ -150,7 +187,11 @@ fn kueue_test_preemption_cases_pick_kueues_targets() {
     let (mut passed, mut differences) = (0, 0);
     let mut failures = Vec::new();
     for c in &f.cases {
-        let got = targets(c, &queues);
+        let own = c.queues.as_ref().map(|n| {
+            let path = format!("{dir}/preemption_test_queues_{n}.yaml");
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        });
+        let got = targets(c, own.as_deref().unwrap_or(&queues));
         match &c.difference {
             None if got == c.preempted => passed += 1,
             None => failures.push(format!("{}: got {got:?}, Kueue {:?}", c.name, c.preempted)),
@@ -232,7 +273,7 @@ fn fair_targets(c: &FairCase, queues_text: &str) -> BTreeMap<String, String> {
         &need,
         &requests,
         c.incoming.priority,
-        i64::MAX,
+        c.incoming.created.unwrap_or(i64::MAX),
         &strategies,
     )
     .unwrap_or_default();
