@@ -382,6 +382,7 @@ fn kueue_objects(cqs: Vec<ClusterQueueSpec>, labels: &[(&str, &str, &str)]) -> Q
             flavors,
             gpu_resource: GPU.into(),
             fair_sharing: false,
+            fair_strategies: Vec::new(),
         }),
         ..QueueConfig::default()
     }

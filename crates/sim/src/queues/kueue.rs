@@ -68,8 +68,10 @@ pub struct KueueModel {
     pub gpu_resource: String,
     /// Kueue's fair sharing (`fairSharing.enable` of its Configuration): pending jobs are tried
     /// in the order of their ClusterQueue's dominant resource share over its weight, and
-    /// preemption follows fair sharing's default strategies (`sched::kueue::fair_preempt`).
+    /// preemption follows fair sharing's strategies (`sched::kueue::fair_preempt`).
     pub fair_sharing: bool,
+    /// `fairSharing.preemptionStrategies` (empty: Kueue's default).
+    pub fair_strategies: Vec<sched::kueue::fair_preempt::Strategy>,
 }
 
 /// Kueue's queues during a run: the quota tree with the running jobs' usage.
@@ -89,8 +91,7 @@ impl KueueRun {
         let mut q = KueueQueues::new(&model.cluster_queues, &model.cohorts)
             .map_err(|ps| ps.iter().map(ToString::to_string).collect::<Vec<_>>())?;
         if model.fair_sharing {
-            // Kueue's default `preemptionStrategies`.
-            q.fair_sharing = Some(Vec::new());
+            q.fair_sharing = Some(model.fair_strategies.clone());
         }
         Ok(KueueRun {
             model: model.clone(),
