@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use formats::input::{parse_documents, read_text};
 use formats::queues::{kueue_amount, kueue_resource, list_items, QueueFiles};
 use formats::FormatError;
+use sched::kueue::fair_preempt::Strategy;
 use sched::{Dialect, Resources};
 use serde_json::Value;
 use sim::queues::kueue::{KueueFlavor, KueueModel};
@@ -45,9 +46,10 @@ pub fn load(paths: &[PathBuf]) -> Result<SimQueues, FormatError> {
     for p in paths {
         let file = p.display().to_string();
         let text = read_text(p)?;
-        // A file of Kueue Configurations only says whether fair sharing is on.
+        // A file of Kueue Configurations only says whether fair sharing is on, and how it
+        // preempts.
         match kueue_configuration(&file, &text)? {
-            Some(on) => fair_sharing = Some(on),
+            Some(fs) => fair_sharing = Some(fs),
             None => files.push((file, text)),
         }
     }
@@ -103,7 +105,8 @@ pub fn load(paths: &[PathBuf]) -> Result<SimQueues, FormatError> {
             })
             .collect(),
         gpu_resource: crate::kueue_admit::GPU.to_owned(),
-        fair_sharing: fair_sharing.unwrap_or(false),
+        fair_sharing: fair_sharing.as_ref().is_some_and(|fs| fs.0),
+        fair_strategies: fair_sharing.clone().map(|fs| fs.1).unwrap_or_default(),
     });
     let kueue = kueue.map(with_named_flavors);
     if fair_sharing.is_some() && kueue.is_none() {
@@ -145,10 +148,15 @@ fn with_named_flavors(mut m: KueueModel) -> KueueModel {
 }
 
 /// Whether a queue file holds Kueue Configurations (`apiVersion:
-/// config.kueue.x-k8s.io/…`, `kind: Configuration`) and nothing else: `Some(fairSharing.enable)`
-/// (the last one's), `None` for any other file. A Configuration beside queue objects, or a
-/// `fairSharing.enable` that is not a boolean, is an error naming the file and document.
-fn kueue_configuration(file: &str, text: &str) -> Result<Option<bool>, FormatError> {
+/// config.kueue.x-k8s.io/…`, `kind: Configuration`) and nothing else: `Some` of
+/// `fairSharing.enable` and `fairSharing.preemptionStrategies` (the last document's; no list:
+/// empty, Kueue's default), `None` for any other file. A Configuration beside queue objects, a
+/// `fairSharing.enable` that is not a boolean, or a strategy list Kueue's validation refuses,
+/// is an error naming the file, document and field.
+fn kueue_configuration(
+    file: &str,
+    text: &str,
+) -> Result<Option<(bool, Vec<Strategy>)>, FormatError> {
     // Unreadable files are reported by the tree's checks.
     let Ok(docs) = parse_documents(file, text) else {
         return Ok(None);
@@ -169,20 +177,43 @@ fn kueue_configuration(file: &str, text: &str) -> Result<Option<bool>, FormatErr
             "a Kueue Configuration must be in a file of its own, not beside queue objects",
         ));
     }
-    let mut on = false;
+    let mut out = (false, Vec::new());
     for (k, d) in docs.iter().enumerate() {
-        on = match d.pointer("/fairSharing/enable") {
+        let at = |field: &str| format!("{file}: document {}: fairSharing.{field}", k + 1);
+        let on = match d.pointer("/fairSharing/enable") {
             None => false,
             Some(Value::Bool(b)) => *b,
             Some(v) => {
                 return Err(FormatError::input(
-                    format!("{file}: document {}: fairSharing.enable", k + 1),
+                    at("enable"),
                     format!("expected true or false, got {v}"),
                 ))
             }
         };
+        out = (on, preemption_strategies(d, &at("preemptionStrategies"))?);
     }
-    Ok(Some(on))
+    Ok(Some(out))
+}
+
+/// `fairSharing.preemptionStrategies` as Kueue's validation allows it: none,
+/// `[LessThanOrEqualToFinalShare]`, `[LessThanInitialShare]` or both in that order.
+fn preemption_strategies(d: &Value, at: &str) -> Result<Vec<Strategy>, FormatError> {
+    let Some(v) = d.pointer("/fairSharing/preemptionStrategies") else {
+        return Ok(Vec::new());
+    };
+    let expected = "expected [LessThanOrEqualToFinalShare], [LessThanInitialShare] or [LessThanOrEqualToFinalShare, LessThanInitialShare]";
+    let names: Option<Vec<&str>> = v
+        .as_array()
+        .and_then(|a| a.iter().map(Value::as_str).collect());
+    let list: Vec<Strategy> = match names.as_deref() {
+        Some(["LessThanOrEqualToFinalShare"]) => vec![Strategy::LessThanOrEqualToFinalShare],
+        Some(["LessThanInitialShare"]) => vec![Strategy::LessThanInitialShare],
+        Some([] | ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]) => {
+            Strategy::DEFAULT.to_vec()
+        }
+        _ => return Err(FormatError::input(at, format!("{expected}, got {v}"))),
+    };
+    Ok(list)
 }
 
 impl SimQueues {

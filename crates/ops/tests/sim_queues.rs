@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ops::sim_queues::{load, map_trace, read_queue_map};
+use sched::kueue::fair_preempt::Strategy;
 use sched::kueue::preempt::Policy;
 use sched::Dialect;
 use sim::queues::{ReclaimWithinCohort, WithinClusterQueue};
@@ -160,6 +161,41 @@ fn a_kueue_configuration_turns_fair_sharing_on() {
         e.contains("a Kueue Configuration must be in a file of its own"),
         "{e}"
     );
+}
+
+#[test]
+fn a_kueue_configuration_gives_fair_sharings_preemption_strategies() {
+    let cq = file("fair-strategies", "cq.yaml", KUEUE);
+    let with = |list: &str| {
+        let text = format!("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nfairSharing:\n  enable: true\n{list}");
+        file("fair-strategies", "config.yaml", &text)
+    };
+    let strategies = |list: &str| {
+        let (config, _) = load(&[cq.clone(), with(list)])
+            .unwrap()
+            .config(None)
+            .unwrap();
+        config.kueue.unwrap().fair_strategies
+    };
+    assert_eq!(strategies(""), []);
+    assert_eq!(
+        strategies("  preemptionStrategies: [LessThanInitialShare]\n"),
+        [Strategy::LessThanInitialShare]
+    );
+    assert_eq!(
+        strategies("  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n"),
+        Strategy::DEFAULT
+    );
+    let bad = with("  preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]\n");
+    let e = load(&[cq.clone(), bad.clone()]).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "{}: document 1: fairSharing.preemptionStrategies: expected [LessThanOrEqualToFinalShare], ",
+            bad.display()
+        )),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
 }
 
 #[test]

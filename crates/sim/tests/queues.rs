@@ -382,6 +382,7 @@ fn kueue_objects(cqs: Vec<ClusterQueueSpec>, labels: &[(&str, &str, &str)]) -> Q
             flavors,
             gpu_resource: GPU.into(),
             fair_sharing: false,
+            fair_strategies: Vec::new(),
         }),
         ..QueueConfig::default()
     }
@@ -661,6 +662,50 @@ fn kueue_fair_sharing_admits_the_lowest_dominant_share_first() {
     let r = run(&c, &trace, &config(queues(true))).unwrap();
     assert_eq!(record(&r, "b2").start_s, Some(20.0));
     assert_eq!(record(&r, "a3").start_s, Some(120.0));
+}
+
+#[test]
+fn kueue_fair_sharing_preempts_from_the_queue_with_the_highest_share() {
+    // Kueue's "reclaim borrowable quota from user using the most" (TestFairPreemptions,
+    // pkg/scheduler/preemption/preemption_fair_test.go at kubernetes-sigs/kueue ff69552) in
+    // GPUs: two hosts of 16 GPUs, so quota, not room, decides. Cohort `all`: cq-a, cq-b,
+    // cq-c, nominal 3 each, `withinClusterQueue: LowerPriority`, `reclaimWithinCohort: Any`.
+    // At 0: a1–a3 (cq-a at nominal), b1–b5 (cq-b 2 above), c1: all 9 GPUs of quota in use.
+    // a4 (1 GPU, submitted 5) would take cq-a 1 above nominal. Classical preemption
+    // (`borrowWithinCohort` unset) may not reclaim while borrowing: a4 waits for c1's end at
+    // 50. Fair sharing: cq-a's share with a4 (1 above) is at most cq-b's once one of its
+    // Workloads is gone (2 − 1), so `LessThanOrEqualToFinalShare` stops b1 (same priority
+    // and start: the first by name) and a4 starts at 5.
+    let c = cluster(2);
+    let mut trace: Vec<TraceJob> = Vec::new();
+    for (q, n) in [("a", 3), ("b", 5)] {
+        for i in 1..=n {
+            trace.push(job(&format!("{q}{i}"), 0.0, 1000.0, 1, &format!("cq-{q}")));
+        }
+    }
+    trace.push(job("c1", 0.0, 50.0, 1, "cq-c"));
+    trace.push(job("a4", 5.0, 100.0, 1, "cq-a"));
+    let policy = KueuePolicy {
+        within_cluster_queue: Policy::LowerPriority,
+        reclaim_within_cohort: Policy::Any,
+        ..KueuePolicy::default()
+    };
+    let queues = |fair: bool| {
+        let cqs = ["cq-a", "cq-b", "cq-c"]
+            .iter()
+            .map(|n| cq(n, Some("all"), &[("default", 3, None, None)], policy))
+            .collect();
+        let mut q = kueue_objects(cqs, &[]);
+        q.kueue.as_mut().unwrap().fair_sharing = fair;
+        q
+    };
+    let r = run(&c, &trace, &config(queues(false))).unwrap();
+    assert_eq!(record(&r, "a4").start_s, Some(50.0));
+    assert_eq!(r.summary.preemptions, 0);
+    let r = run(&c, &trace, &config(queues(true))).unwrap();
+    assert_eq!(record(&r, "a4").start_s, Some(5.0));
+    assert_eq!(record(&r, "b1").preemptions, 1);
+    assert_eq!(r.summary.preemptions, 1);
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::preempt::{self, Target};
+use super::preempt::Target;
 use super::quota::{add, sub, Fr};
 use super::{FlavorFungibility, Fungibility, FungibilityPreference, KueueQueues};
 
@@ -460,7 +460,7 @@ fn assign_counts(
         }
         let requests: Vec<(Fr, i64)> = assigned_usage.into_iter().collect();
         // No targets: the Workload waits with the assignment's message.
-        if let Some(t) = preempt::targets(q, cq, &need, &requests, priority, created) {
+        if let Some(t) = q.preemption_targets(cq, &need, &requests, priority, created) {
             out.targets = t;
         }
     }
@@ -513,7 +513,7 @@ fn fits_quota(
     );
     let policy = q.spec(cq).preemption;
     if q.tree.nominal(cq, fr) >= val || may_reclaim || policy.borrow_within_cohort {
-        let Some(targets) = preempt::targets(q, cq, &[fr], &[(fr, val)], priority, created) else {
+        let Some(targets) = q.preemption_targets(cq, &[fr], &[(fr, val)], priority, created) else {
             return (
                 Granular {
                     p: PMode::NoCandidates,

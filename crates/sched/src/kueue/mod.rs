@@ -1,12 +1,14 @@
 //! Kueue's admission (quota) model: LocalQueue-free ClusterQueues and Cohorts with per-flavor
 //! quotas of resource groups, borrowing and lending limits at every level ([`quota`]), the
 //! flavor assigner with `flavorFungibility` ([`assign`]), and quota preemption
-//! ([`preempt`]: `withinClusterQueue`, `reclaimWithinCohort`, `borrowWithinCohort`). Names of
+//! ([`preempt`]: `withinClusterQueue`, `reclaimWithinCohort`, `borrowWithinCohort`; under fair
+//! sharing [`fair_preempt`]). Names of
 //! flavors and resources are data; nothing here reads a file or knows a label.
 
 pub mod assign;
 pub mod cycle;
 pub mod fair;
+pub mod fair_preempt;
 pub mod flavors;
 pub mod preempt;
 pub mod quota;
@@ -152,6 +154,11 @@ pub struct KueueQueues {
     pub admitted: Vec<Admitted>,
     /// Per admitted Workload: its ClusterQueue node and usage as interned pairs.
     admitted_usage: Vec<(usize, Vec<(Fr, i64)>)>,
+    /// Per node: `fairSharing.weight` in thousandths (1000 for a Cohort only named).
+    fair_weights_milli: Vec<i64>,
+    /// Kueue's `fairSharing` when on (its `preemptionStrategies`; empty: Kueue's default):
+    /// preemption then follows [`fair_preempt`], else [`preempt`]'s classical rules.
+    pub fair_sharing: Option<Vec<fair_preempt::Strategy>>,
 }
 
 impl KueueQueues {
@@ -166,6 +173,7 @@ impl KueueQueues {
         let mut problems = Vec::new();
         let mut tree = QuotaTree::default();
         let mut specs = Vec::new();
+        let mut weights = Vec::new();
         let fill = |tree: &mut QuotaTree,
                     n: usize,
                     name: &str,
@@ -207,6 +215,7 @@ impl KueueQueues {
                 &mut problems,
             );
             specs.push(Some(cq.clone()));
+            weights.push(cq.fair_weight_milli);
         }
         for c in cohorts {
             let Some(n) = tree.add_node(&c.name, NodeKind::Cohort) else {
@@ -225,6 +234,7 @@ impl KueueQueues {
                 &mut problems,
             );
             specs.push(None);
+            weights.push(c.fair_weight_milli);
         }
         // Parents: a Cohort named but not declared is made here.
         let links: Vec<(usize, String)> = cqs
@@ -241,6 +251,7 @@ impl KueueQueues {
                 Some(p) => p,
                 None => {
                     specs.push(None);
+                    weights.push(1000);
                     tree.add_node(&parent, NodeKind::Cohort)
                         .expect("a cohort not yet present")
                 }
@@ -262,7 +273,31 @@ impl KueueQueues {
             cluster_queues: specs,
             admitted: Vec::new(),
             admitted_usage: Vec::new(),
+            fair_weights_milli: weights,
+            fair_sharing: None,
         })
+    }
+
+    /// The Workloads ClusterQueue `cq` would preempt so that `requests` fit, or `None`
+    /// (Kueue's `getTargets`): [`fair_preempt::targets`] when [`Self::fair_sharing`] is on,
+    /// else [`preempt::targets`]; the arguments are theirs.
+    pub fn preemption_targets(
+        &mut self,
+        cq: usize,
+        need: &[Fr],
+        requests: &[(Fr, i64)],
+        priority: i32,
+        created: i64,
+    ) -> Option<Vec<Target>> {
+        match self.fair_sharing.clone() {
+            Some(s) => fair_preempt::targets(self, cq, need, requests, priority, created, &s),
+            None => preempt::targets(self, cq, need, requests, priority, created),
+        }
+    }
+
+    /// `fairSharing.weight` of node `n` (ClusterQueue or Cohort) in thousandths.
+    pub fn fair_weight_milli(&self, n: usize) -> i64 {
+        self.fair_weights_milli.get(n).copied().unwrap_or(1000)
     }
 
     /// The ClusterQueue node called `name`.

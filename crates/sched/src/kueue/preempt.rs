@@ -9,6 +9,8 @@
 //! ClusterQueues are split by hierarchical advantage (`collectCandidatesForHierarchicalReclaim`),
 //! a Cohort whose subtree is within nominal not skipped as a whole (only its ClusterQueues).
 
+use std::cmp::Ordering;
+
 use super::quota::Fr;
 use super::KueueQueues;
 
@@ -50,7 +52,13 @@ pub struct Target {
 
 /// Whether `policy` lets a Workload of `priority`, admitted at `at`, preempt one of
 /// `cand_priority` admitted at `cand_at` (`SatisfiesPreemptionPolicy`).
-fn satisfies(policy: Policy, priority: i32, at: i64, cand_priority: i32, cand_at: i64) -> bool {
+pub(super) fn satisfies(
+    policy: Policy,
+    priority: i32,
+    at: i64,
+    cand_priority: i32,
+    cand_at: i64,
+) -> bool {
     match policy {
         Policy::Never => false,
         Policy::LowerPriority => cand_priority < priority,
@@ -187,13 +195,7 @@ pub fn targets(
         }
     }
     let order = |q: &KueueQueues, list: &mut Vec<(usize, Variant)>| {
-        list.sort_by(|a, b| {
-            let (wa, wb) = (&q.admitted[a.0], &q.admitted[b.0]);
-            wa.priority
-                .cmp(&wb.priority)
-                .then(wb.admitted_at.cmp(&wa.admitted_at))
-                .then(wa.name.cmp(&wb.name))
-        })
+        list.sort_by(|a, b| candidates_ordering(q, cq, a.0, b.0))
     };
     order(q, &mut hier);
     order(q, &mut prio);
@@ -233,35 +235,66 @@ pub fn targets(
             }
         }
         if found {
-            // Put back what is not needed, from the second last removed down.
-            let mut keep = removed.clone();
-            for j in (0..removed.len().saturating_sub(1)).rev() {
-                let idx = cands[removed[j]].0;
-                restore(q, idx);
-                if fits(q, cq, requests, allow_borrowing) {
-                    keep.retain(|&k| k != removed[j]);
-                } else {
-                    remove(q, idx);
-                }
-            }
-            for &k in &keep {
-                restore(q, cands[k].0);
-            }
-            let mut out: Vec<Target> = keep
+            let removed = removed
                 .iter()
                 .map(|&k| Target {
                     admitted: cands[k].0,
                     reason: cands[k].1.reason(),
                 })
                 .collect();
-            out.sort_by_key(|t| t.admitted);
-            return Some(out);
+            return Some(fill_back(q, cq, requests, allow_borrowing, removed));
         }
         for &k in &removed {
             restore(q, cands[k].0);
         }
     }
     None
+}
+
+/// Kueue's `CandidatesOrdering` of admitted Workloads `a` and `b` for a preemptor in
+/// ClusterQueue `cq`: other ClusterQueues' first, then lower priority, then the most recently
+/// admitted, then by name (Kueue's test sets the UID to the name).
+pub(super) fn candidates_ordering(q: &KueueQueues, cq: usize, a: usize, b: usize) -> Ordering {
+    let (wa, wb) = (&q.admitted[a], &q.admitted[b]);
+    let same = |i: usize| q.admitted_usage(i).0 == cq;
+    same(a)
+        .cmp(&same(b))
+        .then(wa.priority.cmp(&wb.priority))
+        .then(wb.admitted_at.cmp(&wa.admitted_at))
+        .then(wa.name.cmp(&wb.name))
+}
+
+/// `fillBackWorkloads`, then the snapshot restored: `removed` (in the order they were taken
+/// out, all still out of `q`) are put back from the second last down, each kept out only if
+/// the Workload no longer fits without it. Every usage is back in `q` on return; the targets
+/// come sorted by admitted index.
+pub(super) fn fill_back(
+    q: &mut KueueQueues,
+    cq: usize,
+    requests: &[(Fr, i64)],
+    allow_borrowing: bool,
+    removed: Vec<Target>,
+) -> Vec<Target> {
+    let mut keep = vec![true; removed.len()];
+    for j in (0..removed.len().saturating_sub(1)).rev() {
+        let idx = removed[j].admitted;
+        restore(q, idx);
+        if fits(q, cq, requests, allow_borrowing) {
+            keep[j] = false;
+        } else {
+            remove(q, idx);
+        }
+    }
+    let mut out: Vec<Target> = removed
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(t, k)| k.then_some(t))
+        .collect();
+    for t in &out {
+        restore(q, t.admitted);
+    }
+    out.sort_by_key(|t| t.admitted);
+    out
 }
 
 /// Whether ClusterQueue `n` uses at most its nominal quota of every pair in `need`
@@ -271,7 +304,7 @@ fn within_nominal(q: &KueueQueues, n: usize, need: &[Fr]) -> bool {
         .all(|fr| q.tree.usage_of(n, *fr) <= q.tree.nominal(n, *fr))
 }
 
-fn remove(q: &mut KueueQueues, i: usize) {
+pub(super) fn remove(q: &mut KueueQueues, i: usize) {
     let (cq, usage) = q.admitted_usage(i);
     let usage = usage.to_vec();
     for (fr, v) in usage {
@@ -279,7 +312,7 @@ fn remove(q: &mut KueueQueues, i: usize) {
     }
 }
 
-fn restore(q: &mut KueueQueues, i: usize) {
+pub(super) fn restore(q: &mut KueueQueues, i: usize) {
     let (cq, usage) = q.admitted_usage(i);
     let usage = usage.to_vec();
     for (fr, v) in usage {
@@ -289,7 +322,12 @@ fn restore(q: &mut KueueQueues, i: usize) {
 
 /// `workloadFits`: every request within what is available, and within nominal when borrowing
 /// is not allowed.
-fn fits(q: &KueueQueues, cq: usize, requests: &[(Fr, i64)], allow_borrowing: bool) -> bool {
+pub(super) fn fits(
+    q: &KueueQueues,
+    cq: usize,
+    requests: &[(Fr, i64)],
+    allow_borrowing: bool,
+) -> bool {
     requests.iter().all(|(fr, v)| {
         (allow_borrowing || !q.tree.borrowing_with(cq, *fr, *v))
             && *v <= q.tree.available(cq, *fr).max(0)

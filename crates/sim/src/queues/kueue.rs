@@ -67,8 +67,11 @@ pub struct KueueModel {
     /// The resource name GPUs are asked as (`nvidia.com/gpu`).
     pub gpu_resource: String,
     /// Kueue's fair sharing (`fairSharing.enable` of its Configuration): pending jobs are tried
-    /// in the order of their ClusterQueue's dominant resource share over its weight.
+    /// in the order of their ClusterQueue's dominant resource share over its weight, and
+    /// preemption follows fair sharing's strategies (`sched::kueue::fair_preempt`).
     pub fair_sharing: bool,
+    /// `fairSharing.preemptionStrategies` (empty: Kueue's default).
+    pub fair_strategies: Vec<sched::kueue::fair_preempt::Strategy>,
 }
 
 /// Kueue's queues during a run: the quota tree with the running jobs' usage.
@@ -85,8 +88,11 @@ pub struct KueueRun {
 impl KueueRun {
     /// The model's tree, or every problem with its objects.
     pub fn new(model: &KueueModel) -> Result<KueueRun, Vec<String>> {
-        let q = KueueQueues::new(&model.cluster_queues, &model.cohorts)
+        let mut q = KueueQueues::new(&model.cluster_queues, &model.cohorts)
             .map_err(|ps| ps.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+        if model.fair_sharing {
+            q.fair_sharing = Some(model.fair_strategies.clone());
+        }
         Ok(KueueRun {
             model: model.clone(),
             idle: RefCell::new(q.clone()),
