@@ -132,57 +132,102 @@ fn torchrun_ranks(pods: &[ResolvedPod]) -> Vec<Rank> {
         .collect()
 }
 
-/// The groups Megatron-LM builds for `kind` when told `order`: the dense grid (no EP) or the
-/// expert grid (no CP, data parallel DP·CP/EP).
-fn megatron_groups(l: &Layout, order: [Dim; 5], kind: Kind) -> Vec<Vec<u32>> {
-    let grid = match kind {
-        Kind::Ep | Kind::ExpertDp => Layout {
-            cp: 1,
-            dp: l.dp.saturating_mul(l.cp),
-            order,
-            ..l.clone()
-        },
-        Kind::Tp | Kind::Cp | Kind::Pp | Kind::Dp => Layout {
-            ep: 1,
-            order,
-            ..l.clone()
-        },
+/// Megatron-LM's two rank grids when told `order`: the dense one (no EP; TP, CP, PP, DP × CP)
+/// and the expert one (no CP, data parallel DP·CP/EP; EP, expert DP).
+fn megatron_grids(l: &Layout, order: [Dim; 5]) -> (Layout, Layout) {
+    let dense = Layout {
+        ep: 1,
+        order,
+        ..l.clone()
     };
-    groups(&grid, kind)
+    let expert = Layout {
+        cp: 1,
+        dp: l.dp.saturating_mul(l.cp),
+        order,
+        ..l.clone()
+    };
+    (dense, expert)
+}
+
+/// The groups Megatron-LM builds for `kind` when told `order`.
+fn megatron_groups(l: &Layout, order: [Dim; 5], kind: Kind) -> Vec<Vec<u32>> {
+    let (dense, expert) = megatron_grids(l, order);
+    match kind {
+        Kind::Ep | Kind::ExpertDp => groups(&expert, kind),
+        Kind::Tp | Kind::Cp | Kind::Pp | Kind::Dp => groups(&dense, kind),
+    }
+}
+
+/// Why Megatron-LM told one order does not run a layout.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Miss {
+    /// It builds other groups of this kind.
+    Groups(Kind),
+    /// Its dense and expert grids would have different PP groups, which
+    /// `initialize_model_parallel` refuses (it asserts they are the same).
+    PpGrids,
+}
+
+/// Why Megatron-LM told `order` would not run `l` (the kinds `kinds` compared), if it would not.
+/// Megatron-LM's own refusal comes first.
+fn miss(l: &Layout, order: [Dim; 5], kinds: &[Kind]) -> Option<Miss> {
+    let (dense, expert) = megatron_grids(l, order);
+    if groups(&dense, Kind::Pp) != groups(&expert, Kind::Pp) {
+        return Some(Miss::PpGrids);
+    }
+    kinds
+        .iter()
+        .copied()
+        .find(|&k| groups(l, k) != megatron_groups(l, order, k))
+        .map(Miss::Groups)
 }
 
 /// The rank-order flag (none for Megatron's default) of the first order Megatron-LM can be told
-/// that builds `l`'s groups of every kind in `kinds`; else why not.
+/// that builds `l`'s groups of every kind in `kinds`; else why not and what to change.
 fn megatron_order(l: &Layout, kinds: &[Kind]) -> Result<Option<&'static str>, String> {
     let candidates = [
         (MEGATRON_ORDER, None),
         (PP_INNER_ORDER, Some(PP_INNER_FLAG)),
     ];
-    let mut first_miss: Option<Kind> = None;
+    let mut reported: Option<([Dim; 5], Miss)> = None;
     for (order, flag) in candidates {
-        let miss = kinds
-            .iter()
-            .copied()
-            .find(|&k| groups(l, k) != megatron_groups(l, order, k));
-        match miss {
+        match miss(l, order, kinds) {
             None => return Ok(flag),
-            // Name the kind that fails in the order the layout asked for, else the default.
-            Some(k) if order == l.order || first_miss.is_none() => first_miss = Some(k),
+            // Say why the order the layout asked for fails, else why the default does.
+            Some(m) if order == l.order || reported.is_none() => reported = Some((order, m)),
             Some(_) => {}
         }
     }
-    let kind = first_miss.unwrap_or(Kind::Tp);
-    let why = if matches!(kind, Kind::Ep | Kind::ExpertDp) && l.cp > 1 && l.ep > 1 {
-        " (its expert grid has no CP: CP is folded into expert data parallel)"
-    } else {
-        ""
+    let (order, m) = reported.expect("two candidates, each missed");
+    let (why, change) = match m {
+        Miss::Groups(k @ (Kind::Ep | Kind::ExpertDp)) if l.cp > 1 && l.ep > 1 => (
+            format!(
+                "builds other {} groups (its expert grid has no CP: CP is folded into expert \
+                 data parallel)",
+                k.name()
+            ),
+            "use cp = 1 or ep = 1".to_owned(),
+        ),
+        Miss::Groups(k) => (
+            format!("builds other {} groups than this layout's", k.name()),
+            format!(
+                "use order={} or order={}",
+                order_label(&MEGATRON_ORDER),
+                order_label(&PP_INNER_ORDER)
+            ),
+        ),
+        Miss::PpGrids => (
+            "needs cp = ep when pp > 1 (its dense and expert grids must share the PP groups)"
+                .to_owned(),
+            format!("use order={}", order_label(&MEGATRON_ORDER)),
+        ),
     };
     Err(format!(
-        "Megatron-LM can be told only the rank orders {} (its default) and {} \
-         ({PP_INNER_FLAG}), and neither builds this layout's {} groups{why}; use one of them",
+        "Megatron-LM can be told only the rank orders {} (its default) and {} ({PP_INNER_FLAG}); \
+         in {} it {why}; {change}",
         order_label(&MEGATRON_ORDER),
         order_label(&PP_INNER_ORDER),
-        kind.name()
+        order_label(&order),
     ))
 }
 
@@ -214,19 +259,30 @@ fn check_tp_in_nodes(
         } else {
             String::new()
         };
-        let most = pods.iter().map(|p| p.gpus as u32).max().unwrap_or(0);
+        let mut sizes: Vec<u32> = pods.iter().map(|p| p.gpus as u32).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let most = sizes.last().copied().unwrap_or(0);
         let hint = if l.tp > most {
             format!("use tp ≤ {most} (the most GPUs a pod has) and more dp or pp")
         } else {
+            let sizes: Vec<String> = sizes.iter().map(u32::to_string).collect();
             format!(
-                "give every pod a multiple of tp = {} GPUs, or use a tp that divides each pod's",
-                l.tp
+                "give every pod a multiple of tp = {} GPUs (pods have {}), or use a tp that divides \
+                 each pod's GPUs",
+                l.tp,
+                sizes.join(", ")
             )
         };
+        let last = names.len() - 1;
+        let names = if more.is_empty() {
+            format!("{} and {}", names[..last].join(", "), names[last])
+        } else {
+            format!("{}{more}", names.join(", "))
+        };
         return Err(format!(
-            "TP group {i} ({}) spans nodes {}{more}; every TP group must sit inside one node: {hint}",
+            "TP group {i} ({}) spans nodes {names}; every TP group must sit inside one node: {hint}",
             ranks_text(g),
-            names.join(", ")
         ));
     }
     Ok(())
@@ -285,7 +341,10 @@ mod tests {
             e.starts_with("Megatron-LM can be told only the rank orders"),
             "{e}"
         );
-        assert!(e.contains("this layout's tp groups"), "{e}");
+        assert!(
+            e.contains("in tp-cp-ep-dp-pp it builds other tp groups"),
+            "{e}"
+        );
     }
 
     /// CP and EP both above 1: railyard's EP groups step over CP (ranks 0 and 4 for tp = 2,
@@ -297,6 +356,23 @@ mod tests {
         assert_eq!(megatron_groups(&l, MEGATRON_ORDER, Kind::Ep)[0], vec![0, 2]);
         let e = megatron_order(&l, &kinds()).unwrap_err();
         assert!(e.contains("ep groups (its expert grid has no CP"), "{e}");
+        assert!(e.ends_with("use cp = 1 or ep = 1"), "{e}");
+    }
+
+    /// The pipeline inside data parallel with cp = 2, ep = 1, by hand (tp = 2, pp = 2, dp = 2):
+    /// the dense grid's PP groups step over TP × CP (ranks 0 and 4), the expert grid's over TP
+    /// only (ranks 0 and 2); `initialize_model_parallel` asserts they are the same.
+    #[test]
+    fn pp_inner_needs_cp_equal_to_ep() {
+        let l = Layout::parse("tp=2,cp=2,pp=2,dp=2,order=tp-cp-ep-pp-dp").unwrap();
+        let (dense, expert) = megatron_grids(&l, PP_INNER_ORDER);
+        assert_eq!(groups(&dense, Kind::Pp)[0], vec![0, 4]);
+        assert_eq!(groups(&expert, Kind::Pp)[0], vec![0, 2]);
+        let e = megatron_order(&l, &[Kind::Tp, Kind::Cp, Kind::Pp, Kind::Dp]).unwrap_err();
+        assert!(
+            e.contains("in tp-cp-ep-pp-dp it needs cp = ep when pp > 1"),
+            "{e}"
+        );
     }
 
     #[test]
