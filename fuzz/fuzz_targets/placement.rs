@@ -51,6 +51,8 @@ fuzz_target!(|data: &[u8]| {
         socket_ifname: Some("^lo,docker".into()),
         script: "train.py".into(),
         rdzv_id: "job".into(),
+        advice: Vec::new(),
+        training: None,
     };
     if let Ok(plan) = ops::launch::plan(
         cluster,

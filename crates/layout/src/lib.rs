@@ -33,7 +33,8 @@ pub use model::{preset, Model, PRESETS};
 pub use orders::{best_order, candidate_orders, OrderChoice, OrderTime};
 pub use pace::{Pace, PaceComm};
 pub use price::{
-    first_gpus, price_step, price_step_without_hot_links, PricedComm, Step, StepInput,
+    first_gpus, groups_highest_tier, price_step, price_step_without_hot_links, PricedComm, Step,
+    StepInput,
 };
 pub use slices::{slice_layers, LevelRoom, Slice};
 pub use traffic::{traffic, Op, Traffic};

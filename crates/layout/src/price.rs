@@ -284,7 +284,7 @@ fn price(fabric: &mut Fabric<'_>, input: StepInput<'_>, hot: bool) -> Result<Ste
         } else {
             Vec::new()
         };
-        let tier_index = highest_tier(fabric, input.ranks, gs);
+        let tier_index = groups_highest_tier(fabric.cluster(), input.ranks, gs);
         for x in traffic.iter().filter(|x| x.kind == *kind) {
             let (per_call, algorithm) = if x.op == Op::SendRecv {
                 let t_us = rep.latency_ns / 1000.0 + x.bytes / (shared_gb_s * 1e3);
@@ -425,9 +425,10 @@ fn fabric_error(kind: Kind, e: FabricError) -> LayoutError {
     LayoutError::new("placement", format!("{} communicator: {e}", kind.name()))
 }
 
-/// The highest switch tier any group crosses (`None`: every group inside one NVLink domain).
-fn highest_tier(fabric: &Fabric<'_>, ranks: &[Rank], gs: &[Vec<u32>]) -> Option<u8> {
-    let c = fabric.cluster();
+/// The highest switch tier any of the groups `gs` crosses, rank `r` on the GPU `ranks[r]`
+/// (`None`: every group inside one NVLink domain). `price_step` reports it per kind; `railyard
+/// launch --layout` writes it.
+pub fn groups_highest_tier(c: &topology::Cluster, ranks: &[Rank], gs: &[Vec<u32>]) -> Option<u8> {
     let mut top: Option<u8> = None;
     for g in gs {
         let first = ranks[g[0] as usize].node;

@@ -22,6 +22,7 @@ pub use formats::names::shell_quote;
 use formats::placement::ResolvedPod;
 use formats::FormatError;
 
+use crate::launch_layout::{megatron_layout, MegatronLayout};
 use crate::nccl_shapes;
 
 /// Queue pairs per connection `launch` writes for a node when `--qps` is not given: the shape's
@@ -63,7 +64,13 @@ pub struct LaunchOptions {
     /// written when `launch --network-aware` is given; checked by [`check_advice`]. An explicit
     /// flag (`--qps`) still wins.
     pub advice: Vec<(String, String)>,
+    /// The model and layout the job trains (`launch --model --layout`): checked against the
+    /// placement, and written as Megatron-LM's parallelism arguments.
+    pub training: Option<layout::Training>,
 }
+
+/// The variable every format writes Megatron-LM's parallelism arguments to (with `--layout`).
+pub const MEGATRON_ARGS_VAR: &str = "MEGATRON_PARALLEL_ARGS";
 
 /// NCCL variables `launch --network-aware` takes from a placement's advice, with what their
 /// values must be: whole numbers in a range.
@@ -119,6 +126,9 @@ pub struct LaunchPlan {
     /// Where the NCCL settings come from, one line per shape used: the published row of
     /// [`crate::nccl_shapes`] with its source, or why generic settings were used.
     pub nccl_sources: Vec<String>,
+    /// With `--layout`: the layout as Megatron-LM is told it, after the training script in
+    /// every command line and in [`MEGATRON_ARGS_VAR`] of every pod's environment.
+    pub megatron: Option<MegatronLayout>,
 }
 
 /// One torchrun agent: a placed pod.
@@ -449,6 +459,16 @@ pub fn plan(
             args,
         });
     }
+    let megatron = options
+        .training
+        .as_ref()
+        .map(|t| megatron_layout(cluster, pods, t, placement_file))
+        .transpose()?;
+    if let Some(m) = &megatron {
+        for a in &mut agents {
+            a.env.push((MEGATRON_ARGS_VAR.to_owned(), m.args.join(" ")));
+        }
+    }
     Ok(LaunchPlan {
         endpoint,
         n_pods: agents.len(),
@@ -457,6 +477,7 @@ pub fn plan(
         rdzv_id: options.rdzv_id.clone(),
         script: options.script.clone(),
         nccl_sources,
+        megatron,
     })
 }
 
@@ -470,7 +491,7 @@ fn header(plan: &LaunchPlan) -> String {
          # NCCL settings per shape (the vendor's published device list, GID index, traffic class,\n\
          # timeouts), else one RDMA device per NIC port named PREFIX0..PREFIX(n-1) rail-major\n\
          # (override with --hca); the leading `=` makes NCCL match names exactly (`mlx5_1` would\n\
-         # otherwise also select mlx5_10..mlx5_19). Check the names with `ibv_devices`.\n{}",
+         # otherwise also select mlx5_10..mlx5_19). Check the names with `ibv_devices`.\n{}{}",
         report::fmt::count_of(plan.n_pods, "pod"),
         report::fmt::count_of(plan.n_gpus as usize, "GPU"),
         plan.endpoint,
@@ -478,8 +499,37 @@ fn header(plan: &LaunchPlan) -> String {
         plan.nccl_sources
             .iter()
             .map(|s| format!("# NCCL settings: {}\n", comment_text(s)))
-            .collect::<String>()
+            .collect::<String>(),
+        plan.megatron
+            .as_ref()
+            .map(megatron_comment)
+            .unwrap_or_default()
     )
+}
+
+/// What `--layout` adds to the header: the layout, where its flags come from, and the highest
+/// tier each communicator kind crosses on this placement.
+fn megatron_comment(m: &MegatronLayout) -> String {
+    let tiers: String = m
+        .tiers
+        .iter()
+        .map(|(k, t)| format!("#   {k}: {}\n", comment_text(t)))
+        .collect();
+    format!(
+        "# Layout {} of {}, checked against this placement (TP groups inside one node).\n\
+         # {MEGATRON_ARGS_VAR} holds its Megatron-LM flags, which every command line passes to\n\
+         # the script (flag names, rank orders: NVIDIA/Megatron-LM {}, megatron/training/\n\
+         # arguments.py and initialize.py). Highest tier each communicator crosses:{}\n{tiers}",
+        comment_text(&m.layout),
+        comment_text(&m.model),
+        &crate::launch_layout::MEGATRON_COMMIT[..8],
+        if tiers.is_empty() { " none" } else { "" },
+    )
+}
+
+/// Megatron-LM's arguments after the training script, when `--layout` is given.
+fn script_args(plan: &LaunchPlan) -> &[String] {
+    plan.megatron.as_ref().map_or(&[], |m| &m.args)
 }
 
 /// The environment of an agent started on its host (shell and env formats): [`Agent::env`],
@@ -510,7 +560,12 @@ pub fn render_shell(plan: &LaunchPlan) -> String {
             .iter()
             .map(|(k, v)| format!("{k}={}", shell_quote(v)))
             .collect();
-        let args: Vec<String> = a.args.iter().map(|s| shell_quote(s)).collect();
+        let args: Vec<String> = a
+            .args
+            .iter()
+            .chain(script_args(plan))
+            .map(|s| shell_quote(s))
+            .collect();
         out.push_str(&format!("{} torchrun {}\n", env.join(" "), args.join(" ")));
     }
     out
@@ -539,8 +594,13 @@ fn env_vars(a: &Agent) -> Vec<(String, String)> {
 pub fn render_env(plan: &LaunchPlan) -> String {
     let mut out = header(plan);
     out.push_str(&format!(
-        "# One section per pod: give each node its own section, then run `torchrun {}`.\n",
-        comment_text(&shell_quote(&plan.script))
+        "# One section per pod: give each node its own section, then run `torchrun {}{}`.\n",
+        comment_text(&shell_quote(&plan.script)),
+        if plan.megatron.is_some() {
+            format!(" ${MEGATRON_ARGS_VAR}")
+        } else {
+            String::new()
+        }
     ));
     for a in &plan.agents {
         out.push_str(&format!(
@@ -568,7 +628,7 @@ pub fn render_k8s_patch(plan: &LaunchPlan, container: &str) -> String {
     );
     for a in &plan.agents {
         let mut command = vec!["torchrun".to_owned()];
-        command.extend(a.args.iter().cloned());
+        command.extend(a.args.iter().chain(script_args(plan)).cloned());
         let env: Vec<serde_json::Value> = a
             .env
             .iter()

@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod doctor_report;
 pub mod kueue_admit;
 pub mod launch;
+pub mod launch_layout;
 pub mod lint;
 pub mod nccl_settings;
 pub mod nccl_shapes;

@@ -1,6 +1,8 @@
 //! `railyard launch`: a 4-node placement rendered in every format and parsed back (ranks,
 //! nnodes, rendezvous endpoint), addresses from the NodeList or a file, bad input, and `place`
-//! → `launch` end to end on the same NodeList.
+//! → `launch` end to end on the same NodeList; `--model`/`--layout`: Megatron-LM's flags and
+//! each communicator's highest tier in every format, and the layouts refused
+//! (`fixtures/launch/layouts.yaml`, hand-derived).
 
 use std::collections::BTreeMap;
 
@@ -630,4 +632,173 @@ fn network_aware_launch_takes_the_placements_nccl_advice() {
     args.push("--network-aware");
     let err = railyard(&args);
     assert_one_line_error(&err, "network.nccl_advice[0]: name");
+}
+
+/// One case of `fixtures/launch/layouts.yaml`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LayoutCase {
+    name: String,
+    placement: String,
+    model: String,
+    layout: String,
+    /// Megatron-LM's flags, as one line (launched cases).
+    #[serde(default)]
+    args: Option<String>,
+    /// Per communicator kind, the highest tier (launched cases).
+    #[serde(default)]
+    tiers: BTreeMap<String, String>,
+    /// A part of the one-line error (refused cases).
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LayoutCases {
+    ok: Vec<LayoutCase>,
+    refused: Vec<LayoutCase>,
+}
+
+fn layout_cases() -> LayoutCases {
+    let text = std::fs::read_to_string("tests/fixtures/launch/layouts.yaml").unwrap();
+    serde_norway::from_str(&text).expect("layouts.yaml")
+}
+
+fn launch_layout(case: &LayoutCase, format: &str) -> crate::Run {
+    let placement = format!("tests/fixtures/launch/{}", case.placement);
+    railyard(&[
+        "launch",
+        "--cluster",
+        NODES,
+        "--placement",
+        &placement,
+        "--model",
+        &case.model,
+        "--layout",
+        &case.layout,
+        "--format",
+        format,
+    ])
+}
+
+/// The header's `#   KIND: TIER` lines after "Highest tier each communicator crosses:".
+fn header_tiers(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .skip_while(|l| !l.contains("Highest tier each communicator crosses:"))
+        .skip(1)
+        .map_while(|l| l.strip_prefix("#   "))
+        .map(|l| {
+            let (k, t) = l.split_once(": ").expect("KIND: TIER");
+            (k.to_owned(), t.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn layouts_write_megatron_flags_and_tiers() {
+    use serde::Deserialize;
+    let cases = layout_cases();
+    assert!(cases.ok.len() >= 5);
+    for case in &cases.ok {
+        let name = &case.name;
+        let args = case.args.as_deref().expect("args");
+        let words: Vec<&str> = args.split(' ').collect();
+        // Shell: the variable in every line's environment, the flags after the script.
+        let run = launch_layout(case, "shell");
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        assert_eq!(header_tiers(&run.stdout), case.tiers, "{name}: tiers");
+        let lines: Vec<&str> = run
+            .stdout
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect();
+        assert_eq!(lines.len(), 2, "{name}");
+        for line in lines {
+            let w = shell_words(line);
+            let var = w
+                .iter()
+                .find_map(|x| x.strip_prefix("MEGATRON_PARALLEL_ARGS="))
+                .unwrap_or_else(|| panic!("{name}: no MEGATRON_PARALLEL_ARGS in {line}"));
+            assert_eq!(var, args, "{name}");
+            let script = w.iter().position(|x| x == "train.py").expect("script");
+            assert_eq!(w[script + 1..], words[..], "{name}: flags after the script");
+        }
+        // Env file: the variable in every pod's section, unquoted like its other values.
+        let run = launch_layout(case, "env");
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        let line = format!("MEGATRON_PARALLEL_ARGS={args}");
+        assert_eq!(
+            run.stdout.lines().filter(|l| *l == line).count(),
+            2,
+            "{name}"
+        );
+        assert!(run
+            .stdout
+            .contains("torchrun train.py $MEGATRON_PARALLEL_ARGS"));
+        // Kubernetes patch: the flags at the end of the command, the variable in the env.
+        let run = launch_layout(case, "k8s-patch");
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&run.stdout)
+            .map(serde_json::Value::deserialize)
+            .collect::<Result<_, _>>()
+            .expect("YAML");
+        let docs: Vec<&serde_json::Value> = docs.iter().filter(|d| !d.is_null()).collect();
+        assert_eq!(docs.len(), 2, "{name}");
+        for d in docs {
+            let c = &d["spec"]["containers"][0];
+            let cmd: Vec<&str> = c["command"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            assert_eq!(cmd[cmd.len() - words.len()..], words[..], "{name}");
+            let env = c["env"].as_array().unwrap();
+            let var = env
+                .iter()
+                .find(|e| e["name"] == "MEGATRON_PARALLEL_ARGS")
+                .unwrap_or_else(|| panic!("{name}: no MEGATRON_PARALLEL_ARGS"));
+            assert_eq!(var["value"], args, "{name}");
+        }
+    }
+}
+
+/// tp = 4, dp = 2, pp = 2 on two nodes, the whole script.
+#[test]
+fn layout_shell_script() {
+    let cases = layout_cases();
+    let case = cases.ok.iter().find(|c| c.name == "tp4-dp2-pp2").unwrap();
+    let run = launch_layout(case, "shell");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!(run.stdout);
+}
+
+#[test]
+fn bad_layouts_are_refused() {
+    let cases = layout_cases();
+    assert!(cases.refused.len() >= 4);
+    for case in &cases.refused {
+        for format in ["shell", "env", "k8s-patch", "hostfile"] {
+            let run = launch_layout(case, format);
+            assert!(run.stdout.is_empty(), "{}: nothing written", case.name);
+            assert_one_line_error(&run, case.error.as_deref().expect("error"));
+        }
+    }
+}
+
+/// `--model` and `--layout` come together, as in `place`.
+#[test]
+fn model_and_layout_come_together() {
+    let run = railyard(&[
+        "launch",
+        "--cluster",
+        NODES,
+        "--placement",
+        PLACEMENT_4,
+        "--model",
+        "llama3-8b",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--layout"), "{}", run.stderr);
 }
