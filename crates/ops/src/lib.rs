@@ -11,6 +11,7 @@
 pub mod cables;
 pub mod cables_report;
 pub mod cluster;
+pub mod collective_report;
 pub mod doctor;
 pub mod doctor_report;
 pub mod kueue_admit;

@@ -1,5 +1,5 @@
 //! Arguments more than one command takes: `--routing`, the NCCL settings (`--nccl`, `--qps`),
-//! and the command line as typed, which `simulate` and `fabric collective` record in their
+//! a job's training layout (`--model`, `--layout`), and the command line as typed, which `simulate` and `fabric collective` record in their
 //! results. The dispatcher (`cli`) and the commands use this module; it uses neither.
 
 use fabric::{NcclConfig, RoutingMode};
@@ -21,6 +21,32 @@ impl From<RoutingArg> for RoutingMode {
             RoutingArg::Ecmp => RoutingMode::Ecmp,
             RoutingArg::Adaptive => RoutingMode::Adaptive,
         }
+    }
+}
+
+/// A job's training layout, shared by `place` and `launch` (both flags or neither).
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct TrainingArgs {
+    /// The model the job trains: a preset, as `fabric step --model` takes it (with --layout).
+    #[arg(long, value_name = "NAME", requires = "layout")]
+    pub model: Option<String>,
+    /// Its layout, as `fabric step --layout` takes it. `place` derives the job's slice layers
+    /// from it (with --network-aware, placements and rank orders are scored by the step time);
+    /// `launch` checks it against the placement (its GPUs, TP groups inside one node, a rank
+    /// order Megatron-LM can be told) and writes Megatron-LM's parallelism flags.
+    #[arg(long, value_name = "SPEC", requires = "model")]
+    pub layout: Option<String>,
+}
+
+impl TrainingArgs {
+    /// The training the flags name, if given; an error names the field.
+    pub fn training(&self) -> Result<Option<layout::Training>, CliError> {
+        let (Some(m), Some(l)) = (&self.model, &self.layout) else {
+            return Ok(None);
+        };
+        layout::Training::from_flags(m, l)
+            .map(Some)
+            .map_err(|e| CliError::input(&e.field, &e.message))
     }
 }
 

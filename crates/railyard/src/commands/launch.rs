@@ -78,14 +78,8 @@ pub struct LaunchArgs {
     /// into every pod's environment; explicit flags such as --qps still win.
     #[arg(long)]
     pub network_aware: bool,
-    /// The model the job trains: a preset, as `fabric step --model` takes it (with --layout).
-    #[arg(long, value_name = "NAME", requires = "layout")]
-    pub model: Option<String>,
-    /// Its layout, as `fabric step --layout` takes it: checked against the placement (its GPUs,
-    /// TP groups inside one node, a rank order Megatron-LM can be told) and written as
-    /// Megatron-LM's parallelism flags (MEGATRON_PARALLEL_ARGS, and after the script).
-    #[arg(long, value_name = "SPEC", requires = "model")]
-    pub layout: Option<String>,
+    #[command(flatten)]
+    pub training: crate::args::TrainingArgs,
     /// Only the pods on this node (e.g. to write one node's env file); not with `hostfile`.
     #[arg(long, value_name = "NAME")]
     pub node: Option<String>,
@@ -100,13 +94,7 @@ pub fn launch(args: &LaunchArgs) -> Result<String, CliError> {
             "--container: {why}; a Kubernetes container name is one"
         ))
     })?;
-    let training = match (&args.model, &args.layout) {
-        (Some(m), Some(l)) => Some(
-            layout::Training::from_flags(m, l)
-                .map_err(|e| CliError::input(&e.field, &e.message))?,
-        ),
-        _ => None,
-    };
+    let training = args.training.training()?;
     let cluster = load_cluster(&args.cluster)?;
     let placement_file = args.placement.display().to_string();
     let placement_text = read_text(&args.placement)?;

@@ -58,13 +58,8 @@ pub struct PlaceArgs {
     /// --network-aware`.
     #[arg(long)]
     pub network_aware: bool,
-    /// The model the job trains: a preset, as `fabric step --model` takes it (with --layout).
-    #[arg(long, value_name = "NAME", requires = "layout")]
-    pub model: Option<String>,
-    /// Its layout, as `fabric step --layout` takes it: derives the job's slice layers; with
-    /// --network-aware, placements and rank orders are scored by the step time.
-    #[arg(long, value_name = "SPEC", requires = "model")]
-    pub layout: Option<String>,
+    #[command(flatten)]
+    pub training: crate::args::TrainingArgs,
     /// Output format (wide adds a column per topology level above the leaf domain)
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
@@ -73,13 +68,7 @@ pub struct PlaceArgs {
 /// `place`.
 pub fn place(args: &PlaceArgs) -> Result<String, CliError> {
     let cluster = load_cluster(&args.cluster)?;
-    let training = match (&args.model, &args.layout) {
-        (Some(m), Some(l)) => Some(layout::Training::from_flags(m, l)),
-        _ => None,
-    };
-    let training = training
-        .transpose()
-        .map_err(|e| CliError::input(&e.field, &e.message))?;
+    let training = args.training.training()?;
     let file = decide(
         &cluster,
         &PlaceInputs {
