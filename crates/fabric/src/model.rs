@@ -317,7 +317,7 @@ impl<'c> Fabric<'c> {
         let routed = self.route_flows_algorithm(job, algorithm, cfg, job_id)?;
         let ideal = match ideal_routing(cfg) {
             None => self.paces(&[&routed])[0],
-            Some(ideal_cfg) => self.alone_busbw(job, algorithm, &ideal_cfg, job_id)?,
+            Some(_) => self.ideal_busbw(job, algorithm, cfg, job_id)?,
         };
         Ok(RoutedJob {
             ideal_busbw_gbps: ideal,
@@ -326,7 +326,8 @@ impl<'c> Fabric<'c> {
     }
 
     /// What [`Fabric::route_algorithm`] gives as `ideal_busbw_gbps`, without routing the job
-    /// under `cfg` itself: its bus bandwidth alone under the ideal routing (Gb/s).
+    /// under `cfg` itself when that is not the ideal routing: its bus bandwidth alone under the
+    /// ideal routing (Gb/s).
     pub fn ideal_busbw(
         &mut self,
         job: &JobTraffic,
@@ -334,21 +335,8 @@ impl<'c> Fabric<'c> {
         cfg: &RoutingConfig,
         job_id: u64,
     ) -> Result<f64, FabricError> {
-        match ideal_routing(cfg) {
-            None => self.alone_busbw(job, algorithm, cfg, job_id),
-            Some(ideal_cfg) => self.alone_busbw(job, algorithm, &ideal_cfg, job_id),
-        }
-    }
-
-    /// Job `job` routed under `cfg` and solved alone: its bus bandwidth, Gb/s.
-    fn alone_busbw(
-        &mut self,
-        job: &JobTraffic,
-        algorithm: Algorithm,
-        cfg: &RoutingConfig,
-        job_id: u64,
-    ) -> Result<f64, FabricError> {
-        let mut alone = self.route_flows_algorithm(job, algorithm, cfg, job_id)?;
+        let ideal_cfg = ideal_routing(cfg).unwrap_or(*cfg);
+        let mut alone = self.route_flows_algorithm(job, algorithm, &ideal_cfg, job_id)?;
         let pace = self.paces(&[&alone])[0];
         self.recycle(std::mem::take(&mut alone.flows));
         Ok(pace)

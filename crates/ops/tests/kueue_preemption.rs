@@ -184,28 +184,16 @@ fn kueue_test_preemption_cases_pick_kueues_targets() {
             "TestPreemption"
         )
     );
-    let (mut passed, mut differences) = (0, 0);
-    let mut failures = Vec::new();
+    let mut tally = Tally::default();
     for c in &f.cases {
         let own = c.queues.as_ref().map(|n| {
             let path = format!("{dir}/preemption_test_queues_{n}.yaml");
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
         });
         let got = targets(c, own.as_deref().unwrap_or(&queues));
-        match &c.difference {
-            None if got == c.preempted => passed += 1,
-            None => failures.push(format!("{}: got {got:?}, Kueue {:?}", c.name, c.preempted)),
-            Some(why) => {
-                assert_ne!(got, c.preempted, "{}: marked ({why}) but agrees", c.name);
-                differences += 1;
-            }
-        }
+        tally.case(&c.name, c.difference.as_deref(), &got, &c.preempted);
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(f
-        .not_ported
-        .iter()
-        .all(|n| !n.reason.is_empty() && !n.name.is_empty()));
+    let (passed, differences) = tally.finish(&f.not_ported);
     eprintln!(
         "TestPreemption: {} ported, {passed} pass, {differences} documented differences, {} not ported",
         f.cases.len(),
@@ -292,9 +280,8 @@ fn kueue_fair_preemption_cases_pick_kueues_targets_and_reasons() {
     .unwrap();
     assert_eq!(f.kueue_commit.len(), 40);
     assert_eq!(f.file, "pkg/scheduler/preemption/preemption_fair_test.go");
-    let (mut passed, mut differences) = (0, 0);
+    let mut tally = Tally::default();
     let mut per_test: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut failures = Vec::new();
     for c in &f.cases {
         assert!(
             [
@@ -310,22 +297,50 @@ fn kueue_fair_preemption_cases_pick_kueues_targets_and_reasons() {
         let path = format!("{dir}/preemption_fair_test_queues/{}.yaml", c.queues);
         let queues = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let got = fair_targets(c, &queues);
-        match &c.difference {
-            None if got == c.preempted => passed += 1,
-            None => failures.push(format!("{}: got {got:?}, Kueue {:?}", c.name, c.preempted)),
-            Some(why) => {
-                assert_ne!(got, c.preempted, "{}: marked ({why}) but agrees", c.name);
-                differences += 1;
-            }
-        }
+        tally.case(&c.name, c.difference.as_deref(), &got, &c.preempted);
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(f
-        .not_ported
-        .iter()
-        .all(|n| !n.reason.is_empty() && !n.name.is_empty()));
+    let (passed, differences) = tally.finish(&f.not_ported);
     eprintln!(
         "fair preemption: {per_test:?} ported, {passed} pass, {differences} documented differences, {} not ported",
         f.not_ported.len()
     );
+}
+
+/// The outcome of a ported suite: cases that agree, documented differences, failures.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    differences: usize,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    /// One case: it agrees with Kueue, or it is marked as a difference and must still differ.
+    fn case<T: PartialEq + std::fmt::Debug>(
+        &mut self,
+        name: &str,
+        difference: Option<&str>,
+        got: &T,
+        kueue: &T,
+    ) {
+        match difference {
+            None if got == kueue => self.passed += 1,
+            None => self
+                .failures
+                .push(format!("{name}: got {got:?}, Kueue {kueue:?}")),
+            Some(why) => {
+                assert_ne!(got, kueue, "{name}: marked ({why}) but agrees");
+                self.differences += 1;
+            }
+        }
+    }
+
+    /// Fail on any failure or an unexplained case not ported; (passed, differences).
+    fn finish(self, not_ported: &[NotPorted]) -> (usize, usize) {
+        assert!(self.failures.is_empty(), "{}", self.failures.join("\n"));
+        assert!(not_ported
+            .iter()
+            .all(|n| !n.reason.is_empty() && !n.name.is_empty()));
+        (self.passed, self.differences)
+    }
 }
