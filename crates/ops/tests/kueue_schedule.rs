@@ -219,7 +219,7 @@ fn outcome(case: &Case, file: &ScheduleFile, base: &str) -> BTreeMap<String, Wan
         .collect();
     for (x, y) in entries
         .iter()
-        .zip(cycle_assigned(&own, &heads, assignments, false))
+        .zip(cycle_assigned(&own, &heads, assignments))
     {
         assert_eq!((&x.outcome, &x.victims), (&y.outcome, &y.victims));
     }

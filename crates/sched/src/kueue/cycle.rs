@@ -14,10 +14,10 @@
 //! victims gone, as the default-on `RecomputeAssignmentUponPreemptionTargetsOverlap` does:
 //! "will fit after these preemptions complete" or skipped); and "no longer fits after
 //! processing another workload" (the usage checked against the snapshot with every victim of
-//! the cycle removed). With fair sharing (`cycle_with`) the entries are looked at in the order
-//! of their ClusterQueues' dominant resource shares, computed once per cycle (Kueue re-ranks
-//! after each entry, through its tournament over the cohort tree). TAS recomputation and
-//! admission checks are not modelled here.
+//! the cycle removed). With fair sharing on in the queues (`KueueQueues::fair_sharing`) the
+//! entries are looked at in the order of their ClusterQueues' dominant resource shares,
+//! computed once per cycle (Kueue re-ranks after each entry, through its tournament over the
+//! cohort tree). TAS recomputation and admission checks are not modelled here.
 
 use std::collections::BTreeSet;
 
@@ -81,23 +81,18 @@ pub struct Entry {
     pub victims: Vec<String>,
 }
 
-/// One scheduling cycle over `heads`, in head order, Kueue's classical order. `q` is not
-/// changed.
+/// One scheduling cycle over `heads`, in head order: Kueue's classical order, or fair
+/// sharing's when `q` has it on ([`KueueQueues::fair_sharing`]). `q` is not changed.
 pub fn cycle(q: &KueueQueues, heads: &[Head<'_>]) -> Vec<Entry> {
-    cycle_with(q, heads, false)
-}
-
-/// [`cycle`], the entries looked at in fair sharing's order when `fair_sharing`.
-pub fn cycle_with(q: &KueueQueues, heads: &[Head<'_>], fair_sharing: bool) -> Vec<Entry> {
     let mut snap = q.clone();
     let assignments: Vec<Assignment> = heads
         .iter()
         .map(|h| assign(&mut snap, h.cq, &h.pod_sets, h.priority, h.created, h.check))
         .collect();
-    decide(snap, heads, assignments, fair_sharing)
+    decide(snap, heads, assignments)
 }
 
-/// [`cycle_with`] with each head's assignment already made on `q` (by [`assign`], in head
+/// [`cycle`] with each head's assignment already made on `q` (by [`assign`], in head
 /// order, nothing admitted in between), as a caller that has them does: `q` is copied only
 /// when an assignment needs preemption; otherwise only its quota tree is (the cycle then
 /// adds usage and nothing else).
@@ -105,16 +100,15 @@ pub fn cycle_assigned(
     q: &KueueQueues,
     heads: &[Head<'_>],
     assignments: Vec<Assignment>,
-    fair_sharing: bool,
 ) -> Vec<Entry> {
     if assignments.iter().any(|a| a.mode() == Mode::Preempt) {
-        return decide(q.clone(), heads, assignments, fair_sharing);
+        return decide(q.clone(), heads, assignments);
     }
     // What `decide` does when nobody is preempted: an entry that is blocked or does not fit
     // waits; one that fits is admitted if its usage is still available.
     let mut entries = pending_entries(q, assignments);
     let mut tree = q.tree.clone();
-    for i in processing_order(q, heads, &entries, fair_sharing) {
+    for i in processing_order(q, heads, &entries) {
         let e = &mut entries[i];
         let a = &e.assignment;
         e.outcome = if let Some(why) = &a.blocked {
@@ -154,14 +148,9 @@ fn pending_entries(q: &KueueQueues, assignments: Vec<Assignment>) -> Vec<Entry> 
 }
 
 /// The cycle's loop on its snapshot `snap`, the heads' assignments made on it.
-fn decide(
-    mut snap: KueueQueues,
-    heads: &[Head<'_>],
-    assignments: Vec<Assignment>,
-    fair_sharing: bool,
-) -> Vec<Entry> {
+fn decide(mut snap: KueueQueues, heads: &[Head<'_>], assignments: Vec<Assignment>) -> Vec<Entry> {
     let mut entries = pending_entries(&snap, assignments);
-    let order = processing_order(&snap, heads, &entries, fair_sharing);
+    let order = processing_order(&snap, heads, &entries);
     let mut preempted: BTreeSet<String> = BTreeSet::new();
     for i in order {
         let h = &heads[i];
@@ -246,22 +235,17 @@ fn decide(
     entries
 }
 
-/// The order a cycle looks at its heads in. Classical (`entryOrdering`): lower borrowing
-/// level first, then higher priority, then earlier creation, then head order. Fair sharing
-/// (`fair_sharing_iterator.go`, simplified): lower dominant resource share of the head's
-/// ClusterQueue with the head's usage added (`CompareDRS`) first, then priority, creation and
-/// head order; the shares are those of `q`, not recomputed after each entry as Kueue's
-/// tournament does. `entries` are the heads' assignments. Callers applying a cycle's entries
-/// use it too.
-pub fn processing_order(
-    q: &KueueQueues,
-    heads: &[Head<'_>],
-    entries: &[Entry],
-    fair_sharing: bool,
-) -> Vec<usize> {
+/// The order a cycle looks at its heads in, by whether `q` has fair sharing on. Classical
+/// (`entryOrdering`): lower borrowing level first, then higher priority, then earlier
+/// creation, then head order. Fair sharing (`fair_sharing_iterator.go`, simplified): lower
+/// dominant resource share of the head's ClusterQueue with the head's usage added
+/// (`CompareDRS`) first, then priority, creation and head order; the shares are those of `q`,
+/// not recomputed after each entry as Kueue's tournament does. `entries` are the heads'
+/// assignments. Callers applying a cycle's entries use it too.
+pub fn processing_order(q: &KueueQueues, heads: &[Head<'_>], entries: &[Entry]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..heads.len()).collect();
     let rest = |i: usize| (std::cmp::Reverse(heads[i].priority), heads[i].created, i);
-    if fair_sharing {
+    if q.fair_sharing.is_some() {
         let shares: Vec<Share> = heads
             .iter()
             .zip(entries)

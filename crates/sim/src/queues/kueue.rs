@@ -183,9 +183,8 @@ impl KueueRun {
                 assign::assign(&mut self.live, h.cq, ps, p, c, h.check)
             })
             .collect();
-        let fair = self.model.fair_sharing;
-        let entries = sched::kueue::cycle::cycle_assigned(&self.live, &heads, assignments, fair);
-        let order = sched::kueue::cycle::processing_order(&self.live, &heads, &entries, fair);
+        let entries = sched::kueue::cycle::cycle_assigned(&self.live, &heads, assignments);
+        let order = sched::kueue::cycle::processing_order(&self.live, &heads, &entries);
         let mut entries: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
         order
             .into_iter()
