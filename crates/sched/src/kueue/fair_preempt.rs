@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::fair::{dominant_resource_share, Share};
 use super::preempt::{
-    candidates_ordering, fill_back, fits, remove, restore, satisfies, Policy, Target,
+    candidates_ordering, fill_back, fits, remove, restore, satisfies, within_nominal, Policy,
+    Target,
 };
 use super::quota::Fr;
 use super::KueueQueues;
@@ -295,6 +296,24 @@ fn fits_without_incoming(q: &mut KueueQueues, cq: usize, requests: &[(Fr, i64)])
     ok
 }
 
+/// Take admitted Workload `i` out of `q` as a target for `reason`; whether the incoming
+/// Workload now fits.
+fn take_out(
+    q: &mut KueueQueues,
+    cq: usize,
+    requests: &[(Fr, i64)],
+    taken: &mut Vec<Target>,
+    i: usize,
+    reason: &'static str,
+) -> bool {
+    remove(q, i);
+    taken.push(Target {
+        admitted: i,
+        reason,
+    });
+    fits_without_incoming(q, cq, requests)
+}
+
 /// `runFirstFsStrategy`: (fits, the Workloads taken out of `q`, candidates to retry).
 fn first_strategy(
     q: &mut KueueQueues,
@@ -307,17 +326,7 @@ fn first_strategy(
     let mut t = Tournament::new(q, cq, candidates);
     let mut taken = Vec::new();
     let mut retry = Vec::new();
-    let within_nominal = need
-        .iter()
-        .all(|fr| q.tree.usage_of(cq, *fr) <= q.tree.nominal(cq, *fr));
-    let take = |q: &mut KueueQueues, taken: &mut Vec<Target>, i: usize, reason: &'static str| {
-        remove(q, i);
-        taken.push(Target {
-            admitted: i,
-            reason,
-        });
-        fits_without_incoming(q, cq, requests)
-    };
+    let within_nominal = within_nominal(q, cq, need);
     while let Some(target) = t.next(q) {
         if target == cq || within_nominal {
             let i = t.pop(target).expect("a target has a candidate");
@@ -326,7 +335,7 @@ fn first_strategy(
             } else {
                 "InCohortReclamation"
             };
-            if take(q, &mut taken, i, reason) {
+            if take_out(q, cq, requests, &mut taken, i, reason) {
                 return (true, taken, retry);
             }
             continue;
@@ -342,7 +351,7 @@ fn first_strategy(
         while let Some(i) = t.pop(target) {
             let target_new = t.share_without(q, target, i);
             if strategy.passes(&preemptor_new, &target_old, &target_new) {
-                if take(q, &mut taken, i, "InCohortFairSharing") {
+                if take_out(q, cq, requests, &mut taken, i, "InCohortFairSharing") {
                     return (true, taken, retry);
                 }
                 // The shares changed: the tournament may pick another ClusterQueue.
@@ -367,15 +376,10 @@ fn second_strategy(
     while let Some(target) = t.next(q) {
         let (preemptor_new, target_old) = t.shares(q, target);
         let i = t.pop(target).expect("a target has a candidate");
-        if preemptor_new.compare(&target_old).is_lt() {
-            remove(q, i);
-            taken.push(Target {
-                admitted: i,
-                reason: "InCohortFairSharing",
-            });
-            if fits_without_incoming(q, cq, requests) {
-                return true;
-            }
+        if preemptor_new.compare(&target_old).is_lt()
+            && take_out(q, cq, requests, taken, i, "InCohortFairSharing")
+        {
+            return true;
         }
         t.pruned[target] = true;
     }

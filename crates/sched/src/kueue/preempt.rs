@@ -299,7 +299,7 @@ pub(super) fn fill_back(
 
 /// Whether ClusterQueue `n` uses at most its nominal quota of every pair in `need`
 /// (`IsWithinNominalInResources`).
-fn within_nominal(q: &KueueQueues, n: usize, need: &[Fr]) -> bool {
+pub(super) fn within_nominal(q: &KueueQueues, n: usize, need: &[Fr]) -> bool {
     need.iter()
         .all(|fr| q.tree.usage_of(n, *fr) <= q.tree.nominal(n, *fr))
 }
