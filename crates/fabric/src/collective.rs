@@ -334,11 +334,7 @@ pub(crate) fn sharp_plans(
     };
     let nvswitch = nodes.ranks.iter().all(|node_ranks| {
         let domain = cluster.node(node_ranks[0].node).nvlink_domain;
-        let gpus: u32 = cluster.nvlink_domains[domain.index()]
-            .nodes
-            .iter()
-            .map(|&n| cluster.node(n).gpus)
-            .sum();
+        let gpus = cluster.nvlink_domain_gpus(&cluster.nvlink_domains[domain.index()]);
         gpus >= NVSWITCH_MIN_GPUS
     });
     let nvlink_gb_s = ranks

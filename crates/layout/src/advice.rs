@@ -25,9 +25,10 @@ pub struct Advice {
 
 /// The exposed costs of `step`, largest first (ties in kind order), each with a change.
 pub fn advise(cluster: &Cluster, t: &Training, step: &Step) -> Vec<Advice> {
-    let domain_gpus = cluster.nvlink_domains.first().map_or(0, |d| {
-        d.nodes.iter().map(|&n| cluster.node(n).gpus).sum::<u32>()
-    });
+    let domain_gpus = cluster
+        .nvlink_domains
+        .first()
+        .map_or(0, |d| cluster.nvlink_domain_gpus(d));
     let mut out: Vec<Advice> = Vec::new();
     let l = &t.layout;
     if step.bubble_s > 0.0 {

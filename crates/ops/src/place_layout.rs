@@ -48,7 +48,7 @@ pub fn apply_slices(
     let per_nvlink_domain = cluster
         .nvlink_domains
         .iter()
-        .map(|d| d.nodes.iter().map(|&n| cluster.node(n).gpus).sum::<u32>())
+        .map(|d| cluster.nvlink_domain_gpus(d))
         .max()
         .unwrap_or(0);
     let rooms = level_rooms(cluster, g);

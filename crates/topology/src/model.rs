@@ -246,6 +246,11 @@ impl Cluster {
         self.nodes.iter().map(|n| u64::from(n.gpus)).sum()
     }
 
+    /// GPUs of NVLink domain `domain` (its nodes' GPUs).
+    pub fn nvlink_domain_gpus(&self, domain: &NvlinkDomain) -> u32 {
+        domain.nodes.iter().map(|&n| self.node(n).gpus).sum()
+    }
+
     /// The node called `name`, if any (linear scan; build a map for many look-ups).
     pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
         self.nodes
