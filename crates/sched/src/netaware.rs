@@ -18,7 +18,10 @@
 //! 2. Each candidate is scored once by the [`PlacementScorer`]; the highest score wins, and a
 //!    candidate must beat the best so far by more than [`SCORE_EPSILON`] (relative) to replace
 //!    it, so ties go to the earlier candidate: a constant scorer returns exactly the label-only
-//!    placement.
+//!    placement. A scorer may also give an upper bound of a candidate's score
+//!    ([`PlacementScorer::bound`], cheaper than the score): a later candidate whose bound cannot
+//!    beat the best so far is not scored, which never changes the choice (2026-12-02: a layout
+//!    job's step alone bounds its step beside the running jobs).
 //! 3. Rank order: pods are numbered by pod set (in order of first appearance in the placement),
 //!    then by the node's domains top first (so consecutive ranks share the lowest-level domain,
 //!    i.e. the leaf switch), then by node, then by GPU index (so consecutive ranks on a node
@@ -41,6 +44,13 @@ use crate::place::{place_with, place_within_with, room_on, NotPlaced, Placement}
 pub trait PlacementScorer {
     /// The score of placing `job` as `candidate`.
     fn score(&mut self, job: &Job, candidate: &Placement) -> f64;
+
+    /// A number [`PlacementScorer::score`] of the same candidate never exceeds (default: no
+    /// bound, every candidate is scored).
+    fn bound(&mut self, job: &Job, candidate: &Placement) -> f64 {
+        let _ = (job, candidate);
+        f64::INFINITY
+    }
 }
 
 impl<F: FnMut(&Job, &Placement) -> f64> PlacementScorer for F {
@@ -63,8 +73,10 @@ pub struct Candidate {
     pub domain: Option<DomainId>,
     /// The placement, in rank order (see the module note).
     pub placement: Placement,
-    /// Its score.
+    /// Its score; for a candidate not scored, its bound ([`Candidate::scored`]).
     pub score: f64,
+    /// Whether it was scored: `false` when its bound could not beat the best before it.
+    pub scored: bool,
 }
 
 /// The outcome of [`place_network_aware`]: every scored candidate and which won.
@@ -107,6 +119,7 @@ pub fn place_network_aware(
     let mut candidates = vec![Candidate {
         domain: None,
         score: 0.0,
+        scored: true,
         placement: label,
     }];
     let n_pods = candidates[0].placement.pods.len();
@@ -139,27 +152,39 @@ pub fn place_network_aware(
             candidates.push(Candidate {
                 domain: Some(domain),
                 score: 0.0,
+                scored: true,
                 placement: p,
             });
         }
     }
-    for c in &mut candidates {
+    let mut chosen = 0;
+    for i in 0..candidates.len() {
+        let threshold = (i > 0).then(|| beat(candidates[chosen].score));
+        let c = &mut candidates[i];
+        if let Some(threshold) = threshold {
+            let bound = scorer.bound(job, &c.placement);
+            if bound <= threshold {
+                c.score = bound;
+                c.scored = false;
+                continue;
+            }
+        }
         let s = scorer.score(job, &c.placement);
         c.score = if s.is_nan() { f64::NEG_INFINITY } else { s };
-    }
-    let mut chosen = 0;
-    for (i, c) in candidates.iter().enumerate().skip(1) {
-        let best = candidates[chosen].score;
-        let threshold = if best.is_finite() {
-            best + SCORE_EPSILON * best.abs().max(1.0)
-        } else {
-            best
-        };
-        if c.score > threshold {
+        if threshold.is_some_and(|t| c.score > t) {
             chosen = i;
         }
     }
     Ok(NetworkAware { candidates, chosen })
+}
+
+/// What a later candidate's score must exceed to replace the best so far, `best`.
+fn beat(best: f64) -> f64 {
+    if best.is_finite() {
+        best + SCORE_EPSILON * best.abs().max(1.0)
+    } else {
+        best
+    }
 }
 
 /// Renumber a placement's pods in rank order (module note, step 3).

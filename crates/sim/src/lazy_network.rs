@@ -71,6 +71,10 @@ impl<N: Network, F: FnOnce() -> N> Network for Lazy<N, F> {
         self.get().step_probe(job)
     }
 
+    fn step_bound(&mut self, job: &NetJob) -> Option<f64> {
+        self.get().step_bound(job)
+    }
+
     fn provisional(&mut self, id: usize) -> Option<NetRate> {
         self.get().provisional(id)
     }

@@ -204,6 +204,12 @@ impl Network for FabricNetwork<'_> {
         })
     }
 
+    /// Its step alone (`Pace::ideal_step_s`): beside other jobs each kind's ratio is at most 1.
+    fn step_bound(&mut self, job: &NetJob) -> Option<f64> {
+        let t = job.training.as_ref()?;
+        Some(self.pace_alone(t, &traffic(job).ranks).ideal_step_s)
+    }
+
     fn probe(&mut self, job: &NetJob) -> Option<fabric::Probe> {
         let running: Vec<u64> = self.running.iter().copied().collect();
         fabric::probe(&mut self.state, job.id as u64, &traffic(job), &running).ok()

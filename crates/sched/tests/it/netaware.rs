@@ -1,11 +1,12 @@
 //! Network-aware placement (`place_network_aware`): whatever the scorer says, the choice obeys
 //! the same rules as the label-only placement; a constant scorer gives the label-only placement
-//! exactly; the highest-scoring candidate wins, ties to the earliest.
+//! exactly; the highest-scoring candidate wins, ties to the earliest; a scorer's bound skips
+//! candidates without changing the choice.
 
 use proptest::prelude::*;
 use sched::{
     check_gang, commit, in_rank_order, place_network_aware, place_with, Dialect, GpuRequest, Job,
-    Occupancy, PlaceInput, PlaceOptions, Placement, MAX_CANDIDATES,
+    Occupancy, PlaceInput, PlaceOptions, Placement, PlacementScorer, MAX_CANDIDATES,
 };
 use topology::Cluster;
 
@@ -64,6 +65,32 @@ fn hashing(seed: u64) -> impl FnMut(&Job, &Placement) -> f64 {
             }
         }
         (h >> 11) as f64
+    }
+}
+
+/// A scorer with an upper bound: the score plus a seeded slack (none for about a third of the
+/// candidates: a bound equal to the score), counting the candidates it scores.
+struct Bounded {
+    score: Box<dyn FnMut(&Job, &Placement) -> f64>,
+    slack_seed: u64,
+    scored: usize,
+}
+
+impl PlacementScorer for Bounded {
+    fn score(&mut self, job: &Job, candidate: &Placement) -> f64 {
+        self.scored += 1;
+        (self.score)(job, candidate)
+    }
+
+    fn bound(&mut self, job: &Job, candidate: &Placement) -> f64 {
+        let s = (self.score)(job, candidate);
+        let h = hashing(self.slack_seed)(job, candidate) as u64;
+        let slack = match h % 3 {
+            0 => 0.0,
+            1 => (h % 1000) as f64,
+            _ => s,
+        };
+        s + slack
     }
 }
 
@@ -149,6 +176,82 @@ proptest! {
             prop_assert_eq!(same.placement(), &label);
         }
     }
+
+    #[test]
+    fn a_bound_skips_candidates_and_never_changes_the_choice(
+        c in arb_cluster(),
+        running in prop::collection::vec(arb_job(), 0..6),
+        new in arb_job(),
+        seed in any::<u64>(),
+        slack_seed in any::<u64>(),
+    ) {
+        let input = input(Dialect::Kueue);
+        let mut occ = Occupancy::new(&c);
+        for (i, spec) in running.iter().enumerate() {
+            let j = make_job(&c, &format!("r{i}"), *spec);
+            if let Ok(p) = place_with(&c, &occ, &j, &input) {
+                commit(&mut occ, &j, &p).unwrap();
+            }
+        }
+        let job = make_job(&c, "new", new);
+        // Scores of the size of the slack, so a wrong skip changes the choice.
+        let small = move |j: &Job, p: &Placement| hashing(seed)(j, p) % 1000.0;
+        let mut plain = small;
+        let Ok(all) = place_network_aware(&c, &occ, &job, &input, &mut plain, MAX_CANDIDATES) else {
+            return Ok(());
+        };
+        let mut bounded = Bounded { score: Box::new(small), slack_seed, scored: 0 };
+        let some = place_network_aware(&c, &occ, &job, &input, &mut bounded, MAX_CANDIDATES).unwrap();
+        prop_assert_eq!(some.chosen, all.chosen);
+        prop_assert_eq!(some.placement(), all.placement());
+        prop_assert_eq!(some.candidates.len(), all.candidates.len());
+        let skipped = some.candidates.iter().filter(|x| !x.scored).count();
+        prop_assert_eq!(bounded.scored + skipped, all.candidates.len());
+        // A candidate skipped had a bound no better than the best then, so no better than the
+        // chosen score; the scored ones carry their scores.
+        for (x, y) in some.candidates.iter().zip(&all.candidates) {
+            if x.scored {
+                prop_assert_eq!(x.score, y.score);
+            } else {
+                prop_assert!(x.score <= some.best().score * (1.0 + 1e-9));
+            }
+        }
+    }
+}
+
+/// A bound no candidate after the first can beat skips every one of them: one score.
+#[test]
+fn a_bound_below_the_first_score_scores_only_the_first() {
+    let c = cluster(&[&[2, 2], &[2, 2]], 4);
+    let occ = Occupancy::new(&c);
+    let job = job("j", 2, 4, preferred(&c, RACK));
+    let mut low = Bounded {
+        score: Box::new(|_: &Job, _: &Placement| 10.0),
+        slack_seed: 0,
+        scored: 0,
+    };
+    struct Low<'a>(&'a mut Bounded);
+    impl PlacementScorer for Low<'_> {
+        fn score(&mut self, job: &Job, p: &Placement) -> f64 {
+            self.0.score(job, p)
+        }
+        fn bound(&mut self, _: &Job, _: &Placement) -> f64 {
+            10.0
+        }
+    }
+    let aware = place_network_aware(
+        &c,
+        &occ,
+        &job,
+        &PlaceInput::default(),
+        &mut Low(&mut low),
+        MAX_CANDIDATES,
+    )
+    .unwrap();
+    assert_eq!(aware.candidates.len(), 4);
+    assert_eq!(low.scored, 1);
+    assert_eq!(aware.chosen, 0);
+    assert!(aware.candidates[1..].iter().all(|x| !x.scored));
 }
 
 /// Brute force on a tiny cluster: the chosen placement is the best-scoring one among every

@@ -48,6 +48,12 @@ pub trait Network {
         let _ = job;
         None
     }
+    /// A step time, s, [`Network::step_probe`] of the same `job` is never below, and cheaper
+    /// (its step alone). `None`: no bound.
+    fn step_bound(&mut self, job: &NetJob) -> Option<f64> {
+        let _ = job;
+        None
+    }
     /// A quick estimate of running job `id`'s rate without re-solving the others, for a job
     /// started between network rounds. `None`: it runs at its ideal rate until the next round.
     fn provisional(&mut self, id: usize) -> Option<NetRate> {

@@ -51,48 +51,7 @@ pub(super) fn place_network_aware(
     let started = sync_network(st, network);
     st.net_unpaced.extend(started);
     let st: &State<'_> = st;
-    let gpus = f64::from(st.records[i].gpus);
-    let comm_share = st.comm[i].comm_share;
-    let bytes = st.comm[i].bytes_per_step;
-    let new = fabric::JobWeight { gpus, comm_share };
-    let training = st.trace[i].training.as_ref();
-    let mut scorer = |_: &Job, p: &sched::Placement| {
-        let mut nodes: Vec<NodeId> = p.pods.iter().map(|x| x.node).collect();
-        nodes.dedup();
-        // A layout job's candidates are scored by its step time beside the running jobs
-        // (tokens per second, higher is better), one node included; the others by a Ring.
-        if let Some(t) = training {
-            let job = NetJob {
-                id: i,
-                name: String::new(),
-                gpus_per_node: st.records[i].gpus / nodes.len().max(1) as u32,
-                nodes: nodes.clone(),
-                bytes,
-                training: Some(layout::Training::clone(t)),
-            };
-            if let Some(step_s) = network.step_probe(&job).filter(|&s| s > 0.0) {
-                return f64::from(t.global_batch) * f64::from(t.model.seq) / step_s;
-            }
-        }
-        if nodes.len() <= 1 || comm_share <= 0.0 {
-            return fabric::ideal_score(new);
-        }
-        let job = NetJob {
-            id: i,
-            name: String::new(),
-            gpus_per_node: st.records[i].gpus / nodes.len() as u32,
-            nodes,
-            bytes,
-            training: None,
-        };
-        match network.probe(&job) {
-            Some(probe) => probe.score(new, &mut |id| fabric::JobWeight {
-                gpus: f64::from(st.records[id as usize].gpus),
-                comm_share: st.comm[id as usize].comm_share,
-            }),
-            None => fabric::ideal_score(new),
-        }
-    };
+    let mut scorer = Scorer { st, i, network };
     sched::place_network_aware(
         &st.cluster,
         &st.occupancy,
@@ -103,6 +62,83 @@ pub(super) fn place_network_aware(
     )
     .ok()
     .map(sched::NetworkAware::into_placement)
+}
+
+/// How `+network` scores job `i`'s candidates: a layout job's by its tokens per second at the
+/// step the network model gives it there beside the running jobs (one node included), bounded
+/// by its step alone ([`Network::step_bound`]: every candidate not better alone than the best so
+/// far beside the others is skipped); the others by their Ring AllReduce's probe.
+struct Scorer<'s, 'a, 'n> {
+    st: &'s State<'a>,
+    i: usize,
+    network: &'n mut dyn Network,
+}
+
+impl Scorer<'_, '_, '_> {
+    /// Job `i` on the nodes of `p`, in rank order.
+    fn net_job(&self, p: &sched::Placement, training: Option<layout::Training>) -> NetJob {
+        let mut nodes: Vec<NodeId> = p.pods.iter().map(|x| x.node).collect();
+        nodes.dedup();
+        NetJob {
+            id: self.i,
+            name: String::new(),
+            gpus_per_node: self.st.records[self.i].gpus / nodes.len().max(1) as u32,
+            nodes,
+            bytes: self.st.comm[self.i].bytes_per_step,
+            training,
+        }
+    }
+
+    /// Tokens per step of job `i`, if it has a layout.
+    fn tokens(&self) -> Option<f64> {
+        let t = self.st.trace[self.i].training.as_ref()?;
+        Some(f64::from(t.global_batch) * f64::from(t.model.seq))
+    }
+}
+
+impl sched::PlacementScorer for Scorer<'_, '_, '_> {
+    fn score(&mut self, _: &Job, p: &sched::Placement) -> f64 {
+        let st = self.st;
+        let i = self.i;
+        let comm_share = st.comm[i].comm_share;
+        let new = fabric::JobWeight {
+            gpus: f64::from(st.records[i].gpus),
+            comm_share,
+        };
+        if let (Some(t), Some(tokens)) = (st.trace[i].training.as_ref(), self.tokens()) {
+            let job = self.net_job(p, Some(layout::Training::clone(t)));
+            if let Some(step_s) = self.network.step_probe(&job).filter(|&s| s > 0.0) {
+                return tokens / step_s;
+            }
+        }
+        let job = self.net_job(p, None);
+        if job.nodes.len() <= 1 || comm_share <= 0.0 {
+            return fabric::ideal_score(new);
+        }
+        match self.network.probe(&job) {
+            Some(probe) => probe.score(new, &mut |id| fabric::JobWeight {
+                gpus: f64::from(st.records[id as usize].gpus),
+                comm_share: st.comm[id as usize].comm_share,
+            }),
+            None => fabric::ideal_score(new),
+        }
+    }
+
+    /// A layout job's tokens per second at its step alone, with a margin for the rounding of
+    /// ideal ÷ (ideal ÷ step) in the score: its step beside other jobs is never shorter
+    /// (`layout::Pace::step_s` with every ratio ≤ 1). `step_probe` fails only for GPUs the
+    /// cluster lacks, which a candidate never has.
+    fn bound(&mut self, _: &Job, p: &sched::Placement) -> f64 {
+        let (Some(t), Some(tokens)) = (self.st.trace[self.i].training.as_ref(), self.tokens())
+        else {
+            return f64::INFINITY;
+        };
+        let job = self.net_job(p, Some(layout::Training::clone(t)));
+        match self.network.step_bound(&job).filter(|&s| s > 0.0) {
+            Some(step_s) => tokens / step_s * (1.0 + 1e-12),
+            None => f64::INFINITY,
+        }
+    }
 }
 
 /// Tell the network which multi-node jobs started and ended since it was last told (ends first,
