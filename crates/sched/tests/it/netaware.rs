@@ -68,10 +68,13 @@ fn hashing(seed: u64) -> impl FnMut(&Job, &Placement) -> f64 {
     }
 }
 
+/// A boxed scoring closure.
+type ScoreFn = Box<dyn FnMut(&Job, &Placement) -> f64>;
+
 /// A scorer with an upper bound: the score plus a seeded slack (none for about a third of the
 /// candidates: a bound equal to the score), counting the candidates it scores.
 struct Bounded {
-    score: Box<dyn FnMut(&Job, &Placement) -> f64>,
+    score: ScoreFn,
     slack_seed: u64,
     scored: usize,
 }
