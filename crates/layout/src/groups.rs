@@ -14,7 +14,8 @@
 //! EDP·pp))`. With CP = 1 the two grids are one; with CP > 1 and EP > 1 an EP group is TP
 //! apart, not TP·CP apart (its members are other CP ranks as well). With EP = 1 railyard keeps
 //! the one grid: the expert weights are reduced over the DP × CP groups, which are Megatron's
-//! expert-DP groups in the two orders its training script can be told.
+//! expert-DP groups wherever it runs the layout in one of the two orders its training script
+//! can be told (`tp-cp-ep-pp-dp` with PP > 1 needs CP = EP there).
 
 use serde::Serialize;
 
