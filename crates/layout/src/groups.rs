@@ -6,6 +6,16 @@
 //! `r = tp + TP·(cp + CP·(ep + EP·(dp + DP'·pp)))`. A communicator over a set of dimensions
 //! joins the ranks that agree on every other coordinate; its members come in rank order, and
 //! the groups in order of their first rank.
+//!
+//! The expert kinds (EP, expert DP) are drawn from a second grid, as Megatron-Core draws them
+//! from its "expert" `RankGenerator` (`initialize_model_parallel`, NVIDIA/Megatron-LM commit
+//! d98e8a6): the same order with no CP dimension, expert TP = TP, EP, and an expert data
+//! parallel of what is left, DP·CP/EP. With `tp-cp-ep-dp-pp`, `r = tp + TP·(ep + EP·(edp +
+//! EDP·pp))`. With CP = 1 the two grids are one; with CP > 1 and EP > 1 an EP group is TP
+//! apart, not TP·CP apart (its members are other CP ranks as well). With EP = 1 railyard keeps
+//! the one grid: the expert weights are reduced over the DP × CP groups, which are Megatron's
+//! expert-DP groups wherever it runs the layout in one of the two orders its training script
+//! can be told (`tp-cp-ep-pp-dp` with PP > 1 needs CP = EP there).
 
 use serde::Serialize;
 
@@ -25,7 +35,7 @@ pub enum Kind {
     Pp,
     /// Data parallel over the dense weights (with CP: DP × CP, as Megatron reduces them).
     Dp,
-    /// Data parallel over the expert weights (DP / EP × CP).
+    /// Data parallel over the expert weights (DP·CP / EP, in the expert grid).
     ExpertDp,
 }
 
@@ -67,12 +77,16 @@ impl Kind {
 
 /// The groups of one kind: every rank in exactly one, each in rank order (PP groups are then in
 /// stage order), groups in order of their first rank. One group of one rank when the
-/// dimensions have size 1.
+/// dimensions have size 1. With EP > 1, EP and expert-DP groups come from the expert grid
+/// (module note); with EP = 1 the expert weights are reduced over the DP × CP groups.
 pub fn groups(layout: &Layout, kind: Kind) -> Vec<Vec<u32>> {
     let sizes: Vec<u64> = layout
         .order
         .iter()
-        .map(|&d| u64::from(layout.size(d)))
+        .map(|&d| match kind {
+            Kind::Ep | Kind::ExpertDp if layout.ep > 1 => expert_grid_size(layout, d),
+            _ => u64::from(layout.size(d)),
+        })
         .collect();
     let inside: Vec<bool> = layout
         .order
@@ -105,10 +119,22 @@ pub fn groups(layout: &Layout, kind: Kind) -> Vec<Vec<u32>> {
     out
 }
 
+/// A dimension's size in Megatron-Core's expert grid: expert TP = TP, no CP, EP, expert DP =
+/// DP·CP/EP (`expert_data_parallel_size`: the world size over expert TP × EP × PP), PP.
+fn expert_grid_size(layout: &Layout, d: Dim) -> u64 {
+    match d {
+        Dim::Tp => u64::from(layout.tp),
+        Dim::Cp => 1,
+        Dim::Ep => u64::from(layout.ep),
+        Dim::Dp => u64::from(layout.dp) * u64::from(layout.cp) / u64::from(layout.ep.max(1)),
+        Dim::Pp => u64::from(layout.pp),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::{parse_order, Layout};
+    use crate::layout::{parse_order, Dim, Layout};
 
     fn layout(tp: u32, pp: u32, dp: u32, cp: u32, ep: u32, order: &str) -> Layout {
         Layout {
@@ -183,17 +209,18 @@ mod tests {
         assert_eq!(groups(&l, Kind::Tp)[7], vec![14, 15]);
     }
 
-    /// 16 GPUs, TP = 2, CP = 2, DP = 4 with EP = 2 (Megatron-Core's `tp-cp-ep-dp-pp`):
-    /// rank = tp + 2·cp + 4·ep + 8·dp'. By hand: CP pairs ranks 2 apart, EP 4 apart, the
-    /// dense-gradient group (cp, ep, dp') joins the 8 ranks with the same tp coordinate, the
-    /// expert-gradient group (cp, dp') the 4 with the same tp and ep.
+    /// 16 GPUs, TP = 2, CP = 2, DP = 4 with EP = 2 (Megatron-Core's `tp-cp-ep-dp-pp`), by hand.
+    /// Dense grid, rank = tp + 2·cp + 4·ep + 8·dp': CP pairs ranks 2 apart, the dense-gradient
+    /// group (cp, ep, dp') joins the 8 ranks with the same tp coordinate. Expert grid
+    /// (`megatron/core/parallel_state.py` at NVIDIA/Megatron-LM d98e8a6,
+    /// `initialize_model_parallel`: `RankGenerator(tp, ep, dp = world / (tp·ep·pp), cp = 1)`),
+    /// rank = tp + 2·ep + 4·edp with EDP = 4: EP pairs ranks 2 apart, expert DP joins the 4
+    /// with the same tp and ep, 4 apart.
     #[test]
     fn context_and_expert_groups_by_hand() {
         let l = layout(2, 1, 4, 2, 2, "tp-cp-ep-dp-pp");
         assert_eq!(groups(&l, Kind::Cp)[0], vec![0, 2]);
         assert_eq!(groups(&l, Kind::Cp)[1], vec![1, 3]);
-        assert_eq!(groups(&l, Kind::Ep)[0], vec![0, 4]);
-        assert_eq!(groups(&l, Kind::Ep)[2], vec![2, 6]);
         assert_eq!(
             groups(&l, Kind::Dp),
             vec![
@@ -201,9 +228,191 @@ mod tests {
                 vec![1, 3, 5, 7, 9, 11, 13, 15]
             ]
         );
-        assert_eq!(groups(&l, Kind::ExpertDp)[0], vec![0, 2, 8, 10]);
-        assert_eq!(groups(&l, Kind::ExpertDp)[1], vec![1, 3, 9, 11]);
-        assert_eq!(groups(&l, Kind::ExpertDp)[2], vec![4, 6, 12, 14]);
+        check_expert(
+            &l,
+            &[
+                &[0, 2],
+                &[1, 3],
+                &[4, 6],
+                &[5, 7],
+                &[8, 10],
+                &[9, 11],
+                &[12, 14],
+                &[13, 15],
+            ],
+            &[
+                &[0, 4, 8, 12],
+                &[1, 5, 9, 13],
+                &[2, 6, 10, 14],
+                &[3, 7, 11, 15],
+            ],
+        );
+    }
+
+    /// Megatron-Core's expert grid with CP > 1 and EP > 1, written out by hand from its rule
+    /// (`megatron/core/parallel_state.py` at NVIDIA/Megatron-LM d98e8a6: the expert
+    /// `RankGenerator` takes the same order with cp = 1, expert TP = TP and expert DP = world
+    /// / (TP·EP·PP)): per layout, its EP groups and its expert-DP groups.
+    #[test]
+    fn expert_grid_with_context_parallel_by_hand() {
+        // 16 GPUs, tp = 2, cp = 2, ep = 2, dp = 2, pp = 2: EDP = 16 / (2·2·2) = 2,
+        // rank = tp + 2·ep + 4·edp + 8·pp. (The dense grid's PP groups, 8 apart, are the
+        // expert grid's, as Megatron asserts.)
+        check_expert(
+            &layout(2, 2, 2, 2, 2, "tp-cp-ep-dp-pp"),
+            &[
+                &[0, 2],
+                &[1, 3],
+                &[4, 6],
+                &[5, 7],
+                &[8, 10],
+                &[9, 11],
+                &[12, 14],
+                &[13, 15],
+            ],
+            &[
+                &[0, 4],
+                &[1, 5],
+                &[2, 6],
+                &[3, 7],
+                &[8, 12],
+                &[9, 13],
+                &[10, 14],
+                &[11, 15],
+            ],
+        );
+        // The same with the pipeline inside data parallel (cp = ep, as Megatron needs when
+        // pp > 1): rank = tp + 2·ep + 4·pp + 8·edp.
+        check_expert(
+            &layout(2, 2, 2, 2, 2, "tp-cp-ep-pp-dp"),
+            &[
+                &[0, 2],
+                &[1, 3],
+                &[4, 6],
+                &[5, 7],
+                &[8, 10],
+                &[9, 11],
+                &[12, 14],
+                &[13, 15],
+            ],
+            &[
+                &[0, 8],
+                &[1, 9],
+                &[2, 10],
+                &[3, 11],
+                &[4, 12],
+                &[5, 13],
+                &[6, 14],
+                &[7, 15],
+            ],
+        );
+        // 8 GPUs in an order Megatron's training script cannot be told, cp-ep-tp-dp-pp,
+        // tp = cp = ep = 2, dp = 2: EDP = 2, rank = ep + 2·tp + 4·edp.
+        check_expert(
+            &layout(2, 1, 2, 2, 2, "cp-ep-tp-dp-pp"),
+            &[&[0, 1], &[2, 3], &[4, 5], &[6, 7]],
+            &[&[0, 4], &[1, 5], &[2, 6], &[3, 7]],
+        );
+        // 6 GPUs, tp = 1, cp = 3, ep = 2, dp = 2: EDP = 3, rank = ep + 2·edp.
+        check_expert(
+            &layout(1, 1, 2, 3, 2, "tp-cp-ep-dp-pp"),
+            &[&[0, 1], &[2, 3], &[4, 5]],
+            &[&[0, 2, 4], &[1, 3, 5]],
+        );
+    }
+
+    /// `l`'s EP and expert-DP groups are `ep` and `expert_dp`.
+    fn check_expert(l: &Layout, ep: &[&[u32]], expert_dp: &[&[u32]]) {
+        let owned = |g: &[&[u32]]| g.iter().map(|m| m.to_vec()).collect::<Vec<_>>();
+        assert_eq!(groups(l, Kind::Ep), owned(ep), "{} ep", l.label());
+        assert_eq!(
+            groups(l, Kind::ExpertDp),
+            owned(expert_dp),
+            "{} expert-dp",
+            l.label()
+        );
+    }
+
+    /// Every order of the five dimensions.
+    fn all_orders() -> Vec<[Dim; 5]> {
+        let mut out = Vec::new();
+        let mut dims = [Dim::Tp, Dim::Cp, Dim::Ep, Dim::Dp, Dim::Pp];
+        permute(&mut dims, 0, &mut out);
+        out
+    }
+
+    fn permute(dims: &mut [Dim; 5], k: usize, out: &mut Vec<[Dim; 5]>) {
+        if k == dims.len() {
+            out.push(*dims);
+            return;
+        }
+        for i in k..dims.len() {
+            dims.swap(k, i);
+            permute(dims, k + 1, out);
+            dims.swap(k, i);
+        }
+    }
+
+    /// The one-grid rule (every kind on the dense grid), restated as a reference: a rank's
+    /// coordinates outside the kind are its group's key; groups sorted by first rank.
+    fn one_grid_reference(l: &Layout, kind: Kind) -> Vec<Vec<u32>> {
+        let sizes: Vec<u32> = l.order.iter().map(|&d| l.size(d)).collect();
+        let mut by_key: std::collections::BTreeMap<Vec<u32>, Vec<u32>> = Default::default();
+        for r in 0..sizes.iter().product::<u32>() {
+            let mut rest = r;
+            let mut key = Vec::new();
+            for (d, s) in l.order.iter().zip(&sizes) {
+                if !kind.dims().contains(d) {
+                    key.push(rest % s);
+                }
+                rest /= s;
+            }
+            by_key.entry(key).or_default().push(r);
+        }
+        let mut out: Vec<Vec<u32>> = by_key.into_values().collect();
+        out.sort();
+        out
+    }
+
+    /// With CP = 1 or EP = 1 every kind's groups are the one-grid rule's (as before the
+    /// expert grid), in all 120 orders.
+    #[test]
+    fn without_context_and_expert_parallel_together_one_grid_holds() {
+        let orders = all_orders();
+        assert_eq!(orders.len(), 120);
+        let mut compared = 0;
+        for order in orders {
+            for (tp, pp, dp, cp, ep) in [
+                (2, 2, 2, 2, 1),
+                (2, 2, 6, 3, 1),
+                (2, 3, 4, 1, 2),
+                (1, 2, 6, 1, 3),
+                (2, 1, 8, 1, 4),
+            ] {
+                let mut l = layout(tp, pp, dp, cp, ep, "tp-cp-ep-dp-pp");
+                l.order = order;
+                for kind in Kind::ALL {
+                    assert_eq!(
+                        groups(&l, kind),
+                        one_grid_reference(&l, kind),
+                        "{} {kind:?}",
+                        l.label()
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(compared, 120 * 5 * 6);
+    }
+
+    /// With CP > 1 and EP > 1 the expert kinds leave the one grid, the dense kinds stay.
+    #[test]
+    fn with_context_and_expert_parallel_only_the_expert_kinds_change() {
+        let l = layout(2, 2, 2, 2, 2, "tp-cp-ep-dp-pp");
+        for kind in Kind::ALL {
+            let same = groups(&l, kind) == one_grid_reference(&l, kind);
+            assert_eq!(same, !matches!(kind, Kind::Ep | Kind::ExpertDp), "{kind:?}");
+        }
     }
 
     /// Every kind partitions the ranks (brute force over small layouts and all orders).

@@ -22,8 +22,8 @@
 //!   is `DistributedInitConfig.use_tp_pp_dp_mapping`, `megatron/training/config/common_config.py`).
 //! - Two rank grids in that order: the dense one without EP (`RankGenerator(ep=1, dp=DP)`) for
 //!   TP, CP, PP and DP × CP, and the expert one without CP (`RankGenerator(cp=1, ep=EP,
-//!   dp=DP·CP/EP)`) for EP and expert DP. A layout is launched only if one of the two orders
-//!   gives, in those grids, the very groups railyard priced.
+//!   dp=DP·CP/EP)`) for EP and expert DP, as `layout::groups` draws them. A layout is launched
+//!   only if one of the two orders gives, in those grids, the very groups railyard priced.
 
 use fabric::Rank;
 use formats::placement::ResolvedPod;
@@ -200,14 +200,6 @@ fn megatron_order(l: &Layout, kinds: &[Kind]) -> Result<Option<&'static str>, St
     }
     let (order, m) = reported.expect("two candidates, each missed");
     let (why, change) = match m {
-        Miss::Groups(k @ (Kind::Ep | Kind::ExpertDp)) if l.cp > 1 && l.ep > 1 => (
-            format!(
-                "builds other {} groups (its expert grid has no CP: CP is folded into expert \
-                 data parallel)",
-                k.name()
-            ),
-            "use cp = 1 or ep = 1".to_owned(),
-        ),
         Miss::Groups(k) => (
             format!("builds other {} groups than this layout's", k.name()),
             format!(
@@ -347,16 +339,22 @@ mod tests {
         );
     }
 
-    /// CP and EP both above 1: railyard's EP groups step over CP (ranks 0 and 4 for tp = 2,
-    /// cp = 2), Megatron-LM's expert grid has no CP (ranks 0 and 2): refused, in both orders.
+    /// CP and EP both above 1, by hand (tp = 2, cp = 2, dp = 4, ep = 2): railyard's EP groups
+    /// are Megatron-LM's expert grid's (no CP, ranks 0 and 2), its expert DP too (ranks 0, 4, 8,
+    /// 12), so the default order runs it without a flag.
     #[test]
-    fn context_and_expert_parallel_together_are_refused() {
+    fn context_and_expert_parallel_together_run_in_the_default_order() {
         let l = Layout::parse("tp=2,cp=2,dp=4,ep=2").unwrap();
-        assert_eq!(groups(&l, Kind::Ep)[0], vec![0, 4]);
-        assert_eq!(megatron_groups(&l, MEGATRON_ORDER, Kind::Ep)[0], vec![0, 2]);
-        let e = megatron_order(&l, &kinds()).unwrap_err();
-        assert!(e.contains("ep groups (its expert grid has no CP"), "{e}");
-        assert!(e.ends_with("use cp = 1 or ep = 1"), "{e}");
+        assert_eq!(groups(&l, Kind::Ep)[0], vec![0, 2]);
+        assert_eq!(groups(&l, Kind::ExpertDp)[0], vec![0, 4, 8, 12]);
+        for kind in kinds() {
+            assert_eq!(
+                groups(&l, kind),
+                megatron_groups(&l, MEGATRON_ORDER, kind),
+                "{kind:?}"
+            );
+        }
+        assert_eq!(megatron_order(&l, &kinds()), Ok(None));
     }
 
     /// The pipeline inside data parallel with cp = 2, ep = 1, by hand (tp = 2, pp = 2, dp = 2):
