@@ -1435,6 +1435,32 @@ mod tests {
 mod bundled {
     use super::*;
 
+    /// Every bundled trace and trace fixture still reads under the name rules (real traces'
+    /// job ids and queues are never refused by them).
+    #[test]
+    fn every_bundled_trace_reads() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let fixtures = "crates/railyard/tests/fixtures";
+        for (file, jobs) in [
+            ("data/llm-oci-h100-16k-4to1-load0.8-warm-day-seed1.csv", 0),
+            ("data/llm-oci-h100-16k-4to1-load0.8-warm-seed1.csv", 0),
+            ("data/openb_pod_list_default.head300.csv", 278),
+            (&format!("{fixtures}/traces/small.csv"), 0),
+            (&format!("{fixtures}/traces/llm-fat-tree-k8-300.csv"), 300),
+            (&format!("{fixtures}/traces/sacct-sample.txt"), 0),
+            (&format!("{fixtures}/traces/kueue-workloads-sample.json"), 0),
+        ] {
+            let t = read_trace(&root.join(file), TraceFormat::Auto, false)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(t.skipped.is_empty(), "{file}");
+            if jobs > 0 {
+                assert_eq!(t.jobs.len(), jobs, "{file}");
+            } else {
+                assert!(!t.jobs.is_empty(), "{file}");
+            }
+        }
+    }
+
     #[test]
     fn bundled_philly_traces_read_whole() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
