@@ -1020,6 +1020,12 @@ fn parse_row<'r>(
                 };
             }
             if let Some(t) = optional(cols, r, "topology") {
+                if t.chars().any(char::is_control) {
+                    return Err(format!(
+                        "topology: `{}` holds a control character; expected none, required:LABEL or preferred:LABEL",
+                        excerpt(t)
+                    ));
+                }
                 extras.topology = match t.split_once(':') {
                     Some(("required", l)) if !l.is_empty() => TopologyAsk::Required(l.to_owned()),
                     Some(("preferred", l)) if !l.is_empty() => TopologyAsk::Preferred(l.to_owned()),
@@ -1372,6 +1378,16 @@ mod tests {
                 assert_eq!(skipped.unwrap().skipped.len(), 1, "{text:?}");
             }
         }
+        let topology = "name,submit_s,duration_s,gpus,topology\na,0,10,1,\"required:rack\u{7}\"\n";
+        let e = parse_trace("t.csv", topology, TraceFormat::Auto, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "t.csv: line 2: topology: `required:rack\\u{7}` holds a control character"
+            ),
+            "{e}"
+        );
         // At the bound, and with the characters real traces have: read.
         let ok = [
             format!("{native}{},0,10,1,{}\n", "n".repeat(253), "q".repeat(253)),
