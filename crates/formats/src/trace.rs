@@ -1361,7 +1361,7 @@ mod tests {
                 .to_string();
             assert!(e.starts_with(&format!("t.csv: {place}")), "{e}");
             assert!(
-                e.contains(&format!("{why}")) && e.contains("it can never be a Kubernetes name"),
+                e.contains(why) && e.contains("it can never be a Kubernetes name"),
                 "{e}"
             );
             assert!(
