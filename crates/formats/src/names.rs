@@ -2,21 +2,39 @@
 //! values, Slurm host names) and shell quoting. Every generator that writes a name into a
 //! script, a label or a manifest checks it here first or quotes it.
 
-/// Why `name` can never be a Kubernetes name of any kind (`is empty`, `is N characters, …`,
+/// Most bytes of any Kubernetes name (an RFC 1123 subdomain; Kubernetes' validation counts
+/// bytes).
+pub const MAX_KUBERNETES_NAME_BYTES: usize = 253;
+
+/// Why `name` can never be a Kubernetes name of any kind (`is empty`, `is N bytes, …`,
 /// `holds a control character`), or `None`: the rules no object passes, whatever its kind's
-/// stricter ones (for job and queue names, which the peers check per kind).
+/// stricter ones (for job and queue names, which the peers check per kind, and the names of
+/// trace rows, which reach reports, JSON and scripts).
 pub fn never_a_kubernetes_name(name: &str) -> Option<String> {
     if name.is_empty() {
         Some("is empty".to_owned())
-    } else if name.chars().count() > 253 {
+    } else if name.len() > MAX_KUBERNETES_NAME_BYTES {
         Some(format!(
-            "is {} characters, more than the 253 of any Kubernetes name",
-            name.chars().count()
+            "is {} bytes, more than the {MAX_KUBERNETES_NAME_BYTES} of any Kubernetes name",
+            name.len()
         ))
     } else if name.chars().any(char::is_control) {
         Some("holds a control character".to_owned())
     } else {
         None
+    }
+}
+
+/// [`never_a_kubernetes_name`] as a message about the `what` (`job name`, `queue name`):
+/// "the job name `…` is empty; it can never be a Kubernetes name" (the name cut by
+/// [`crate::excerpt`]).
+pub fn check_kubernetes_name(what: &str, name: &str) -> Result<(), String> {
+    match never_a_kubernetes_name(name) {
+        None => Ok(()),
+        Some(why) => Err(format!(
+            "the {what} `{}` {why}; it can never be a Kubernetes name",
+            crate::excerpt(name)
+        )),
     }
 }
 
@@ -163,5 +181,32 @@ mod tests {
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert_eq!(shell_quote("gpu-1"), "gpu-1");
         assert_eq!(comment_text("a\nkill"), "a\\nkill");
+    }
+
+    #[test]
+    fn names_no_kubernetes_object_can_have() {
+        for (name, why) in [
+            ("", Some("is empty")),
+            ("a".repeat(253).as_str(), None),
+            (
+                "a".repeat(254).as_str(),
+                Some("is 254 bytes, more than the 253 of any Kubernetes name"),
+            ),
+            // 127 two-byte characters: 254 bytes, as Kubernetes counts.
+            (
+                "\u{e9}".repeat(127).as_str(),
+                Some("is 254 bytes, more than the 253 of any Kubernetes name"),
+            ),
+            ("team\ta", Some("holds a control character")),
+            ("a\nb", Some("holds a control character")),
+            ("x\u{7f}", Some("holds a control character")),
+            ("odd name/with:chars", None),
+        ] {
+            assert_eq!(never_a_kubernetes_name(name).as_deref(), why, "{name:?}");
+        }
+        assert_eq!(
+            check_kubernetes_name("queue name", "q\u{7}"),
+            Err("the queue name `q\\u{7}` holds a control character; it can never be a Kubernetes name".to_owned())
+        );
     }
 }

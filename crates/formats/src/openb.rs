@@ -21,6 +21,7 @@ use sim::shares::GPU_MODEL_LABEL;
 use sim::{PodShape, TraceJob};
 
 use crate::error::{excerpt, FormatError};
+use crate::names::check_kubernetes_name;
 use crate::trace_model::{Trace, TraceFormat, MAX_DURATION_S, MAX_ROWS};
 
 /// The pod list's header.
@@ -103,6 +104,7 @@ pub fn parse_pods(file: &str, text: &str, skip_bad_rows: bool) -> Result<Trace, 
             if name.is_empty() {
                 return Err("name: empty".to_owned());
             }
+            check_kubernetes_name("job name", name).map_err(|m| format!("name: {m}"))?;
             if !names.insert(name.to_owned()) {
                 return Err(format!("name: \"{}\" listed twice", excerpt(name)));
             }
@@ -136,6 +138,7 @@ pub fn parse_pods(file: &str, text: &str, skip_bad_rows: bool) -> Result<Trace, 
             gpu_models.sort();
             gpu_models.dedup();
             let qos = if f[6].is_empty() { "default" } else { f[6] };
+            check_kubernetes_name("queue name", qos).map_err(|m| format!("qos: {m}"))?;
             let phase = f[7];
             if !matches!(phase, "Running" | "Succeeded" | "Failed" | "Pending") {
                 return Err(format!(
@@ -390,6 +393,22 @@ mod tests {
                 "line 2: deletion_time − scheduled_time",
             ),
             (",1,1,1,500,,LS,Running,0,10,0\n", "line 2: name: empty"),
+            (
+                &format!("{},1,1,1,500,,LS,Running,0,10,0\n", "p".repeat(254)),
+                "line 2: name: the job name `pppp",
+            ),
+            (
+                "p\u{1b}[2J,1,1,1,500,,LS,Running,0,10,0\n",
+                "line 2: name: the job name `p\\u{1b}[2J` holds a control character",
+            ),
+            (
+                "a,1,1,1,500,,L\u{7}S,Running,0,10,0\n",
+                "line 2: qos: the queue name `L\\u{7}S` holds a control character",
+            ),
+            (
+                &format!("a,1,1,1,500,,{},Running,0,10,0\n", "q".repeat(254)),
+                "line 2: qos: the queue name `qqqq",
+            ),
             (
                 "a,1,1,1,500,,LS,Running,0,10,0\n\na,1,1,1,500,,LS,Running,0,10,0\n",
                 "line 4: name: \"a\" listed twice",

@@ -24,6 +24,7 @@ use sim::{TopologyAsk, TraceJob};
 
 use crate::error::{excerpt, FormatError};
 use crate::live::{gpu_use, GpuUse};
+use crate::names::check_kubernetes_name;
 use crate::trace_model::{parse_datetime, Trace, TraceFormat, MAX_DURATION_S, MAX_ROWS};
 
 /// The `sacct` fields railyard reads; the README's command asks for exactly these:
@@ -172,6 +173,7 @@ pub fn parse_sacct(file: &str, text: &str, skip_bad_rows: bool) -> Result<Trace,
                 trace.job_steps += 1;
                 return Ok(None);
             }
+            check_kubernetes_name("job name", job_id).map_err(|m| format!("JobID: {m}"))?;
             if !names.insert(job_id.to_owned()) {
                 return Err(format!("JobID: \"{}\" listed twice", excerpt(job_id)));
             }
@@ -218,10 +220,14 @@ pub fn parse_sacct(file: &str, text: &str, skip_bad_rows: bool) -> Result<Trace,
             }
             let ran = Ran { submit, start, end };
             check_times(&ran)?;
-            let queue = queue_col
-                .map(|c| fields[c])
-                .filter(|q| !q.is_empty())
-                .unwrap_or("default");
+            let queue = match queue_col.filter(|&c| !fields[c].is_empty()) {
+                Some(c) => {
+                    check_kubernetes_name("queue name", fields[c])
+                        .map_err(|m| format!("{}: {m}", header[c]))?;
+                    fields[c]
+                }
+                None => "default",
+            };
             trace.observed_wait_s.push(Some(start - submit));
             Ok(Some(finished_job(
                 job_id.to_owned(),
@@ -318,6 +324,10 @@ pub fn parse_workloads(file: &str, doc: &Value, skip_bad_rows: bool) -> Result<T
             if name.is_empty() {
                 return Err("metadata.name: missing".to_owned());
             }
+            check_kubernetes_name("Workload name", name)
+                .map_err(|m| format!("metadata.name: {m}"))?;
+            check_kubernetes_name("namespace", ns)
+                .map_err(|m| format!("metadata.namespace: {m}"))?;
             if !names.insert(full.clone()) {
                 return Err("listed twice".to_owned());
             }
@@ -429,6 +439,8 @@ pub fn parse_workloads(file: &str, doc: &Value, skip_bad_rows: bool) -> Result<T
                 .and_then(Value::as_str)
                 .unwrap_or("default")
                 .to_owned();
+            check_kubernetes_name("queue name", &queue)
+                .map_err(|m| format!("spec.queueName: {m}"))?;
             trace.observed_wait_s.push(Some(start - submit));
             Ok(Some(finished_job(
                 full.clone(),
@@ -447,7 +459,7 @@ pub fn parse_workloads(file: &str, doc: &Value, skip_bad_rows: bool) -> Result<T
             Err(m) => {
                 return Err(FormatError::input(
                     file,
-                    format!("items[{i}] (Workload {full}): {m}"),
+                    format!("items[{i}] (Workload {}): {m}", excerpt(&full)),
                 ))
             }
         }
@@ -472,5 +484,95 @@ mod tests {
         assert_eq!(alloc_tres_gpus("gres/gpu=8,gres/gpu:h100=8,node=1"), Ok(8));
         assert_eq!(alloc_tres_gpus("cpu=4,mem=16G"), Ok(0));
         assert!(alloc_tres_gpus("gres/gpu=lots").is_err());
+    }
+
+    const SACCT_HEAD: &str = "JobID|Partition|Account|AllocTRES|Submit|Start|End|State\n";
+
+    fn sacct_row(id: &str, account: &str) -> String {
+        format!("{SACCT_HEAD}{id}|gpu|{account}|gres/gpu=1|2017-10-01T10:00:00|2017-10-01T10:01:00|2017-10-01T11:00:00|COMPLETED\n")
+    }
+
+    /// A Workload list of one finished Workload, its name, namespace and queue as given
+    /// (`None`: left out).
+    fn workloads(name: &str, namespace: Option<&str>, queue: Option<&str>) -> Value {
+        let mut metadata = serde_json::json!({
+            "name": name, "creationTimestamp": "2017-10-01T10:00:00Z"
+        });
+        if let Some(ns) = namespace {
+            metadata["namespace"] = ns.into();
+        }
+        let mut spec = serde_json::json!({ "podSets": [{ "count": 1, "template": { "spec": {
+            "containers": [{ "name": "c", "resources": { "limits": { "nvidia.com/gpu": "1" } } }]
+        } } }] });
+        if let Some(q) = queue {
+            spec["queueName"] = q.into();
+        }
+        let at = |t: &str, when: &str| serde_json::json!({ "type": t, "status": "True", "lastTransitionTime": when });
+        serde_json::json!({ "kind": "List", "items": [{
+            "kind": "Workload", "metadata": metadata, "spec": spec,
+            "status": { "conditions": [
+                at("Admitted", "2017-10-01T10:01:00Z"), at("Finished", "2017-10-01T11:00:00Z")
+            ] }
+        }] })
+    }
+
+    /// Job and queue names no Kubernetes object could have are refused, naming the field; the
+    /// names real sacct output and Workload lists have are read.
+    #[test]
+    fn names_that_can_never_be_kubernetes_names_are_refused() {
+        let long = "a".repeat(254);
+        for (text, want) in [
+            (sacct_row(&long, "nlp"), "line 2: JobID: the job name `aaaa"),
+            (
+                sacct_row("41000", "nl\u{7}p"),
+                "line 2: Account: the queue name `nl\\u{7}p` holds a control character",
+            ),
+            (
+                sacct_row("41000", &long),
+                "line 2: Account: the queue name `aaaa",
+            ),
+        ] {
+            let e = parse_sacct("s.txt", &text, false).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("s.txt: {want}")), "{e}");
+            assert!(e.ends_with("it can never be a Kubernetes name"), "{e}");
+            assert_eq!(parse_sacct("s.txt", &text, true).unwrap().skipped.len(), 1);
+        }
+        let t = parse_sacct("s.txt", &sacct_row("41000_7", "nlp"), false).unwrap();
+        assert_eq!(
+            (t.jobs[0].name.as_str(), t.jobs[0].queue.as_str()),
+            ("41000_7", "nlp")
+        );
+
+        for (doc, want) in [
+            (
+                workloads("w", Some("team-a"), Some("")),
+                "items[0] (Workload team-a/w): spec.queueName: the queue name `` is empty",
+            ),
+            (
+                workloads("w", Some(""), Some("q")),
+                "items[0] (Workload /w): metadata.namespace: the namespace `` is empty",
+            ),
+            (
+                workloads("w", Some("team-a"), Some("q\tr")),
+                "items[0] (Workload team-a/w): spec.queueName: the queue name `q\\tr` holds a control character",
+            ),
+            (
+                workloads(&long, None, None),
+                "items[0] (Workload default/aaaa",
+            ),
+        ] {
+            let e = parse_workloads("w.json", &doc, false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("w.json: {want}")), "{e}");
+            assert!(e.ends_with("it can never be a Kubernetes name"), "{e}");
+            assert!(e.len() < 400, "{e}");
+            assert_eq!(parse_workloads("w.json", &doc, true).unwrap().skipped.len(), 1);
+        }
+        let t = parse_workloads("w.json", &workloads("w", None, None), false).unwrap();
+        assert_eq!(
+            (t.jobs[0].name.as_str(), t.jobs[0].queue.as_str()),
+            ("default/w", "default")
+        );
     }
 }

@@ -509,6 +509,21 @@ fn count(name: &str, v: &str) -> Result<u32, String> {
     Ok(x as u32)
 }
 
+/// Refuse a job or queue name a row gives in `column` (`prefix` and `value`, as the job will be
+/// named) that no Kubernetes object could have: empty, over 253 bytes or holding a control
+/// character (a tab or newline inside a quoted field). Such names reach reports, JSON and
+/// scripts; any other characters (real traces' ids) are kept. No allocation for a good name.
+fn row_name(column: &str, what: &str, prefix: &str, value: &str) -> Result<(), String> {
+    if !value.is_empty()
+        && prefix.len() + value.len() <= crate::names::MAX_KUBERNETES_NAME_BYTES
+        && !value.chars().any(char::is_control)
+    {
+        return Ok(());
+    }
+    crate::names::check_kubernetes_name(what, &format!("{prefix}{value}"))
+        .map_err(|m| format!("{column}: {m}"))
+}
+
 /// A row's name as the trace gives it.
 enum RowName<'r> {
     /// Philly rows have none: `philly-LINE`.
@@ -916,6 +931,7 @@ fn parse_row<'r>(
             let duration = duration("duration", field(cols, r, "duration")?)?;
             let gpus = count("num_gpus", field(cols, r, "num_gpus")?)?;
             let vc = field(cols, r, "cluster")?;
+            row_name("cluster", "queue name", "vc-", vc)?;
             // Not used (railyard takes duration × num_gpus), but a negative or non-numeric
             // GPU time says the row is not what it claims.
             if let Some(t) = optional(cols, r, "gpu_time") {
@@ -936,6 +952,8 @@ fn parse_row<'r>(
             let duration = duration("duration", field(cols, r, "duration")?)?;
             let gpus = count("gpu_num", field(cols, r, "gpu_num")?)?;
             let vc = field(cols, r, "vc")?;
+            row_name("job_id", "job name", "helios-", id)?;
+            row_name("vc", "queue name", "vc-", vc)?;
             // The wait in Helios' own scheduler, where the row says when the job started.
             let start = match optional(cols, r, "start_time").filter(|v| !v.trim().is_empty()) {
                 Some(v) => Some(
@@ -964,12 +982,16 @@ fn parse_row<'r>(
             Ok(row)
         }
         TraceFormat::Native => {
+            let name = field(cols, r, "name")?;
+            row_name("name", "job name", "", name)?;
+            let queue = optional(cols, r, "queue").unwrap_or("default");
+            row_name("queue", "queue name", "", queue)?;
             let mut row = base(
-                RowName::Native(field(cols, r, "name")?),
+                RowName::Native(name),
                 submit_time("submit_s", number("submit_s", field(cols, r, "submit_s")?)?)?,
                 duration("duration_s", field(cols, r, "duration_s")?)?,
                 count("gpus", field(cols, r, "gpus")?)?,
-                ("", optional(cols, r, "queue").unwrap_or("default")),
+                ("", queue),
             );
             let mut extras = Extras::defaults();
             for (name, slot) in [
@@ -998,6 +1020,12 @@ fn parse_row<'r>(
                 };
             }
             if let Some(t) = optional(cols, r, "topology") {
+                if t.chars().any(char::is_control) {
+                    return Err(format!(
+                        "topology: `{}` holds a control character; expected none, required:LABEL or preferred:LABEL",
+                        excerpt(t)
+                    ));
+                }
                 extras.topology = match t.split_once(':') {
                     Some(("required", l)) if !l.is_empty() => TopologyAsk::Required(l.to_owned()),
                     Some(("preferred", l)) if !l.is_empty() => TopologyAsk::Preferred(l.to_owned()),
@@ -1275,6 +1303,104 @@ mod tests {
         assert!(!e.contains('\n'), "{e}");
     }
 
+    /// Names no Kubernetes object could have are refused in the column that gives them, in
+    /// every CSV dialect (a tab or newline inside a quoted field too), and skipped with
+    /// `--skip-bad-rows`; odd characters real traces have are kept.
+    #[test]
+    fn names_that_can_never_be_kubernetes_names_are_refused() {
+        let long = "n".repeat(254);
+        let philly = "timestamp,duration,num_gpus,gpu_time,cluster\n";
+        let helios = "job_id,vc,gpu_num,submit_time,duration\n";
+        let native = "name,submit_s,duration_s,gpus,queue\n";
+        let cases = [
+            (
+                format!("{native}{long},0,10,1,\n"),
+                "line 2: name: the job name `nnnn",
+                "is 254 bytes, more than the 253 of any Kubernetes name",
+            ),
+            (
+                format!("{native}\"a\tb\",0,10,1,\n"),
+                "line 2: name: the job name `a\\tb`",
+                "holds a control character",
+            ),
+            (
+                format!("{native}a,0,10,1,q\nb,0,10,1,\"team\na\"\n"),
+                "line 3: queue: the queue name `team\\na`",
+                "holds a control character",
+            ),
+            (
+                format!("{native}a,0,10,1,{long}\n"),
+                "line 2: queue: the queue name `nnnn",
+                "is 254 bytes",
+            ),
+            (
+                format!("{philly}2017-10-07 01:11:39,1,8,1,\"c\u{7}\"\n"),
+                "line 2: cluster: the queue name `vc-c\\u{7}`",
+                "holds a control character",
+            ),
+            // vc- and 251 bytes: the queue's name is 254 bytes.
+            (
+                format!("{philly}2017-10-07 01:11:39,1,8,1,{}\n", "c".repeat(251)),
+                "line 2: cluster: the queue name `vc-ccc",
+                "is 254 bytes",
+            ),
+            (
+                format!("{helios}{},v,1,0,10\n", "j".repeat(247)),
+                "line 2: job_id: the job name `helios-jjj",
+                "is 254 bytes",
+            ),
+            (
+                format!("{helios}j,\"v\u{1b}x\",1,0,10\n"),
+                "line 2: vc: the queue name `vc-v\\u{1b}x`",
+                "holds a control character",
+            ),
+        ];
+        for (text, place, why) in &cases {
+            let e = parse_trace("t.csv", text, TraceFormat::Auto, false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("t.csv: {place}")), "{e}");
+            assert!(
+                e.contains(why) && e.contains("it can never be a Kubernetes name"),
+                "{e}"
+            );
+            assert!(
+                !e.contains('\n') && !e.contains('\t') && e.len() < 400,
+                "{e}"
+            );
+            let skipped = parse_trace(
+                "t.csv",
+                &format!("{text}z,0,10,1,\n"),
+                TraceFormat::Native,
+                true,
+            );
+            if text.starts_with(native) {
+                assert_eq!(skipped.unwrap().skipped.len(), 1, "{text:?}");
+            }
+        }
+        let topology = "name,submit_s,duration_s,gpus,topology\na,0,10,1,\"required:rack\u{7}\"\n";
+        let e = parse_trace("t.csv", topology, TraceFormat::Auto, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "t.csv: line 2: topology: `required:rack\\u{7}` holds a control character"
+            ),
+            "{e}"
+        );
+        // At the bound, and with the characters real traces have: read.
+        let ok = [
+            format!("{native}{},0,10,1,{}\n", "n".repeat(253), "q".repeat(253)),
+            format!("{native}job/1:a b,0,10,1,team@x\n"),
+            format!("{philly}2017-10-07 01:11:39,1,8,1,{}\n", "c".repeat(250)),
+            format!("{helios}{},v,1,0,10\n", "j".repeat(246)),
+        ];
+        for text in &ok {
+            let t = parse_trace("t.csv", text, TraceFormat::Auto, false);
+            assert!(t.is_ok(), "{text:?}: {t:?}");
+        }
+    }
+
     #[test]
     fn native_optional_columns() {
         let text = "name,submit_s,duration_s,gpus,queue,priority,topology,comm_share,bytes_per_step\na,0,10,16,research,5,required:rack,0.3,1e9\nb,1,5,1,,,,,\n";
@@ -1324,6 +1450,32 @@ mod tests {
 #[cfg(test)]
 mod bundled {
     use super::*;
+
+    /// Every bundled trace and trace fixture still reads under the name rules (real traces'
+    /// job ids and queues are never refused by them).
+    #[test]
+    fn every_bundled_trace_reads() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let fixtures = "crates/railyard/tests/fixtures";
+        for (file, jobs) in [
+            ("data/llm-oci-h100-16k-4to1-load0.8-warm-day-seed1.csv", 0),
+            ("data/llm-oci-h100-16k-4to1-load0.8-warm-seed1.csv", 0),
+            ("data/openb_pod_list_default.head300.csv", 278),
+            (&format!("{fixtures}/traces/small.csv"), 0),
+            (&format!("{fixtures}/traces/llm-fat-tree-k8-300.csv"), 300),
+            (&format!("{fixtures}/traces/sacct-sample.txt"), 0),
+            (&format!("{fixtures}/traces/kueue-workloads-sample.json"), 0),
+        ] {
+            let t = read_trace(&root.join(file), TraceFormat::Auto, false)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(t.skipped.is_empty(), "{file}");
+            if jobs > 0 {
+                assert_eq!(t.jobs.len(), jobs, "{file}");
+            } else {
+                assert!(!t.jobs.is_empty(), "{file}");
+            }
+        }
+    }
 
     #[test]
     fn bundled_philly_traces_read_whole() {

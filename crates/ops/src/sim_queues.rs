@@ -349,13 +349,12 @@ pub fn read_queue_map(path: &Path) -> Result<BTreeMap<String, String>, FormatErr
                 .ok_or_else(|| {
                     FormatError::input(&at, "expected `trace_queue,leaf_queue`".to_owned())
                 })?;
-            if out
-                .insert(from.trim().to_owned(), to.trim().to_owned())
-                .is_some()
-            {
+            let (from, to) = (from.trim(), to.trim());
+            check_map_names(from, to).map_err(|m| FormatError::input(&at, m))?;
+            if out.insert(from.to_owned(), to.to_owned()).is_some() {
                 return Err(FormatError::input(
                     &at,
-                    format!("trace queue `{}` is mapped twice", from.trim()),
+                    format!("trace queue `{from}` is mapped twice"),
                 ));
             }
         }
@@ -375,13 +374,26 @@ pub fn read_queue_map(path: &Path) -> Result<BTreeMap<String, String>, FormatErr
             v => {
                 return Err(FormatError::input(
                     &file,
-                    format!("{from}: expected a leaf queue name, got {v}"),
+                    format!(
+                        "`{}`: expected a leaf queue name, got {v}",
+                        formats::excerpt(from)
+                    ),
                 ))
             }
         };
+        check_map_names(from, &to).map_err(|m| FormatError::input(&file, m))?;
         out.insert(from.clone(), to);
     }
     Ok(out)
+}
+
+/// A `--queue-map` entry's names: neither may be a name no Kubernetes object could have
+/// (empty, over 253 bytes, a control character), as the trace readers and queue files refuse
+/// them; the message names the trace queue (cut) and what is wrong.
+fn check_map_names(from: &str, to: &str) -> Result<(), String> {
+    formats::names::check_kubernetes_name("trace queue name", from)?;
+    formats::names::check_kubernetes_name("leaf queue name", to)
+        .map_err(|m| format!("`{}`: {m}", formats::excerpt(from)))
 }
 
 /// Up to [`UNMAPPED_SHOWN`] names, then how many more.

@@ -242,6 +242,21 @@ pub fn read_grid(file: &Path) -> Result<Grid, FormatError> {
             Err(e) => problem(format!("clusters[{i}]"), e.to_string()),
         }
     }
+    // Cluster and trace values are written into the merged table, its JSON and HTML page: a
+    // control character (a newline in a file name) would break the table's lines.
+    for (field, values) in [("clusters", &spec.clusters), ("traces", &spec.traces)] {
+        for (i, v) in values.iter().enumerate() {
+            if v.chars().any(char::is_control) {
+                problem(
+                    format!("{field}[{i}]"),
+                    format!(
+                        "`{}` holds a control character; the sweep's tables name every value",
+                        formats::excerpt(v)
+                    ),
+                );
+            }
+        }
+    }
     for (i, t) in spec.traces.iter().enumerate() {
         if !base.join(t).is_file() {
             problem(

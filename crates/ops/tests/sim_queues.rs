@@ -290,6 +290,48 @@ fn queue_maps_read_as_yaml_or_csv() {
     );
 }
 
+/// A queue map's names follow the trace readers' rule: none that no Kubernetes object could
+/// have (empty, over 253 bytes, a control character), in CSV and YAML, on either side.
+#[test]
+fn queue_map_names_that_can_never_be_kubernetes_names_are_refused() {
+    let long = "q".repeat(254);
+    for (name, text, want) in [
+        (
+            "tab.csv",
+            "vc-1,team-a\nvc\u{7}2,team-b\n".to_owned(),
+            "line 2: the trace queue name `vc\\u{7}2` holds a control character; it can never be a Kubernetes name",
+        ),
+        (
+            "long.csv",
+            format!("vc-1,{long}\n"),
+            "line 1: `vc-1`: the leaf queue name `qqqq",
+        ),
+        (
+            "empty-key.yaml",
+            "\"\": team-a\n".to_owned(),
+            "the trace queue name `` is empty; it can never be a Kubernetes name",
+        ),
+        (
+            "long-key.yaml",
+            format!("{long}: team-a\n"),
+            "the trace queue name `qqqq",
+        ),
+        (
+            "control.yaml",
+            "vc-1: \"team\\ta\"\n".to_owned(),
+            "`vc-1`: the leaf queue name `team\\ta` holds a control character",
+        ),
+    ] {
+        let p = file("map-names", name, &text);
+        let e = read_queue_map(&p).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("{}: {want}", p.display())),
+            "{name}: {e}"
+        );
+        assert!(!e.contains('\t') && !e.contains('\u{7}') && e.len() < 400, "{e}");
+    }
+}
+
 #[test]
 fn kai_problems_kai_accepts_are_warnings_and_refusals_under_kueue_rules() {
     // team-a's and team-b's quotas add up to 24 > dept's 16: KAI warns, railyard's rules refuse.

@@ -12,7 +12,7 @@ use super::kai::{kai_job, kai_workload, KAI_LEGACY_QUEUE_LABEL, KAI_QUEUE_LABEL}
 use super::kueue::{kueue_pod_group, kueue_workload, KUEUE_POD_GROUP_LABEL, KUEUE_QUEUE_LABEL};
 use super::native::{native_job, NativeJob};
 use super::pod_template::{kind, map_str, path, str_at};
-use crate::error::{excerpt, FormatError};
+use crate::error::FormatError;
 use crate::input::{parse_documents, parse_typed};
 use crate::workloads;
 
@@ -193,14 +193,8 @@ fn check_names(file: &str, job: JobDoc) -> Result<JobDoc, FormatError> {
         ("job name", name_field, job.name.as_str()),
         ("queue name", job.queue_field.as_str(), job.queue.as_str()),
     ] {
-        if let Some(why) = crate::names::never_a_kubernetes_name(value) {
-            return Err(FormatError::input(
-                file,
-                format!(
-                    "{at}{field}: the {what} `{}` {why}; it can never be a Kubernetes name",
-                    excerpt(value)
-                ),
-            ));
+        if let Err(m) = crate::names::check_kubernetes_name(what, value) {
+            return Err(FormatError::input(file, format!("{at}{field}: {m}")));
         }
     }
     Ok(job)

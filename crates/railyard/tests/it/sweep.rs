@@ -296,6 +296,12 @@ fn a_bad_grid_is_refused_before_anything_runs() {
     );
     let e = refused("clusters: [preset:philly-512]\ntraces: [small.csv]\nseeds: [0, 0]\npolicies: [fifo, fifo]\n");
     assert!(e.contains("policies[1]: `fifo` is given twice"), "{e}");
+    // A value the merged table would print with a line break in it.
+    let e = refused("clusters: [preset:philly-512]\ntraces: [\"small\\nx.csv\"]\n");
+    assert!(
+        e.contains("grid.yaml: traces[0]: `small\\nx.csv` holds a control character"),
+        "{e}"
+    );
     let dir = grid_dir("sweep-cell", TWELVE);
     let r = sweep(&dir, &["--cell", "12"]);
     assert_eq!(r.code, 1);
