@@ -441,14 +441,24 @@ fn an_nvlink_level_adds_a_level_and_no_switch() {
 #[test]
 fn a_misplaced_nvlink_level_is_refused_naming_the_field() {
     for (nvl, leaf, label, says) in [
-        (1, 36, "nvidia.com/gpu.clique", "needs node.nvlink_domain_nodes > 1"),
+        (
+            1,
+            36,
+            "nvidia.com/gpu.clique",
+            "needs node.nvlink_domain_nodes > 1",
+        ),
         (
             18,
             16,
             "nvidia.com/gpu.clique",
             "(18) must divide fabric.clos.tiers[0].nodes_per_domain (16)",
         ),
-        (18, 36, "t0", "`t0` is also the host label or a tier's label"),
+        (
+            18,
+            36,
+            "t0",
+            "`t0` is also the host label or a tier's label",
+        ),
         (18, 36, HOSTNAME_LABEL, "is also the host label"),
         (18, 36, " ", "must not be empty"),
     ] {

@@ -613,7 +613,6 @@ fn a_tp_group_wider_than_a_host_lands_in_one_nvl72_domain() {
     std::fs::write(&nodes, &export).expect("write");
     let list: serde_json::Value = serde_json::from_str(&export).expect("NodeList JSON");
     let nvl = "accelerator.topograph.run/domain";
-    let clique = "nvidia.com/gpu.clique";
     let domain_of: std::collections::BTreeMap<String, String> = list["items"]
         .as_array()
         .expect("items")
@@ -621,12 +620,14 @@ fn a_tp_group_wider_than_a_host_lands_in_one_nvl72_domain() {
         .map(|n| {
             let labels = &n["metadata"]["labels"];
             let s = |k: &str| labels[k].as_str().expect("label").to_owned();
-            assert_eq!(s(clique), s(nvl), "the level's values are the NVLink domains");
             (s("kubernetes.io/hostname"), s(nvl))
         })
         .collect();
     assert_eq!(
-        domain_of.values().collect::<std::collections::BTreeSet<_>>().len(),
+        domain_of
+            .values()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
         64
     );
     // TP groups (4 consecutive pods) spread over more than one NVLink domain.
@@ -664,11 +665,19 @@ fn a_tp_group_wider_than_a_host_lands_in_one_nvl72_domain() {
         let with = [cluster, &["--model", model, "--layout", layout][..]].concat();
         assert_eq!(split(&with), 0, "{with:?}");
     }
-    let e = fails(&[
-        &preset[..],
-        &["--job", job, "--model", "llama3-70b", "--layout", "tp=128"][..],
-    ]
-    .concat());
+    let e = fails(
+        &[
+            &preset[..],
+            &["--job", job, "--model", "llama3-70b", "--layout", "tp=128"][..],
+        ]
+        .concat(),
+    );
     assert!(e.starts_with("error: layout.tp: a TP group"), "{e}");
     assert!(e.contains("use tp ≤ 72"), "{e}");
+    // The preset's level is the NVLink domains under the label GPU feature discovery sets.
+    let clique = "nvidia.com/gpu.clique";
+    for n in list["items"].as_array().expect("items") {
+        let labels = &n["metadata"]["labels"];
+        assert_eq!(labels[clique], labels[nvl], "{n}");
+    }
 }

@@ -152,7 +152,13 @@ fn switch_view(v: &Value) -> (Vec<(Value, Value, Value)>, Vec<String>) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| (t["level"].clone(), t["groups"].clone(), t["gpus_max"].clone()))
+        .map(|t| {
+            (
+                t["level"].clone(),
+                t["groups"].clone(),
+                t["gpus_max"].clone(),
+            )
+        })
         .collect();
     let nvlink = v["levels"]
         .as_array()
