@@ -372,10 +372,16 @@ fn check_nvlink_level(label: &str, c: &ClosSpec, node: &NodeSpec, place: &str) -
     }
     if let Some(leaf) = c.tiers.first() {
         if n > 1 && leaf.nodes_per_domain % n != 0 {
+            // A fat-tree's leaf block is its edge of k/2 hosts; a Clos names it.
+            let leaf_field = if place == "fabric.clos" {
+                format!("{place}.tiers[0].nodes_per_domain")
+            } else {
+                "the edge's k/2 hosts".to_owned()
+            };
             p.push(problem(
                 at,
                 format!(
-                    "the NVLink level lies between the host and the leaf tier: node.nvlink_domain_nodes ({n}) must divide {place}.tiers[0].nodes_per_domain ({})",
+                    "the NVLink level lies between the host and the leaf tier: node.nvlink_domain_nodes ({n}) must divide {leaf_field} ({})",
                     leaf.nodes_per_domain
                 ),
             ));
