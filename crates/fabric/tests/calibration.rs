@@ -108,6 +108,7 @@ fn tuner_for(
             port_gbps: hw.port_gbps,
             nvlink_gbps: hw.nvlink_gbps,
             nvlink_domain_nodes: hw.domain_nodes,
+            nvlink_domain_label: None,
             shape: None,
             name_prefix: "n".to_owned(),
         },

@@ -328,6 +328,7 @@ fn nvl72(nodes: u32) -> Cluster {
             gpus: 4,
             nvlink_gbps: 7_200.0,
             nvlink_domain_nodes: 18,
+            nvlink_domain_label: None,
             ..node(4, 1, 400.0)
         },
         fabric: FabricSpec {

@@ -245,7 +245,22 @@ pub fn import_nodes_with_overlay(
 
     let mut aliases = Vec::new();
     let levels = choose_levels(file, &records, options, &mut notes, &mut aliases)?;
-    let n_switch_levels = levels.iter().filter(|l| *l != HOSTNAME_LABEL).count();
+    // A level of NVLink domain labels is the cluster's NVLink level (no switch tier): the nodes'
+    // NVLink domains are read from that label, so that `assemble` sees its values as theirs.
+    let nvlink_label = [NVLINK_DOMAIN_LABEL, GPU_CLIQUE_LABEL]
+        .into_iter()
+        .find(|l| levels.iter().any(|level| level == l));
+    if let Some(label) = nvlink_label {
+        for r in &mut records {
+            if let Some(v) = r.labels.get(label) {
+                r.nvlink_domain = Some(v.clone());
+            }
+        }
+    }
+    let n_switch_levels = levels
+        .iter()
+        .filter(|l| *l != HOSTNAME_LABEL && Some(l.as_str()) != nvlink_label)
+        .count();
     let latencies = match &overlay.tier_latency_us {
         Some(l) => l.clone(),
         None => {

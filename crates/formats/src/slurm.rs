@@ -32,14 +32,29 @@ fn sanitize(s: &str) -> String {
         .collect()
 }
 
-/// Levels that are switch levels (not the host level), top first.
+/// Levels that are switch levels (not the host level nor an NVLink level, which has no
+/// switches), top first.
 fn switch_levels(cluster: &Cluster) -> Vec<usize> {
     (0..cluster.levels.len())
-        .filter(|&l| Some(l) != cluster.host_level)
+        .filter(|&l| Some(l) != cluster.host_level && !cluster.levels[l].nvlink)
         .collect()
 }
 
-/// topology/tree: one switch per domain of every non-host level (and a `root` switch when the
+/// The domains of the next switch level down under `d`: its children, or theirs where a child
+/// is in an NVLink level.
+fn switch_children(cluster: &Cluster, d: DomainId) -> Vec<DomainId> {
+    let mut out = Vec::new();
+    for &c in &cluster.domain(d).children {
+        if cluster.levels[cluster.domain(c).level].nvlink {
+            out.extend(switch_children(cluster, c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// topology/tree: one switch per domain of every switch level (and a `root` switch when the
 /// top level has several domains), leaf switches listing their nodes.
 pub fn export_tree(cluster: &Cluster) -> String {
     let levels = switch_levels(cluster);
@@ -70,10 +85,9 @@ pub fn export_tree(cluster: &Cluster) -> String {
                     hostlist::compress(&names)
                 ));
             } else {
-                let kids: Vec<String> = dom
-                    .children
-                    .iter()
-                    .map(|&c| switch_name(cluster, c))
+                let kids: Vec<String> = switch_children(cluster, d)
+                    .into_iter()
+                    .map(|c| switch_name(cluster, c))
                     .collect();
                 out.push_str(&format!("SwitchName={name} Switches={}\n", kids.join(",")));
             }
@@ -87,7 +101,7 @@ pub fn export_tree(cluster: &Cluster) -> String {
     out
 }
 
-/// topology/block: one block per domain of the lowest non-host level, and `BlockSizes` listing
+/// topology/block: one block per domain of the lowest switch level, and `BlockSizes` listing
 /// the node counts of each higher level's domains when they are power-of-two multiples of the
 /// base block (Slurm's rule for aggregated blocks).
 pub fn export_block(cluster: &Cluster) -> String {

@@ -252,6 +252,9 @@ fn check_clos(c: &ClosSpec, node: &NodeSpec, place: &str) -> Vec<Problem> {
     if c.host_label.trim().is_empty() {
         p.push(problem(format!("{place}.host_label"), "must not be empty"));
     }
+    if let Some(label) = &node.nvlink_domain_label {
+        p.extend(check_nvlink_level(label, c, node, place));
+    }
     let mut prev_nodes = 1;
     let mut prev_latency = 0.0;
     for (i, t) in c.tiers.iter().enumerate() {
@@ -345,6 +348,48 @@ fn check_clos(c: &ClosSpec, node: &NodeSpec, place: &str) -> Vec<Problem> {
     p
 }
 
+/// The spec's `node.nvlink_domain_label`: a label of its own, on NVLink domains of several
+/// nodes that nest in the leaf tier's blocks (the level sits between the host and the leaf).
+fn check_nvlink_level(label: &str, c: &ClosSpec, node: &NodeSpec, place: &str) -> Vec<Problem> {
+    let at = "node.nvlink_domain_label";
+    let mut p = Vec::new();
+    if label.trim().is_empty() {
+        p.push(problem(at, "must not be empty"));
+    } else if label == c.host_label || c.tiers.iter().any(|t| t.label == label) {
+        p.push(problem(
+            at,
+            format!(
+                "`{label}` is also the host label or a tier's label; expected a label of its own"
+            ),
+        ));
+    }
+    let n = node.nvlink_domain_nodes;
+    if n == 1 {
+        p.push(problem(
+            at,
+            "an NVLink level needs node.nvlink_domain_nodes > 1 (NVLink inside one node is the host level), got 1",
+        ));
+    }
+    if let Some(leaf) = c.tiers.first() {
+        if n > 1 && leaf.nodes_per_domain % n != 0 {
+            // A fat-tree's leaf block is its edge of k/2 hosts; a Clos names it.
+            let leaf_field = if place == "fabric.clos" {
+                format!("{place}.tiers[0].nodes_per_domain")
+            } else {
+                "the edge's k/2 hosts".to_owned()
+            };
+            p.push(problem(
+                at,
+                format!(
+                    "the NVLink level lies between the host and the leaf tier: node.nvlink_domain_nodes ({n}) must divide {leaf_field} ({})",
+                    leaf.nodes_per_domain
+                ),
+            ));
+        }
+    }
+    p
+}
+
 /// Switches per group at each tier, leaf first, applying the defaults and checking the striped
 /// wiring rule: adjacent tiers' counts must divide one another.
 fn switch_counts(
@@ -396,6 +441,9 @@ fn clos_records(c: &ClosSpec, node: &NodeSpec) -> (Vec<NodeRecord>, FabricParams
             (node.nvlink_domain_nodes > 1).then(|| format!("nvl-{}", i / node.nvlink_domain_nodes));
         if let Some(d) = &nvlink_domain {
             labels.insert("accelerator.topograph.run/domain".to_owned(), d.clone());
+            if let Some(label) = &node.nvlink_domain_label {
+                labels.insert(label.clone(), d.clone());
+            }
         }
         records.push(NodeRecord {
             name,
@@ -417,6 +465,8 @@ fn clos_records(c: &ClosSpec, node: &NodeSpec) -> (Vec<NodeRecord>, FabricParams
         });
     }
     let mut levels: Vec<String> = c.tiers.iter().rev().map(|t| t.label.clone()).collect();
+    // Checked: the NVLink domains nest in the leaf blocks, so their level sits just above the host.
+    levels.extend(node.nvlink_domain_label.iter().cloned());
     levels.push(c.host_label.clone());
     let tiers = c
         .tiers
@@ -437,8 +487,12 @@ fn clos_records(c: &ClosSpec, node: &NodeSpec) -> (Vec<NodeRecord>, FabricParams
 }
 
 /// Build a cluster from labelled nodes: domains from the level labels (values unique only under
-/// their parent), one switch tier per non-host level plus an implicit top tier when the top level
-/// has several domains, then switches and links. Reports every problem found.
+/// their parent), one switch tier per switch level plus an implicit top tier when the top switch
+/// level has several domains, then switches and links. Reports every problem found.
+///
+/// A level other than the host level whose value on every node is the node's NVLink domain
+/// name ([`NodeRecord::nvlink_domain`]) is an NVLink level ([`Level::nvlink`]): a locality level
+/// with no switch tier. Every other non-host level is a switch level.
 pub fn assemble(
     name: &str,
     records: Vec<NodeRecord>,
@@ -455,10 +509,15 @@ pub fn assemble(
     let mut levels: Vec<Level> = params
         .levels
         .iter()
-        .map(|l| Level {
+        .enumerate()
+        .map(|(li, l)| Level {
             label: l.clone(),
             alias: None,
             domains: Vec::new(),
+            nvlink: Some(li) != host_level
+                && records
+                    .iter()
+                    .all(|r| r.nvlink_domain.as_deref() == Some(r.labels[l].as_str())),
         })
         .collect();
     let mut domains: Vec<Domain> = Vec::new();
@@ -515,12 +574,14 @@ pub fn assemble(
         }
     }
 
-    // Tiers: every non-host level bottom-up, plus an implicit top tier if needed.
+    // Tiers: every switch level bottom-up, plus an implicit top tier if needed.
     let switch_levels: Vec<usize> = (0..n_levels)
         .rev()
-        .filter(|&l| Some(l) != host_level)
+        .filter(|&l| Some(l) != host_level && !levels[l].nvlink)
         .collect();
-    let implicit_top = switch_levels.is_empty() || levels[0].domains.len() > 1;
+    let implicit_top = switch_levels
+        .last()
+        .is_none_or(|&top| levels[top].domains.len() > 1);
     let n_tiers = switch_levels.len() + usize::from(implicit_top);
     if n_tiers > MAX_TIERS {
         problems.push(problem(

@@ -34,6 +34,7 @@ pub fn oci_h100(nodes: u32) -> ClusterSpec {
             port_gbps: 200.0,
             nvlink_gbps: 3600.0,
             nvlink_domain_nodes: 1,
+            nvlink_domain_label: None,
             shape: Some("BM.GPU.H100.8".to_owned()),
             name_prefix: "gpu-".to_owned(),
         },
@@ -64,6 +65,7 @@ pub fn node(gpus: u32, rails: u32, ports_per_rail: u32, port_gbps: f64) -> NodeS
         port_gbps,
         nvlink_gbps: 3600.0,
         nvlink_domain_nodes: 1,
+        nvlink_domain_label: None,
         shape: None,
         name_prefix: "n".to_owned(),
     }

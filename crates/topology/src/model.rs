@@ -9,8 +9,9 @@ use crate::ids::{DomainId, LinkId, NodeId, NvlinkDomainId, SwitchId};
 /// A whole cluster: hosts, the switch fabric and the hierarchy of locality domains.
 ///
 /// Levels are the Kueue/KAI view (node labels, top first); tiers are the switch view (tier 0 =
-/// leaf). Every non-host level is one switch tier; when the top level has more than one domain
-/// (or there is no non-host level) an implicit top tier joins the whole cluster.
+/// leaf). Every level but the host level and an NVLink level ([`Level::nvlink`]) is one switch
+/// tier; when the top switch level has more than one domain (or there is none) an implicit top
+/// tier joins the whole cluster.
 #[derive(Clone, Debug)]
 pub struct Cluster {
     /// A name for reports.
@@ -200,6 +201,11 @@ pub struct Level {
     pub alias: Option<String>,
     /// Domains at this level, in order of first appearance.
     pub domains: Vec<DomainId>,
+    /// Its domains are NVLink domains: every node's value of the label is the name of the node's
+    /// multi-node NVLink domain (e.g. `nvidia.com/gpu.clique` on GB200 NVL72). A locality level
+    /// only, with no switch tier: routing, hops and latency do not see it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub nvlink: bool,
 }
 
 /// A domain: the nodes sharing one label value under one parent domain (Kueue semantics: values
@@ -362,7 +368,8 @@ impl Cluster {
         self.levels.iter().position(|l| l.label == label)
     }
 
-    /// The switch tier that serves a level, if the level is a switch level (not the host level).
+    /// The switch tier that serves a level, if the level is a switch level (not the host level
+    /// nor an NVLink level).
     pub fn tier_of_level(&self, level: usize) -> Option<u8> {
         self.tiers
             .iter()

@@ -34,6 +34,13 @@ pub struct NodeSpec {
     /// Consecutive nodes sharing one NVLink domain (1 = NVLink inside the node only).
     #[serde(default = "one")]
     pub nvlink_domain_nodes: u32,
+    /// A node label naming each node's NVLink domain (value `nvl-N`, the domain's name), made a
+    /// topology level between the host and the leaf tier, e.g. `nvidia.com/gpu.clique` (set by
+    /// NVIDIA's GPU feature discovery on GB200 NVL72). A locality level only: it has no switch
+    /// tier, so traffic between its hosts still crosses the leaf. Needs `nvlink_domain_nodes` > 1
+    /// dividing the leaf tier's block. Default: none (the NVLink domains are no level).
+    #[serde(default)]
+    pub nvlink_domain_label: Option<String>,
     /// Instance type written to `node.kubernetes.io/instance-type`, e.g. `BM.GPU.H100.8`.
     #[serde(default)]
     pub shape: Option<String>,

@@ -40,6 +40,9 @@ pub struct LevelSummary {
     pub name: String,
     /// Number of domains.
     pub domains: usize,
+    /// Its domains are NVLink domains, with no switch tier ([`crate::Level::nvlink`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub nvlink: bool,
 }
 
 /// One switch tier.
@@ -99,6 +102,7 @@ impl Cluster {
                 .map(|l| LevelSummary {
                     name: l.label.clone(),
                     domains: l.domains.len(),
+                    nvlink: l.nvlink,
                 })
                 .collect(),
             tiers: self

@@ -355,3 +355,186 @@ fn links_know_their_physical_ports() {
     let up = c.links.iter().find(|l| l.tier == 1).expect("a tier-1 link");
     assert_eq!((up.gbps, up.ports, up.port_gbps()), (3200.0, 16, 200.0));
 }
+
+/// A spec of `nodes` hosts of 4 GPUs (4 rails) in NVLink domains of `nvl` hosts under Clos tiers
+/// of `tiers` hosts per block (leaf first, the last all nodes), with the NVLink domains as a
+/// level labelled `label` when given.
+fn nvl_spec(nodes: u32, nvl: u32, tiers: &[u32], label: Option<&str>) -> ClusterSpec {
+    let mut host = node(4, 4, 1, 400.0);
+    host.nvlink_gbps = 7200.0;
+    host.nvlink_domain_nodes = nvl;
+    host.nvlink_domain_label = label.map(str::to_owned);
+    let tiers = tiers
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| tier(&format!("t{i}"), n, 2.0 + 3.0 * i as f64, None))
+        .collect();
+    clos(nodes, host, tiers, true)
+}
+
+/// An NVLink level (`node.nvlink_domain_label`) is one more level just above the host whose
+/// domains are the NVLink domains, and nothing else: the same switches, links and tiers, the
+/// same lowest common tier and latency for every pair of hosts as without it. Cases: (hosts,
+/// hosts per NVLink domain, hosts per block of each tier): GB200 NVL72's shape at 2 local
+/// blocks of 2 racks, a domain equal to its leaf block, a single-tier cluster.
+#[test]
+fn an_nvlink_level_adds_a_level_and_no_switch() {
+    let label = "nvidia.com/gpu.clique";
+    for (nodes, nvl, tiers) in [
+        (144, 18, &[36, 72, 144][..]),
+        (16, 4, &[4, 16][..]),
+        (8, 2, &[8][..]),
+    ] {
+        let case = format!("{nodes} hosts, {nvl} per NVLink domain, tiers {tiers:?}");
+        let plain = build_from_spec(&nvl_spec(nodes, nvl, tiers, None)).expect("valid");
+        let with = build_from_spec(&nvl_spec(nodes, nvl, tiers, Some(label))).expect("valid");
+        check_invariants(&with);
+        // Levels: the plain ones, with the NVLink level inserted just above the host.
+        let host = plain.levels.len() - 1;
+        let names = |c: &Cluster| -> Vec<(String, usize, bool)> {
+            c.levels
+                .iter()
+                .map(|l| (l.label.clone(), l.domains.len(), l.nvlink))
+                .collect()
+        };
+        let mut expected = names(&plain);
+        expected.insert(host, (label.to_owned(), (nodes / nvl) as usize, true));
+        assert_eq!(names(&with), expected, "{case}");
+        assert_eq!(with.host_level, Some(host + 1), "{case}");
+        assert_eq!(with.tier_of_level(host), None, "{case}");
+        // Each of its domains is one whole NVLink domain.
+        for &d in &with.levels[host].domains {
+            let members = &with.domain(d).nodes;
+            let nvl_domain = with.node(members[0]).nvlink_domain;
+            assert!(
+                members
+                    .iter()
+                    .all(|&n| with.node(n).nvlink_domain == nvl_domain),
+                "{case}"
+            );
+            assert_eq!(
+                members.len(),
+                with.nvlink_domains[nvl_domain.index()].nodes.len(),
+                "{case}"
+            );
+        }
+        // The switch view: identical.
+        let switches = |c: &Cluster| format!("{:?}", c.switches);
+        let links = |c: &Cluster| format!("{:?}", c.links);
+        let tiers = |c: &Cluster| format!("{:?}", c.tiers);
+        assert_eq!(switches(&with), switches(&plain), "{case}");
+        assert_eq!(links(&with), links(&plain), "{case}");
+        assert_eq!(tiers(&with), tiers(&plain), "{case}");
+        for a in 0..nodes as usize {
+            for b in 0..nodes as usize {
+                let (a, b) = (NodeId::from_index(a), NodeId::from_index(b));
+                assert_eq!(with.common_tier(a, b), plain.common_tier(a, b), "{case}");
+                assert_eq!(with.latency_ns(a, b), plain.latency_ns(a, b), "{case}");
+            }
+        }
+    }
+}
+
+/// `node.nvlink_domain_label` that cannot be a level between the host and the leaf tier is
+/// refused in one line naming the field. Cases: (hosts per NVLink domain, leaf block, label,
+/// what the message says).
+#[test]
+fn a_misplaced_nvlink_level_is_refused_naming_the_field() {
+    for (nvl, leaf, label, says) in [
+        (
+            1,
+            36,
+            "nvidia.com/gpu.clique",
+            "needs node.nvlink_domain_nodes > 1",
+        ),
+        (
+            18,
+            16,
+            "nvidia.com/gpu.clique",
+            "(18) must divide fabric.clos.tiers[0].nodes_per_domain (16)",
+        ),
+        (
+            18,
+            36,
+            "t0",
+            "`t0` is also the host label or a tier's label",
+        ),
+        (18, 36, HOSTNAME_LABEL, "is also the host label"),
+        (18, 36, " ", "must not be empty"),
+    ] {
+        let spec = nvl_spec(144, nvl, &[leaf, 144], Some(label));
+        let err = build_from_spec(&spec).unwrap_err().to_string();
+        assert!(err.starts_with("node.nvlink_domain_label: "), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+    }
+}
+
+/// A level of imported nodes is an NVLink level exactly when every node's value of it is the
+/// node's NVLink domain: then it makes no switch tier; one node outside a multi-node domain,
+/// or with another value, makes it a switch level as before. Cases: (NVLink domain of node 3,
+/// level value of node 3, whether the level is an NVLink level).
+#[test]
+fn a_level_is_an_nvlink_level_when_its_values_are_the_nodes_nvlink_domains() {
+    use std::collections::BTreeMap;
+    use topology::{assemble, FabricParams, NicSpec, NodeRecord, TierParams};
+    for (domain_of_3, value_of_3, nvlink) in [
+        (Some("rack-1"), "rack-1", true),
+        (None, "rack-1", false),
+        (Some("rack-1"), "rack-9", false),
+    ] {
+        let records: Vec<NodeRecord> = (0..4)
+            .map(|i| {
+                let rack = format!("rack-{}", i / 2);
+                let (domain, value) = if i == 3 {
+                    (domain_of_3.map(str::to_owned), value_of_3.to_owned())
+                } else {
+                    (Some(rack.clone()), rack)
+                };
+                NodeRecord {
+                    name: format!("n{i}"),
+                    gpus: 4,
+                    gpu_memory_gib: 186,
+                    nics: NicSpec {
+                        rails: 1,
+                        ports_per_rail: 1,
+                        port_gbps: 400.0,
+                    },
+                    nvlink_gbps: 7200.0,
+                    nvlink_domain: domain,
+                    labels: BTreeMap::from([
+                        ("block".to_owned(), "b0".to_owned()),
+                        ("rack".to_owned(), value),
+                        (HOSTNAME_LABEL.to_owned(), format!("n{i}")),
+                    ]),
+                    taints: Vec::new(),
+                    ready: true,
+                    unschedulable: false,
+                    internal_ip: None,
+                    allocatable: BTreeMap::new(),
+                }
+            })
+            .collect();
+        let tier = |us: u64| TierParams {
+            latency_ns: us * 1000,
+            oversubscription: 1.0,
+            switches_per_group: None,
+        };
+        let params = FabricParams {
+            levels: vec!["block".into(), "rack".into(), HOSTNAME_LABEL.into()],
+            host_label: HOSTNAME_LABEL.into(),
+            tiers: vec![tier(2), tier(5)],
+            rail_optimized: false,
+        };
+        let c = assemble("racks", records, &params).expect("valid");
+        let case = format!("node 3 in NVLink domain {domain_of_3:?}, rack {value_of_3}");
+        assert_eq!(c.levels[1].nvlink, nvlink, "{case}");
+        let served: Vec<Option<usize>> = c.tiers.iter().map(|t| t.level).collect();
+        let expected = if nvlink {
+            vec![Some(0)]
+        } else {
+            vec![Some(1), Some(0)]
+        };
+        assert_eq!(served, expected, "{case}");
+    }
+}

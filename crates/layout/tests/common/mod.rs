@@ -29,6 +29,7 @@ fn node(rails: u32, port_gbps: f64, nvlink_gbps: f64) -> NodeSpec {
         port_gbps,
         nvlink_gbps,
         nvlink_domain_nodes: 1,
+        nvlink_domain_label: None,
         shape: None,
         name_prefix: "n".to_owned(),
     }

@@ -96,11 +96,12 @@ fn show_text(cluster: &Cluster) -> String {
     out.push_str("\n\nlevels (top first)\n");
     let mut t = Table::new(&["level", "label", "domains"]);
     for (i, l) in s.levels.iter().enumerate() {
-        t.row(vec![
-            i.to_string(),
-            l.name.clone(),
-            fmt_count(l.domains as u64),
-        ]);
+        let label = if l.nvlink {
+            format!("{} (NVLink domains, no switch tier)", l.name)
+        } else {
+            l.name.clone()
+        };
+        t.row(vec![i.to_string(), label, fmt_count(l.domains as u64)]);
     }
     out.push_str(&t.render());
     out.push_str("\nswitch tiers (leaf first)\n");

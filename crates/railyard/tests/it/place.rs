@@ -589,29 +589,15 @@ fn a_gpu_memory_request_is_shown_as_memory() {
 }
 
 /// GB200 NVL72 (`preset:oci-gb200-nvl72-4k`: 4-GPU hosts, 18 per NVLink domain, local blocks of
-/// 36): `--layout tp=16,pp=4,dp=2` on a Kueue Job of 32 pods × 4 GPUs, so a TP group is 4
-/// consecutive pods on 4 hosts. The preset's levels have nothing above the host that lies
-/// inside one NVLink domain, so the layout is refused, saying what to add; the preset's nodes
-/// exported and imported with their NVLink domain label as a level derive 8 pods per NVLink
-/// domain, and every TP group lands in one domain, where the label rules alone split one.
+/// 36, the NVLink domains a level `nvidia.com/gpu.clique` between host and local block):
+/// `--layout tp=16,…` on a Kueue Job of 32 pods × 4 GPUs, so a TP group is 4 consecutive pods
+/// on 4 hosts. The label rules alone split a TP group over two NVLink domains; with the layout
+/// every TP group lands in one, on the preset (issue #28) and on the preset's nodes exported and
+/// imported with their NVLink domain label as a level. A TP group wider than a domain is
+/// refused naming `layout.tp`.
 #[test]
 fn a_tp_group_wider_than_a_host_lands_in_one_nvl72_domain() {
     let job = "tests/fixtures/sched/jobs/kueue-gb200-tp16.yaml";
-    let layout = ["--model", "gpt3-175b", "--layout", "tp=16,pp=4,dp=2"];
-    let preset = [
-        "place",
-        "--cluster",
-        "preset:oci-gb200-nvl72-4k",
-        "--job",
-        job,
-    ];
-    let e = fails(&[&preset[..], &layout[..]].concat());
-    assert!(e.starts_with("error: layout.tp: a TP group"), "{e}");
-    assert!(
-        e.contains("give the cluster a topology level whose domains are its NVLink domains"),
-        "{e}"
-    );
-
     let dir = temp_dir("place-nvl72");
     let nodes = dir.join("nodes.json");
     let export = ok(&[
@@ -637,23 +623,18 @@ fn a_tp_group_wider_than_a_host_lands_in_one_nvl72_domain() {
             (s("kubernetes.io/hostname"), s(nvl))
         })
         .collect();
-    let levels = format!(
-        "oci.oraclecloud.com/rdma.hpc_island_id,oci.oraclecloud.com/rdma.network_block_id,oci.oraclecloud.com/rdma.local_block_id,{nvl},kubernetes.io/hostname"
+    assert_eq!(
+        domain_of
+            .values()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        64
     );
-    let cluster = [
-        "place",
-        "--cluster",
-        nodes.to_str().expect("utf-8"),
-        "--levels",
-        &levels,
-        "--job",
-        job,
-        "--output",
-        "json",
-    ];
     // TP groups (4 consecutive pods) spread over more than one NVLink domain.
     let split = |args: &[&str]| {
-        let p: PlacementFile = serde_json::from_str(&ok(args)).expect("placement JSON");
+        let mut args = args.to_vec();
+        args.extend(["--job", job, "--output", "json"]);
+        let p: PlacementFile = serde_json::from_str(&ok(&args)).expect("placement JSON");
         assert!(p.placed, "{:?}", p.reason);
         assert_eq!(p.pods.len(), 32);
         p.pods
@@ -664,9 +645,39 @@ fn a_tp_group_wider_than_a_host_lands_in_one_nvl72_domain() {
             })
             .count()
     };
-    assert!(
-        split(&cluster) > 0,
-        "the label rules alone split a TP group"
+    let preset = ["place", "--cluster", "preset:oci-gb200-nvl72-4k"];
+    let levels = format!(
+        "oci.oraclecloud.com/rdma.hpc_island_id,oci.oraclecloud.com/rdma.network_block_id,oci.oraclecloud.com/rdma.local_block_id,{nvl},kubernetes.io/hostname"
     );
-    assert_eq!(split(&[&cluster[..], &layout[..]].concat()), 0);
+    let imported = [
+        "place",
+        "--cluster",
+        nodes.to_str().expect("utf-8"),
+        "--levels",
+        &levels,
+    ];
+    for (cluster, model, layout) in [
+        (&preset[..], "llama3-70b", "tp=16,pp=2,dp=4"),
+        (&preset[..], "gpt3-175b", "tp=16,pp=4,dp=2"),
+        (&imported[..], "gpt3-175b", "tp=16,pp=4,dp=2"),
+    ] {
+        assert!(split(cluster) > 0, "the label rules alone split a TP group");
+        let with = [cluster, &["--model", model, "--layout", layout][..]].concat();
+        assert_eq!(split(&with), 0, "{with:?}");
+    }
+    let e = fails(
+        &[
+            &preset[..],
+            &["--job", job, "--model", "llama3-70b", "--layout", "tp=128"][..],
+        ]
+        .concat(),
+    );
+    assert!(e.starts_with("error: layout.tp: a TP group"), "{e}");
+    assert!(e.contains("use tp ≤ 72"), "{e}");
+    // The preset's level is the NVLink domains under the label GPU feature discovery sets.
+    let clique = "nvidia.com/gpu.clique";
+    for n in list["items"].as_array().expect("items") {
+        let labels = &n["metadata"]["labels"];
+        assert_eq!(labels[clique], labels[nvl], "{n}");
+    }
 }

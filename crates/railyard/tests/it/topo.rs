@@ -145,8 +145,33 @@ fn kind_nodes_with_kueue_or_kai_topology() {
     assert_eq!(tiers[2]["level"], Value::Null);
 }
 
-/// Export a cluster's NodeList and Topology, import them back, and compare levels and every
-/// node's domain path.
+/// Each switch tier as (the level it serves, groups, most GPUs per group), and which levels are
+/// NVLink levels (no switch tier): the switch view an import must give back.
+fn switch_view(v: &Value) -> (Vec<(Value, Value, Value)>, Vec<String>) {
+    let tiers = v["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["level"].clone(),
+                t["groups"].clone(),
+                t["gpus_max"].clone(),
+            )
+        })
+        .collect();
+    let nvlink = v["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["nvlink"] == true)
+        .map(|l| l["name"].as_str().unwrap().to_owned())
+        .collect();
+    (tiers, nvlink)
+}
+
+/// Export a cluster's NodeList and Topology, import them back, and compare levels, every
+/// node's domain path and the switch tiers.
 fn round_trip(cluster: &[&str], flavor: &str, dir: &str) {
     let dir = temp_dir(dir);
     let nodes = dir.join("nodes.yaml");
@@ -169,6 +194,7 @@ fn round_trip(cluster: &[&str], flavor: &str, dir: &str) {
     let before_show = show_json(cluster);
     let after_show = show_json(&["--cluster", nodes_s, "--topology", topo_s]);
     assert_eq!(level_domains(&before_show), level_domains(&after_show));
+    assert_eq!(switch_view(&before_show), switch_view(&after_show));
     assert_eq!(
         labels_of(cluster),
         labels_of(&["--cluster", nodes_s, "--topology", topo_s])
@@ -184,11 +210,57 @@ fn export_then_import_round_trips() {
         "kai",
         "rt-gb200",
     );
+    round_trip(
+        &["--cluster", "preset:oci-gb200-nvl72-4k"],
+        "kueue",
+        "rt-gb200-kueue",
+    );
     round_trip(&["--cluster", OCI_NODES], "kueue", "rt-oci");
     round_trip(
         &["--cluster", KIND_NODES, "--topology", KUEUE_TOPOLOGY],
         "kai",
         "rt-kind",
+    );
+}
+
+/// GB200 nodes as GPU feature discovery labels them: `nvidia.com/gpu.clique` is
+/// `<ClusterUUID>.<CliqueID>` (NVIDIA/k8s-device-plugin, internal/lm/fabric.go), and Topograph's
+/// `accelerator.topograph.run/domain` names the same racks otherwise. With the clique label as a
+/// level, the import reads the NVLink domains from it: the level is an NVLink level, with the
+/// preset's switch tiers, not a switch tier of its own.
+#[test]
+fn an_imported_clique_level_is_an_nvlink_level() {
+    let preset = ["--cluster", "preset:oci-gb200-nvl72-4k"];
+    let mut list: Value = serde_json::from_str(&ok(&[
+        &["topo", "export", "--format", "nodelist", "--output", "json"][..],
+        &preset[..],
+    ]
+    .concat()))
+    .unwrap();
+    for n in list["items"].as_array_mut().unwrap() {
+        let labels = n["metadata"]["labels"].as_object_mut().unwrap();
+        let rack = labels["nvidia.com/gpu.clique"].as_str().unwrap();
+        let clique = format!(
+            "4c1d2b7e-6f0a-4e8b-9d3c-2a5f1e0b7c94.{}",
+            rack.trim_start_matches("nvl-")
+        );
+        labels.insert("nvidia.com/gpu.clique".to_owned(), Value::String(clique));
+    }
+    let dir = temp_dir("clique-level");
+    let nodes = dir.join("nodes.json");
+    std::fs::write(&nodes, list.to_string()).unwrap();
+    let imported = show_json(&[
+        "--cluster",
+        nodes.to_str().unwrap(),
+        "--levels",
+        "oci.oraclecloud.com/rdma.hpc_island_id,oci.oraclecloud.com/rdma.network_block_id,oci.oraclecloud.com/rdma.local_block_id,nvidia.com/gpu.clique,kubernetes.io/hostname",
+    ]);
+    let original = show_json(&preset);
+    assert_eq!(level_domains(&imported), level_domains(&original));
+    assert_eq!(switch_view(&imported), switch_view(&original));
+    assert_eq!(
+        switch_view(&imported).1,
+        vec!["nvidia.com/gpu.clique".to_owned()]
     );
 }
 
