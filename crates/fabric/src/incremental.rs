@@ -50,6 +50,9 @@ pub struct FabricState<'c> {
     free: Vec<u32>,
     /// Per resource, what a start or an end reads and writes there ([`Res`]).
     res: Vec<Res>,
+    /// Per resource, its class ([`PRIVATE`], [`SLACK`] or [`CONTENDED`]): apart from `res`,
+    /// so the scan of a row for its reduced row ([`reduced_row`]) reads one byte per entry.
+    class: Vec<u8>,
     /// IDs of jobs whose component must be re-solved.
     dirty: Vec<u64>,
     /// Contended resources an ended job left: the components of their users must be re-solved.
@@ -87,8 +90,6 @@ struct Res {
     load_sum: f64,
     /// Its capacity (the fabric's).
     capacity: f64,
-    /// Its class ([`PRIVATE`], [`SLACK`] or [`CONTENDED`]).
-    class: u8,
 }
 
 /// A user of a resource: a running job's slot and where the resource is in its row (what a
@@ -140,6 +141,7 @@ impl<'c> FabricState<'c> {
             jobs: Vec::new(),
             free: Vec::new(),
             res,
+            class: vec![PRIVATE; n_res],
             dirty: Vec::new(),
             dirty_resources: Vec::new(),
             resource_seen: vec![0; n_res],
@@ -310,7 +312,7 @@ impl<'c> FabricState<'c> {
             r.bound -= w * 1.0 * job.most;
             r.load_sum -= w;
             r.users.retain(|u| u.slot != slot);
-            if r.class == CONTENDED && !r.users.is_empty() {
+            if self.class[ei] == CONTENDED && !r.users.is_empty() {
                 self.dirty_resources.push(e);
             }
             self.update_class(e);
@@ -462,8 +464,8 @@ impl<'c> FabricState<'c> {
                 SLACK
             }
         };
-        if class != self.res[ei].class {
-            self.res[ei].class = class;
+        if class != self.class[ei] {
+            self.class[ei] = class;
             for i in 0..self.res[ei].users.len() {
                 let slot = self.res[ei].users[i].slot;
                 self.job_mut(slot).stale = true;
@@ -489,7 +491,7 @@ impl<'c> FabricState<'c> {
             .as_mut()
             .expect("a slot of a running job");
         if job.stale {
-            reduced_row(job, &self.res);
+            reduced_row(job, &self.class);
             job.stale = false;
         }
     }
@@ -503,18 +505,18 @@ impl<'c> FabricState<'c> {
 /// the full row would, and the job's other private resources are never reached while it is
 /// unfrozen; resources that are not binding never freeze anyone. So the paces are the same bits,
 /// and a solve costs the contended resources plus one per job.
-fn reduced_row(job: &mut StateJob, res: &[Res]) {
+fn reduced_row(job: &mut StateJob, class: &[u8]) {
     let private = job
         .by_level
         .iter()
         .map(|&k| job.row[k as usize].0)
-        .find(|&e| res[e as usize].class == PRIVATE);
+        .find(|&e| class[e as usize] == PRIVATE);
     job.reduced.clear();
     job.reduced.extend(
         job.row
             .iter()
             .copied()
-            .filter(|&(e, _)| res[e as usize].class == CONTENDED || Some(e) == private),
+            .filter(|&(e, _)| class[e as usize] == CONTENDED || Some(e) == private),
     );
 }
 

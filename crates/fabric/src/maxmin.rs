@@ -230,7 +230,10 @@ pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
         let component = find_root(&mut parent, e) as usize;
         let level =
             ((capacity[ei] - frozen_load[ei]).max(0.0) / active_coef[ei]).max(t_last[component]);
-        if level > stored {
+        // Its level rose since it was pushed: back into the heap, unless it would come out
+        // first again at once (the same level recomputed from the same state), which skips
+        // the push and the pop and changes nothing.
+        if level > stored && heap.peek().is_some_and(|top| *top > Level(level, e)) {
             heap.push(Level(level, e));
             continue;
         }
