@@ -388,16 +388,56 @@ pub(crate) fn connections(
     }
 }
 
-/// [`entry_of`] for every search channel of every node, node by node: `search` entries each.
+/// The port and entry rank position of every search channel on every node, node by node:
+/// `search` entries each. With one host per node, search channel `s` uses port `s mod ports`
+/// of each node. When a node spans several hosts, every node's channel `s` uses the same rail
+/// instead: [`shared_rails`]`[s mod n]`, and on it port `(s div n) mod` the node's ports of
+/// that rail, so every hop between nodes stays on one rail plane.
 fn entry_ports(cluster: &Cluster, nodes: &NcclNodes, search: usize) -> Vec<(NicPort, usize)> {
+    let multi_host = nodes
+        .ranks
+        .iter()
+        .any(|g| g.iter().any(|r| r.node != g[0].node));
+    let rails = if multi_host {
+        shared_rails(nodes)
+    } else {
+        Vec::new()
+    };
     nodes
         .ranks
         .iter()
         .zip(&nodes.ports)
         .flat_map(|(node_ranks, ports)| {
-            (0..search).map(|s| entry_of(cluster, node_ranks, ports, s))
+            let rails = &rails;
+            (0..search).map(move |s| {
+                let port = if rails.is_empty() {
+                    ports[s % ports.len()]
+                } else {
+                    let rail = rails[s % rails.len()];
+                    let on_rail: Vec<NicPort> =
+                        ports.iter().copied().filter(|p| p.rail == rail).collect();
+                    on_rail[(s / rails.len()) % on_rail.len()]
+                };
+                (port, entry_of(cluster, node_ranks, port, s))
+            })
         })
         .collect()
+}
+
+/// The rails every node has a port on, ascending (empty when no rail is common to all).
+fn shared_rails(nodes: &NcclNodes) -> Vec<u32> {
+    let rails_of = |ports: &[NicPort]| {
+        let mut rails: Vec<u32> = ports.iter().map(|p| p.rail).collect();
+        rails.sort_unstable();
+        rails.dedup();
+        rails
+    };
+    let mut shared = nodes.ports.first().map(|p| rails_of(p)).unwrap_or_default();
+    for ports in nodes.ports.iter().skip(1) {
+        let here = rails_of(ports);
+        shared.retain(|r| here.contains(r));
+    }
+    shared
 }
 
 fn ring(cluster: &Cluster, nodes: &NcclNodes, plan: &ChannelPlan) -> Vec<Connection> {
@@ -462,21 +502,14 @@ fn ring(cluster: &Cluster, nodes: &NcclNodes, plan: &ChannelPlan) -> Vec<Connect
     out
 }
 
-/// The port search channel `s` uses on a node and the position of the rank it enters at (the
-/// first rank on that port's rail and host; else position `s mod ranks`).
-fn entry_of(
-    cluster: &Cluster,
-    node_ranks: &[Rank],
-    ports: &[NicPort],
-    s: usize,
-) -> (NicPort, usize) {
-    let port = ports[s % ports.len()];
+/// The position of the rank search channel `s` enters a node at through `port`: the first rank
+/// on that port's rail and host; else position `s mod ranks`.
+fn entry_of(cluster: &Cluster, node_ranks: &[Rank], port: NicPort, s: usize) -> usize {
     let rails = cluster.node(port.node).nics.rails.max(1);
-    let entry = node_ranks
+    node_ranks
         .iter()
         .position(|r| r.node == port.node && r.gpu % rails == port.rail)
-        .unwrap_or(s % node_ranks.len());
-    (port, entry)
+        .unwrap_or(s % node_ranks.len())
 }
 
 /// Parent of `i` in NCCL's first binary tree over `n` nodes (None for the root, node 0).
