@@ -10,8 +10,16 @@
 //! ranks over NVLink and leaves through the *same* NIC port (`NET n -> GPU a -> … -> GPU x ->
 //! NET n`, the search's ring pattern without cross-NIC) towards the next node, in node order;
 //! the last node closes the ring to the first. A node's NIC ports are its ranks' rails (GPU `g`
-//! uses rail `g mod rails`, every port of that rail), ordered rail by rail; search channel `s`
-//! uses port `s mod ports` on every node, so rail traffic stays on its rail plane. The number
+//! uses rail `g mod rails`, every port of that rail), ordered rail by rail. A channel uses one
+//! rail on both ends of every hop between nodes (every node runs the same search, so a channel
+//! has the same NET index, on rail-optimized hosts the same rail, on every node), so rail
+//! traffic stays on its rail plane. When every node is one host, search channel `s` uses port
+//! `s mod ports` on each node (the same rail where the hosts use the same rails). When a node
+//! spans several hosts of a multi-host NVLink domain, its port count is its hosts' and differs
+//! between domains holding different numbers of the job's hosts, so search channel `s` uses
+//! rail `shared[s mod n]` of the `n` rails every node has a port on, ascending, and on it the
+//! node's port `(s div n) mod` its ports of that rail, on every node (`s mod ports` when no
+//! rail is shared). Tree edges use the same port per channel as the rings. The number
 //! of channels is [`crate::nccl::channel_plan`]; channel `c` runs search channel
 //! `c mod search_channels`' ring and carries `1/channels` of the data. The NVLink hops of all
 //! channels between the same two GPUs are one flow (weight = channels using it). With a single
@@ -713,6 +721,116 @@ mod tests {
             93.75
         );
         assert_eq!(busbw_from_algbw(Collective::AllToAll, 16, 100.0), 93.75);
+    }
+
+    /// Three NVLink domains of 4 hosts, each host 4 GPUs and 4 rails of one port; one leaf
+    /// block per domain with a switch per rail, and a top tier whose striped wiring keeps
+    /// every rail its own plane (rail `r` reaches only rail `r`).
+    fn three_racks() -> Cluster {
+        let tier = |label: &str, nodes_per_domain, switches| topology::TierSpec {
+            label: label.to_owned(),
+            value_prefix: format!("{label}-"),
+            nodes_per_domain,
+            latency_us: 1.0,
+            switches_per_domain: Some(switches),
+            oversubscription: None,
+            sharp: false,
+        };
+        topology::build_from_spec(&topology::ClusterSpec {
+            name: "racks".to_owned(),
+            node: topology::NodeSpec {
+                nvlink_gbps: 7_200.0,
+                nvlink_domain_nodes: 4,
+                ..topology::examples::node(4, 4, 1, 400.0)
+            },
+            fabric: topology::FabricSpec {
+                fat_tree: None,
+                clos: Some(topology::ClosSpec {
+                    nodes: 12,
+                    rail_optimized: true,
+                    host_label: topology::HOSTNAME_LABEL.to_owned(),
+                    tiers: vec![tier("lb", 4, 4), tier("top", 12, 4)],
+                }),
+            },
+        })
+        .expect("valid spec")
+    }
+
+    /// Jobs over the racks as GPUs per host, rack by rack (hosts from the rack's first), and
+    /// the rails every inter-rack hop must use. Different host counts per rack made search
+    /// channel `s` land on different rails before (`s mod ports` of 16 vs 12 ports).
+    const RAIL_CASES: &[(&str, &[&[u32]], &[u32])] = &[
+        (
+            "4 hosts then 3",
+            &[&[4, 4, 4, 4], &[4, 4, 4]],
+            &[0, 1, 2, 3],
+        ),
+        (
+            "3 hosts then 4",
+            &[&[4, 4, 4], &[4, 4, 4, 4]],
+            &[0, 1, 2, 3],
+        ),
+        ("4 hosts then 1", &[&[4, 4, 4, 4], &[4]], &[0, 1, 2, 3]),
+        ("2, 3, then 1", &[&[4, 4], &[4, 4, 4], &[4]], &[0, 1, 2, 3]),
+        ("only rails 0 and 1 shared", &[&[4, 4, 4, 4], &[2]], &[0, 1]),
+    ];
+
+    fn rail_case_ranks(cluster: &Cluster, racks: &[&[u32]]) -> Vec<Rank> {
+        let mut ranks = Vec::new();
+        for (rack, hosts) in racks.iter().enumerate() {
+            for (h, &gpus) in hosts.iter().enumerate() {
+                let node = NodeId::from_index(rack * 4 + h);
+                assert!(gpus <= cluster.node(node).gpus, "fixture fits the host");
+                ranks.extend((0..gpus).map(|gpu| Rank { node, gpu }));
+            }
+        }
+        ranks
+    }
+
+    #[test]
+    fn every_hop_between_multi_host_domains_stays_on_one_rail() {
+        let cluster = three_racks();
+        let cfg = NcclConfig::default();
+        for &(name, racks, rails) in RAIL_CASES {
+            let ranks = rail_case_ranks(&cluster, racks);
+            validate_ranks(&cluster, &ranks).expect("valid ranks");
+            let nodes = nccl_nodes(&cluster, &ranks);
+            assert_eq!(
+                nodes.ranks.len(),
+                racks.len(),
+                "{name}: one NCCL node per rack"
+            );
+            let (_, plan) = plan_channels(&cluster, &nodes, &cfg);
+            for algorithm in [Algorithm::Ring, Algorithm::Tree, Algorithm::NvlsTree] {
+                let conns = connections(
+                    &cluster,
+                    &ranks,
+                    &nodes,
+                    &plan,
+                    Collective::AllReduce,
+                    algorithm,
+                    1,
+                )
+                .expect("connections");
+                let mut used: Vec<u32> = Vec::new();
+                for c in &conns {
+                    let Hop::Network { src, dst } = c.hop else {
+                        continue;
+                    };
+                    let domain = |p: NicPort| cluster.node(p.node).nvlink_domain;
+                    assert_ne!(domain(src), domain(dst), "{name} {algorithm:?}: {c:?}");
+                    assert_eq!(
+                        src.rail, dst.rail,
+                        "{name} {algorithm:?}: {src:?} -> {dst:?}"
+                    );
+                    used.push(src.rail);
+                }
+                used.sort_unstable();
+                used.dedup();
+                let want = &rails[..rails.len().min(plan.search_channels as usize)];
+                assert_eq!(used, want, "{name} {algorithm:?}: rails used");
+            }
+        }
     }
 
     #[test]
