@@ -759,20 +759,40 @@ mod tests {
     /// Jobs over the racks as GPUs per host, rack by rack (hosts from the rack's first), and
     /// the rails every inter-rack hop must use. Different host counts per rack made search
     /// channel `s` land on different rails before (`s mod ports` of 16 vs 12 ports).
-    const RAIL_CASES: &[(&str, &[&[u32]], &[u32])] = &[
-        (
-            "4 hosts then 3",
-            &[&[4, 4, 4, 4], &[4, 4, 4]],
-            &[0, 1, 2, 3],
-        ),
-        (
-            "3 hosts then 4",
-            &[&[4, 4, 4], &[4, 4, 4, 4]],
-            &[0, 1, 2, 3],
-        ),
-        ("4 hosts then 1", &[&[4, 4, 4, 4], &[4]], &[0, 1, 2, 3]),
-        ("2, 3, then 1", &[&[4, 4], &[4, 4, 4], &[4]], &[0, 1, 2, 3]),
-        ("only rails 0 and 1 shared", &[&[4, 4, 4, 4], &[2]], &[0, 1]),
+    struct RailCase {
+        name: &'static str,
+        /// GPUs per host, rack by rack.
+        racks: &'static [&'static [u32]],
+        /// The rails hops between racks may use.
+        rails: &'static [u32],
+    }
+
+    const RAIL_CASES: &[RailCase] = &[
+        RailCase {
+            name: "4 hosts then 3",
+            racks: &[&[4, 4, 4, 4], &[4, 4, 4]],
+            rails: &[0, 1, 2, 3],
+        },
+        RailCase {
+            name: "3 hosts then 4",
+            racks: &[&[4, 4, 4], &[4, 4, 4, 4]],
+            rails: &[0, 1, 2, 3],
+        },
+        RailCase {
+            name: "4 hosts then 1",
+            racks: &[&[4, 4, 4, 4], &[4]],
+            rails: &[0, 1, 2, 3],
+        },
+        RailCase {
+            name: "2, 3, then 1",
+            racks: &[&[4, 4], &[4, 4, 4], &[4]],
+            rails: &[0, 1, 2, 3],
+        },
+        RailCase {
+            name: "only rails 0 and 1 shared",
+            racks: &[&[4, 4, 4, 4], &[2]],
+            rails: &[0, 1],
+        },
     ];
 
     fn rail_case_ranks(cluster: &Cluster, racks: &[&[u32]]) -> Vec<Rank> {
@@ -791,7 +811,7 @@ mod tests {
     fn every_hop_between_multi_host_domains_stays_on_one_rail() {
         let cluster = three_racks();
         let cfg = NcclConfig::default();
-        for &(name, racks, rails) in RAIL_CASES {
+        for &RailCase { name, racks, rails } in RAIL_CASES {
             let ranks = rail_case_ranks(&cluster, racks);
             validate_ranks(&cluster, &ranks).expect("valid ranks");
             let nodes = nccl_nodes(&cluster, &ranks);
