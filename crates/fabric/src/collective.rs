@@ -10,8 +10,16 @@
 //! ranks over NVLink and leaves through the *same* NIC port (`NET n -> GPU a -> … -> GPU x ->
 //! NET n`, the search's ring pattern without cross-NIC) towards the next node, in node order;
 //! the last node closes the ring to the first. A node's NIC ports are its ranks' rails (GPU `g`
-//! uses rail `g mod rails`, every port of that rail), ordered rail by rail; search channel `s`
-//! uses port `s mod ports` on every node, so rail traffic stays on its rail plane. The number
+//! uses rail `g mod rails`, every port of that rail), ordered rail by rail. A channel uses one
+//! rail on both ends of every hop between nodes (every node runs the same search, so a channel
+//! has the same NET index, on rail-optimized hosts the same rail, on every node), so rail
+//! traffic stays on its rail plane. When every node is one host, search channel `s` uses port
+//! `s mod ports` on each node (the same rail where the hosts use the same rails). When a node
+//! spans several hosts of a multi-host NVLink domain, its port count is its hosts' and differs
+//! between domains holding different numbers of the job's hosts, so search channel `s` uses
+//! rail `shared[s mod n]` of the `n` rails every node has a port on, ascending, and on it the
+//! node's port `(s div n) mod` its ports of that rail, on every node (`s mod ports` when no
+//! rail is shared). Tree edges use the same port per channel as the rings. The number
 //! of channels is [`crate::nccl::channel_plan`]; channel `c` runs search channel
 //! `c mod search_channels`' ring and carries `1/channels` of the data. The NVLink hops of all
 //! channels between the same two GPUs are one flow (weight = channels using it). With a single
@@ -388,16 +396,56 @@ pub(crate) fn connections(
     }
 }
 
-/// [`entry_of`] for every search channel of every node, node by node: `search` entries each.
+/// The port and entry rank position of every search channel on every node, node by node:
+/// `search` entries each. With one host per node, search channel `s` uses port `s mod ports`
+/// of each node. When a node spans several hosts, every node's channel `s` uses the same rail
+/// instead: [`shared_rails`]`[s mod n]`, and on it port `(s div n) mod` the node's ports of
+/// that rail, so every hop between nodes stays on one rail plane.
 fn entry_ports(cluster: &Cluster, nodes: &NcclNodes, search: usize) -> Vec<(NicPort, usize)> {
+    let multi_host = nodes
+        .ranks
+        .iter()
+        .any(|g| g.iter().any(|r| r.node != g[0].node));
+    let rails = if multi_host {
+        shared_rails(nodes)
+    } else {
+        Vec::new()
+    };
     nodes
         .ranks
         .iter()
         .zip(&nodes.ports)
         .flat_map(|(node_ranks, ports)| {
-            (0..search).map(|s| entry_of(cluster, node_ranks, ports, s))
+            let rails = &rails;
+            (0..search).map(move |s| {
+                let port = if rails.is_empty() {
+                    ports[s % ports.len()]
+                } else {
+                    let rail = rails[s % rails.len()];
+                    let on_rail: Vec<NicPort> =
+                        ports.iter().copied().filter(|p| p.rail == rail).collect();
+                    on_rail[(s / rails.len()) % on_rail.len()]
+                };
+                (port, entry_of(cluster, node_ranks, port, s))
+            })
         })
         .collect()
+}
+
+/// The rails every node has a port on, ascending (empty when no rail is common to all).
+fn shared_rails(nodes: &NcclNodes) -> Vec<u32> {
+    let rails_of = |ports: &[NicPort]| {
+        let mut rails: Vec<u32> = ports.iter().map(|p| p.rail).collect();
+        rails.sort_unstable();
+        rails.dedup();
+        rails
+    };
+    let mut shared = nodes.ports.first().map(|p| rails_of(p)).unwrap_or_default();
+    for ports in nodes.ports.iter().skip(1) {
+        let here = rails_of(ports);
+        shared.retain(|r| here.contains(r));
+    }
+    shared
 }
 
 fn ring(cluster: &Cluster, nodes: &NcclNodes, plan: &ChannelPlan) -> Vec<Connection> {
@@ -462,21 +510,14 @@ fn ring(cluster: &Cluster, nodes: &NcclNodes, plan: &ChannelPlan) -> Vec<Connect
     out
 }
 
-/// The port search channel `s` uses on a node and the position of the rank it enters at (the
-/// first rank on that port's rail and host; else position `s mod ranks`).
-fn entry_of(
-    cluster: &Cluster,
-    node_ranks: &[Rank],
-    ports: &[NicPort],
-    s: usize,
-) -> (NicPort, usize) {
-    let port = ports[s % ports.len()];
+/// The position of the rank search channel `s` enters a node at through `port`: the first rank
+/// on that port's rail and host; else position `s mod ranks`.
+fn entry_of(cluster: &Cluster, node_ranks: &[Rank], port: NicPort, s: usize) -> usize {
     let rails = cluster.node(port.node).nics.rails.max(1);
-    let entry = node_ranks
+    node_ranks
         .iter()
         .position(|r| r.node == port.node && r.gpu % rails == port.rail)
-        .unwrap_or(s % node_ranks.len());
-    (port, entry)
+        .unwrap_or(s % node_ranks.len())
 }
 
 /// Parent of `i` in NCCL's first binary tree over `n` nodes (None for the root, node 0).
@@ -680,6 +721,136 @@ mod tests {
             93.75
         );
         assert_eq!(busbw_from_algbw(Collective::AllToAll, 16, 100.0), 93.75);
+    }
+
+    /// Three NVLink domains of 4 hosts, each host 4 GPUs and 4 rails of one port; one leaf
+    /// block per domain with a switch per rail, and a top tier whose striped wiring keeps
+    /// every rail its own plane (rail `r` reaches only rail `r`).
+    fn three_racks() -> Cluster {
+        let tier = |label: &str, nodes_per_domain, switches| topology::TierSpec {
+            label: label.to_owned(),
+            value_prefix: format!("{label}-"),
+            nodes_per_domain,
+            latency_us: 1.0,
+            switches_per_domain: Some(switches),
+            oversubscription: None,
+            sharp: false,
+        };
+        topology::build_from_spec(&topology::ClusterSpec {
+            name: "racks".to_owned(),
+            node: topology::NodeSpec {
+                nvlink_gbps: 7_200.0,
+                nvlink_domain_nodes: 4,
+                ..topology::examples::node(4, 4, 1, 400.0)
+            },
+            fabric: topology::FabricSpec {
+                fat_tree: None,
+                clos: Some(topology::ClosSpec {
+                    nodes: 12,
+                    rail_optimized: true,
+                    host_label: topology::HOSTNAME_LABEL.to_owned(),
+                    tiers: vec![tier("lb", 4, 4), tier("top", 12, 4)],
+                }),
+            },
+        })
+        .expect("valid spec")
+    }
+
+    /// Jobs over the racks as GPUs per host, rack by rack (hosts from the rack's first), and
+    /// the rails every inter-rack hop must use. Different host counts per rack made search
+    /// channel `s` land on different rails before (`s mod ports` of 16 vs 12 ports).
+    struct RailCase {
+        name: &'static str,
+        /// GPUs per host, rack by rack.
+        racks: &'static [&'static [u32]],
+        /// The rails hops between racks may use.
+        rails: &'static [u32],
+    }
+
+    const RAIL_CASES: &[RailCase] = &[
+        RailCase {
+            name: "4 hosts then 3",
+            racks: &[&[4, 4, 4, 4], &[4, 4, 4]],
+            rails: &[0, 1, 2, 3],
+        },
+        RailCase {
+            name: "3 hosts then 4",
+            racks: &[&[4, 4, 4], &[4, 4, 4, 4]],
+            rails: &[0, 1, 2, 3],
+        },
+        RailCase {
+            name: "4 hosts then 1",
+            racks: &[&[4, 4, 4, 4], &[4]],
+            rails: &[0, 1, 2, 3],
+        },
+        RailCase {
+            name: "2, 3, then 1",
+            racks: &[&[4, 4], &[4, 4, 4], &[4]],
+            rails: &[0, 1, 2, 3],
+        },
+        RailCase {
+            name: "only rails 0 and 1 shared",
+            racks: &[&[4, 4, 4, 4], &[2]],
+            rails: &[0, 1],
+        },
+    ];
+
+    fn rail_case_ranks(cluster: &Cluster, racks: &[&[u32]]) -> Vec<Rank> {
+        let mut ranks = Vec::new();
+        for (rack, hosts) in racks.iter().enumerate() {
+            for (h, &gpus) in hosts.iter().enumerate() {
+                let node = NodeId::from_index(rack * 4 + h);
+                assert!(gpus <= cluster.node(node).gpus, "fixture fits the host");
+                ranks.extend((0..gpus).map(|gpu| Rank { node, gpu }));
+            }
+        }
+        ranks
+    }
+
+    #[test]
+    fn every_hop_between_multi_host_domains_stays_on_one_rail() {
+        let cluster = three_racks();
+        let cfg = NcclConfig::default();
+        for &RailCase { name, racks, rails } in RAIL_CASES {
+            let ranks = rail_case_ranks(&cluster, racks);
+            validate_ranks(&cluster, &ranks).expect("valid ranks");
+            let nodes = nccl_nodes(&cluster, &ranks);
+            assert_eq!(
+                nodes.ranks.len(),
+                racks.len(),
+                "{name}: one NCCL node per rack"
+            );
+            let (_, plan) = plan_channels(&cluster, &nodes, &cfg);
+            for algorithm in [Algorithm::Ring, Algorithm::Tree, Algorithm::NvlsTree] {
+                let conns = connections(
+                    &cluster,
+                    &ranks,
+                    &nodes,
+                    &plan,
+                    Collective::AllReduce,
+                    algorithm,
+                    1,
+                )
+                .expect("connections");
+                let mut used: Vec<u32> = Vec::new();
+                for c in &conns {
+                    let Hop::Network { src, dst } = c.hop else {
+                        continue;
+                    };
+                    let domain = |p: NicPort| cluster.node(p.node).nvlink_domain;
+                    assert_ne!(domain(src), domain(dst), "{name} {algorithm:?}: {c:?}");
+                    assert_eq!(
+                        src.rail, dst.rail,
+                        "{name} {algorithm:?}: {src:?} -> {dst:?}"
+                    );
+                    used.push(src.rail);
+                }
+                used.sort_unstable();
+                used.dedup();
+                let want = &rails[..rails.len().min(plan.search_channels as usize)];
+                assert_eq!(used, want, "{name} {algorithm:?}: rails used");
+            }
+        }
     }
 
     #[test]

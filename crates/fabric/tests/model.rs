@@ -367,6 +367,40 @@ fn multi_node_nvlink_domains_talk_over_nvlink() {
     assert!((r.latency_us - 2.0).abs() < 1e-12);
 }
 
+/// Jobs over two NVL72 racks of `nvl72(36)`, as hosts of the first rack and hosts of the
+/// second (from each rack's first): different counts gave the racks 72 and 56 (or 4) NIC
+/// ports, and search channel `s mod ports` crossed rail planes, which the rail-optimized
+/// leaves and striped spines do not join ("no up/down path").
+const UNEVEN_RACKS: &[(usize, usize)] = &[(18, 14), (14, 18), (18, 1), (2, 17)];
+
+#[test]
+fn rings_between_racks_of_uneven_host_counts_stay_on_their_rails() {
+    let c = nvl72(36);
+    for &(first, second) in UNEVEN_RACKS {
+        let hosts: Vec<usize> = (0..first).chain(18..18 + second).collect();
+        for collective in [
+            Collective::AllReduce,
+            Collective::AllGather,
+            Collective::ReduceScatter,
+        ] {
+            let r = evaluate(
+                &c,
+                &[JobTraffic {
+                    ranks: whole_nodes(&c, &hosts),
+                    collective,
+                }],
+                &cfg(RoutingMode::Ecmp, 1),
+            )
+            .unwrap_or_else(|e| panic!("{first}+{second} hosts, {collective:?}: {e}"))
+            .remove(0);
+            assert!(
+                r.busbw_gb_s > 0.0 && r.busbw_gb_s <= r.ideal_busbw_gb_s * (1.0 + 1e-12),
+                "{first}+{second} hosts, {collective:?}: {r:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_same_hash_seed_on_every_switch_polarises_ecmp() {
     let c = fat_tree_k8();

@@ -1098,3 +1098,32 @@ fn sweep_shows_nvls_where_the_tuner_picks_it() {
         text.stdout
     );
 }
+
+/// GB200 NVL72 racks are rail-optimized with each rail its own plane up to the top tier. The
+/// TP16 job lands on 18 hosts of one rack and 14 of the next: each rack is one NCCL node with
+/// its hosts' NIC ports (72 and 56), and every ring channel must leave and enter on one rail
+/// (before, `s mod ports` picked rail 0 in one rack and rail 1 in the other: "no up/down
+/// path from gb200-0014/rail0 to gb200-0018/rail1").
+#[test]
+fn rings_between_gb200_racks_of_uneven_host_counts_route() {
+    let out = crate::ok(&[
+        "fabric",
+        "collective",
+        "--cluster",
+        "preset:oci-gb200-nvl72-4k",
+        "--collective",
+        "allreduce",
+        "--job",
+        "tests/fixtures/sched/jobs/kueue-gb200-tp16.yaml",
+        "--output",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(
+        (v["ranks"].as_u64(), v["nodes"].as_u64()),
+        (Some(128), Some(32))
+    );
+    let busbw = v["busbw_gb_s"].as_f64().expect("busbw_gb_s");
+    let ideal = v["ideal_busbw_gb_s"].as_f64().expect("ideal_busbw_gb_s");
+    assert!(busbw > 0.0 && busbw <= ideal * (1.0 + 1e-12), "{out}");
+}
