@@ -1,5 +1,6 @@
-//! `trace synth`'s options checked together: the profile by name, a positive job count, and
-//! arrivals either at an offered load of a cluster's GPUs or at a rate.
+//! `trace synth`'s options checked together: the profile by name, a positive job count,
+//! arrivals either at an offered load of a cluster's GPUs or at a rate, and a cluster whose GPUs
+//! can price the profile's layout jobs.
 
 use sim::synth::{profile, Arrivals, Profile, PROFILES};
 use topology::Cluster;
@@ -55,5 +56,38 @@ pub fn check_options(
             )
         }
     };
+    if let Some(c) = cluster {
+        check_layout_gpus(profile, c)?;
+    }
     Ok((profile, arrivals, gpus_per_node))
+}
+
+/// A profile whose classes give jobs a model and layout (bf16, the layouts' precision) needs
+/// GPUs with a bf16 peak and a published efficiency, or `simulate` would refuse every such job
+/// of the trace it writes.
+fn check_layout_gpus(profile: &Profile, cluster: &Cluster) -> Result<(), String> {
+    if profile
+        .classes
+        .iter()
+        .all(|c| matches!(c.layout, sim::synth::LayoutRule::None))
+    {
+        return Ok(());
+    }
+    let precision = layout::Precision::Bf16;
+    let unpriced = cluster
+        .nodes
+        .iter()
+        .map(|n| fabric::GpuArch::from_nvlink_gbps(n.nvlink_gbps))
+        .find(|&arch| {
+            layout::compute::peak_flops(arch, precision).is_none()
+                || layout::compute::efficiency(arch, precision).is_none()
+        });
+    match unpriced {
+        Some(arch) => Err(format!(
+            "--cluster: {arch:?} GPUs have no bf16 peak or published efficiency in railyard, so the \
+             `{}` profile's layout jobs could not be priced; expected a cluster of A100 or H100 GPUs",
+            profile.name
+        )),
+        None => Ok(()),
+    }
 }

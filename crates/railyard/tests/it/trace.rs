@@ -78,6 +78,19 @@ fn bad_options_exit_2_with_one_line() {
             &["--profile", "llm", "--jobs", "5", "--rate=0"][..],
             "--rate",
         ),
+        // Blackwell has no published bf16 efficiency: `simulate` could price none of the
+        // layout jobs such a trace would carry.
+        (
+            &[
+                "--profile",
+                "llm",
+                "--jobs",
+                "5",
+                "--cluster",
+                "preset:oci-gb200-nvl72-4k",
+            ][..],
+            "--cluster: Blackwell GPUs have no bf16 peak or published efficiency",
+        ),
     ] {
         let mut all = vec!["trace", "synth"];
         all.extend_from_slice(args);
