@@ -11,9 +11,10 @@
 //! NET n`, the search's ring pattern without cross-NIC) towards the next node, in node order;
 //! the last node closes the ring to the first. A node's NIC ports are its ranks' rails (GPU `g`
 //! uses rail `g mod rails`, every port of that rail), ordered rail by rail. A channel uses one
-//! rail on both ends of every hop between nodes (every node runs the same search, so a channel
-//! has the same NET index, on rail-optimized hosts the same rail, on every node), so rail
-//! traffic stays on its rail plane. When every node is one host, search channel `s` uses port
+//! rail on both ends of every hop between nodes (railyard's rule, so that on a rail-optimized
+//! fabric, whose rail planes may meet only at the top or not at all, a hop always has a path;
+//! not checked against NCCL's search for multi-host NVLink domains), so rail traffic stays on
+//! its rail plane. When every node is one host, search channel `s` uses port
 //! `s mod ports` on each node (the same rail where the hosts use the same rails). When a node
 //! spans several hosts of a multi-host NVLink domain, its port count is its hosts' and differs
 //! between domains holding different numbers of the job's hosts, so search channel `s` uses
