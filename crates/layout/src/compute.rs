@@ -63,6 +63,20 @@ pub const A100_EFFICIENCY: f64 = 0.619;
 /// H100 BF16 efficiency (see [`efficiency`]).
 pub const H100_BF16_EFFICIENCY: f64 = 0.566;
 
+/// The oldest GPU generation among `cluster`'s nodes that has no peak or no published
+/// efficiency at `precision` ([`peak_flops`], [`efficiency`]): a layout job there could not be
+/// priced without an efficiency given. `None` when every generation can be.
+pub fn unpriced_arch(cluster: &topology::Cluster, precision: Precision) -> Option<GpuArch> {
+    cluster
+        .nodes
+        .iter()
+        .map(|n| GpuArch::from_nvlink_gbps(n.nvlink_gbps))
+        .filter(|&arch| {
+            peak_flops(arch, precision).is_none() || efficiency(arch, precision).is_none()
+        })
+        .min()
+}
+
 /// The pipeline bubble as a fraction of the ideal (bubble-free) time: (p − 1)/m for 1F1B,
 /// (p − 1)/(v·m) interleaved with v stages per rank (Narayanan et al., SC '21, §2.2.1–2.2.2).
 pub fn bubble_fraction(pp: u32, vp: u32, micro_batches: u32) -> f64 {

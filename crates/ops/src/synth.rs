@@ -73,16 +73,7 @@ fn check_layout_gpus(profile: &Profile, cluster: &Cluster) -> Result<(), String>
     {
         return Ok(());
     }
-    let precision = layout::Precision::Bf16;
-    let unpriced = cluster
-        .nodes
-        .iter()
-        .map(|n| fabric::GpuArch::from_nvlink_gbps(n.nvlink_gbps))
-        .find(|&arch| {
-            layout::compute::peak_flops(arch, precision).is_none()
-                || layout::compute::efficiency(arch, precision).is_none()
-        });
-    match unpriced {
+    match layout::compute::unpriced_arch(cluster, layout::Precision::Bf16) {
         Some(arch) => Err(format!(
             "--cluster: {arch:?} GPUs have no bf16 peak or published efficiency in railyard, so the \
              `{}` profile's layout jobs could not be priced; expected a cluster of A100 or H100 GPUs",

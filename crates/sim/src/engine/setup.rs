@@ -562,23 +562,12 @@ fn check_layout(cluster: &Cluster, t: &TraceJob) -> Result<(), SimError> {
     training
         .validate(u64::from(t.gpus))
         .map_err(|e| err(e.to_string()))?;
-    let mut archs: Vec<fabric::GpuArch> = cluster
-        .nodes
-        .iter()
-        .map(|n| fabric::GpuArch::from_nvlink_gbps(n.nvlink_gbps))
-        .collect();
-    archs.sort();
-    archs.dedup();
-    for arch in archs {
-        let p = training.precision;
-        if layout::compute::peak_flops(arch, p).is_none()
-            || layout::compute::efficiency(arch, p).is_none()
-        {
-            return Err(err(format!(
-                "precision: {arch:?} GPUs have no peak or published efficiency at {} in railyard",
-                p.name()
-            )));
-        }
+    let p = training.precision;
+    if let Some(arch) = layout::compute::unpriced_arch(cluster, p) {
+        return Err(err(format!(
+            "precision: {arch:?} GPUs have no peak or published efficiency at {} in railyard",
+            p.name()
+        )));
     }
     Ok(())
 }
