@@ -345,12 +345,7 @@ fn collective_json_records_the_version_and_the_command_line() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(v["railyard_version"], env!("CARGO_PKG_VERSION"));
-    let command: Vec<&str> = v["command"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap())
-        .collect();
+    let command = crate::strings(&v["command"]);
     assert_eq!(command, [&["railyard"], &args[..]].concat());
 }
 

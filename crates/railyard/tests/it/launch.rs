@@ -183,12 +183,7 @@ fn k8s_patch_parses_as_yaml() {
         );
         let c = &spec["containers"][0];
         assert_eq!(c["name"], "trainer");
-        let cmd: Vec<&str> = c["command"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
+        let cmd = crate::strings(&c["command"]);
         assert_eq!(cmd[0], "torchrun");
         let rank_at = cmd.iter().position(|w| *w == "--node-rank").unwrap();
         assert_eq!(cmd[rank_at + 1], i.to_string());
@@ -747,12 +742,7 @@ fn layouts_write_megatron_flags_and_tiers() {
         assert_eq!(docs.len(), 2, "{name}");
         for d in docs {
             let c = &d["spec"]["containers"][0];
-            let cmd: Vec<&str> = c["command"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_str().unwrap())
-                .collect();
+            let cmd = crate::strings(&c["command"]);
             assert_eq!(cmd[cmd.len() - words.len()..], words[..], "{name}");
             let env = c["env"].as_array().unwrap();
             let var = env

@@ -142,6 +142,16 @@ pub fn assert_one_line_error(run: &Run, contains: &str) {
     );
 }
 
+/// A JSON array of strings (a container's `command`, an output's `command` line) as `&str`s;
+/// panics on anything else.
+pub fn strings(v: &serde_json::Value) -> Vec<&str> {
+    v.as_array()
+        .expect("an array")
+        .iter()
+        .map(|w| w.as_str().expect("a string"))
+        .collect()
+}
+
 /// A path under `tests/fixtures/`.
 pub fn fixture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
