@@ -11,14 +11,19 @@ pub const MAX_KUBERNETES_NAME_BYTES: usize = 253;
 /// stricter ones (for job and queue names, which the peers check per kind, and the names of
 /// trace rows, which reach reports, JSON and scripts).
 pub fn never_a_kubernetes_name(name: &str) -> Option<String> {
-    if name.is_empty() {
+    never_a_kubernetes_name_parts("", name)
+}
+
+/// [`never_a_kubernetes_name`] of `prefix` followed by `value`, without putting them together.
+fn never_a_kubernetes_name_parts(prefix: &str, value: &str) -> Option<String> {
+    let bytes = prefix.len() + value.len();
+    if bytes == 0 {
         Some("is empty".to_owned())
-    } else if name.len() > MAX_KUBERNETES_NAME_BYTES {
+    } else if bytes > MAX_KUBERNETES_NAME_BYTES {
         Some(format!(
-            "is {} bytes, more than the {MAX_KUBERNETES_NAME_BYTES} of any Kubernetes name",
-            name.len()
+            "is {bytes} bytes, more than the {MAX_KUBERNETES_NAME_BYTES} of any Kubernetes name"
         ))
-    } else if name.chars().any(char::is_control) {
+    } else if prefix.chars().chain(value.chars()).any(char::is_control) {
         Some("holds a control character".to_owned())
     } else {
         None
@@ -29,11 +34,17 @@ pub fn never_a_kubernetes_name(name: &str) -> Option<String> {
 /// "the job name `…` is empty; it can never be a Kubernetes name" (the name cut by
 /// [`crate::excerpt`]).
 pub fn check_kubernetes_name(what: &str, name: &str) -> Result<(), String> {
-    match never_a_kubernetes_name(name) {
+    check_prefixed_kubernetes_name(what, "", name)
+}
+
+/// [`check_kubernetes_name`] of the name `prefix` + `value` (a trace row's `vc-` + its
+/// cluster), allocating only for the message of a bad one.
+pub fn check_prefixed_kubernetes_name(what: &str, prefix: &str, value: &str) -> Result<(), String> {
+    match never_a_kubernetes_name_parts(prefix, value) {
         None => Ok(()),
         Some(why) => Err(format!(
             "the {what} `{}` {why}; it can never be a Kubernetes name",
-            crate::excerpt(name)
+            crate::excerpt(&format!("{prefix}{value}"))
         )),
     }
 }

@@ -514,13 +514,7 @@ fn count(name: &str, v: &str) -> Result<u32, String> {
 /// character (a tab or newline inside a quoted field). Such names reach reports, JSON and
 /// scripts; any other characters (real traces' ids) are kept. No allocation for a good name.
 fn row_name(column: &str, what: &str, prefix: &str, value: &str) -> Result<(), String> {
-    if !value.is_empty()
-        && prefix.len() + value.len() <= crate::names::MAX_KUBERNETES_NAME_BYTES
-        && !value.chars().any(char::is_control)
-    {
-        return Ok(());
-    }
-    crate::names::check_kubernetes_name(what, &format!("{prefix}{value}"))
+    crate::names::check_prefixed_kubernetes_name(what, prefix, value)
         .map_err(|m| format!("{column}: {m}"))
 }
 
