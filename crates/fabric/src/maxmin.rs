@@ -23,8 +23,9 @@
 //! with its resources renumbered in the same order) gives the same bits as solving it among
 //! others.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+
+use dary_heap::QuaternaryHeap;
 
 /// Flows as compressed rows: for each flow, the resources it crosses and the fraction of the
 /// flow on each, plus its fairness weight.
@@ -117,23 +118,28 @@ impl FlowPaths {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Level(f64, u32);
-
-impl Eq for Level {}
-
-impl Ord for Level {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Reversed: BinaryHeap is a max-heap and we want the lowest level first, then the lowest
-        // resource index (deterministic order among ties).
-        other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
-    }
+/// A resource's place in the filling order as one integer: its level's bits mapped so that
+/// unsigned order is `f64::total_cmp`'s order, then the resource index (the lowest first among
+/// ties). The smallest key is the next to fill.
+fn level_key(level: f64, e: u32) -> u128 {
+    let bits = level.to_bits();
+    let ordered = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    };
+    (u128::from(ordered) << 32) | u128::from(e)
 }
 
-impl PartialOrd for Level {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
+/// The level a [`level_key`] holds.
+fn key_level(key: u128) -> f64 {
+    let ordered = (key >> 32) as u64;
+    let bits = if ordered >> 63 == 1 {
+        ordered & !(1 << 63)
+    } else {
+        !ordered
+    };
+    f64::from_bits(bits)
 }
 
 /// The weighted max-min fair rate of every flow, in the unit of `capacity`.
@@ -141,136 +147,213 @@ impl PartialOrd for Level {
 /// A flow that crosses no resource with a positive fraction is unconstrained and gets
 /// `f64::INFINITY`; a flow with φ = 0 gets 0. Panics if a resource index is out of range.
 pub fn max_min_fair(capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
-    let n_res = capacity.len();
-    let n_flows = flows.len();
-    // The most each flow could ever get (per unit of φ), and from that which resources can fill.
-    let mut bound = vec![0.0f64; n_res];
-    for f in 0..n_flows {
-        let phi = flows.fairness(f);
-        if phi <= 0.0 {
-            continue;
-        }
-        let most = flows
-            .path(f)
-            .filter(|&(_, w)| w > 0.0)
-            .map(|(e, w)| alone_level(capacity[e as usize], w * phi))
-            .fold(f64::INFINITY, f64::min);
-        for (e, w) in flows.path(f) {
-            if w > 0.0 {
-                bound[e as usize] += w * phi * most;
-            }
-        }
-    }
-    let binding: Vec<bool> = (0..n_res)
-        .map(|e| is_binding(bound[e], capacity[e]))
-        .collect();
-    // Transpose: flows crossing each binding resource, with coefficient fraction·φ.
-    let mut count = vec![0u32; n_res + 1];
-    for f in 0..n_flows {
-        for (e, w) in flows.path(f) {
-            if w > 0.0 && flows.fairness(f) > 0.0 && binding[e as usize] {
-                count[e as usize + 1] += 1;
-            }
-        }
-    }
-    for i in 0..n_res {
-        count[i + 1] += count[i];
-    }
-    let start = count.clone();
-    let mut fill = count;
-    let mut members = vec![0u32; start[n_res] as usize];
-    let mut active_coef = vec![0.0f64; n_res];
-    let mut active_n = vec![0u32; n_res];
-    for f in 0..n_flows {
-        let phi = flows.fairness(f);
-        for (e, w) in flows.path(f) {
-            if w > 0.0 && phi > 0.0 && binding[e as usize] {
-                let e = e as usize;
-                members[fill[e] as usize] = f as u32;
-                fill[e] += 1;
-                active_coef[e] += w * phi;
-                active_n[e] += 1;
-            }
-        }
-    }
-    // Components of the flow–resource graph (union-find over resources): each keeps its own
-    // last level, so a component's arithmetic does not depend on the others.
-    let mut parent: Vec<u32> = (0..n_res as u32).collect();
-    for f in 0..n_flows {
-        if flows.fairness(f) <= 0.0 {
-            continue;
-        }
-        let mut first = None;
-        for (e, w) in flows.path(f) {
-            if w <= 0.0 || !binding[e as usize] {
-                continue;
-            }
-            let root = find_root(&mut parent, e);
-            match first {
-                None => first = Some(root),
-                Some(r) if r != root => parent[root as usize] = r,
-                Some(_) => {}
-            }
-        }
-    }
-    let mut t_last = vec![0.0f64; n_res];
-    let mut frozen_load = vec![0.0f64; n_res];
-    let mut rate = vec![f64::NAN; n_flows];
-    let mut heap = BinaryHeap::with_capacity(n_res);
-    for e in 0..n_res {
-        if active_n[e] > 0 {
-            heap.push(Level((capacity[e].max(0.0)) / active_coef[e], e as u32));
-        }
-    }
-    while let Some(Level(stored, e)) = heap.pop() {
-        let ei = e as usize;
-        if active_n[ei] == 0 {
-            continue;
-        }
-        let component = find_root(&mut parent, e) as usize;
-        let level =
-            ((capacity[ei] - frozen_load[ei]).max(0.0) / active_coef[ei]).max(t_last[component]);
-        // Its level rose since it was pushed: back into the heap, unless it would come out
-        // first again at once (the same level recomputed from the same state), which skips
-        // the push and the pop and changes nothing.
-        if level > stored && heap.peek().is_some_and(|top| *top > Level(level, e)) {
-            heap.push(Level(level, e));
-            continue;
-        }
-        let t = level;
-        t_last[component] = t;
-        for i in start[ei]..start[ei + 1] {
-            let f = members[i as usize] as usize;
-            if !rate[f].is_nan() {
-                continue;
-            }
+    Filling::default().rates(capacity, flows)
+}
+
+/// The working arrays of one progressive filling ([`max_min_fair`]), kept between solves by a
+/// caller that solves many times ([`SparseSolver`]); each solve sets every entry it reads.
+#[derive(Clone, Debug, Default)]
+struct Filling {
+    /// Per resource: the load its flows put on it, each at the most it could ever get.
+    bound: Vec<f64>,
+    /// Per resource: whether it can fill.
+    binding: Vec<bool>,
+    /// Per resource: where its flows start in `members` (one more entry at the end).
+    start: Vec<u32>,
+    /// Per resource: where its next flow goes in `members`, while they are listed.
+    fill: Vec<u32>,
+    /// The flows of each binding resource, resource after resource.
+    members: Vec<u32>,
+    /// Per resource: the sum of fraction · φ over its unfrozen flows.
+    active_coef: Vec<f64>,
+    /// Per resource: how many of its flows are unfrozen.
+    active_n: Vec<u32>,
+    /// Per resource: its parent in the union-find of components.
+    parent: Vec<u32>,
+    /// Per component root: the last level reached.
+    t_last: Vec<f64>,
+    /// Per resource: the load of its frozen flows.
+    frozen_load: Vec<f64>,
+    /// The heap's storage between solves.
+    heap: Vec<Reverse<u128>>,
+}
+
+/// `v` as `n` copies of `value`, keeping its memory.
+fn reset<T: Clone>(v: &mut Vec<T>, n: usize, value: T) {
+    v.clear();
+    v.resize(n, value);
+}
+
+impl Filling {
+    /// [`max_min_fair`] in these arrays.
+    fn rates(&mut self, capacity: &[f64], flows: &FlowPaths) -> Vec<f64> {
+        let n_res = capacity.len();
+        let n_flows = flows.len();
+        // The most each flow could ever get (per unit of φ), and from that which resources can
+        // fill.
+        let bound = &mut self.bound;
+        reset(bound, n_res, 0.0);
+        for f in 0..n_flows {
             let phi = flows.fairness(f);
-            let r = phi * t;
-            rate[f] = r;
-            for (e2, w) in flows.path(f) {
-                if w > 0.0 && binding[e2 as usize] {
-                    let e2 = e2 as usize;
-                    frozen_load[e2] += w * r;
-                    active_n[e2] -= 1;
-                    if active_n[e2] == 0 {
-                        active_coef[e2] = 0.0;
-                    } else {
-                        active_coef[e2] -= w * phi;
+            if phi <= 0.0 {
+                continue;
+            }
+            let most = flows
+                .path(f)
+                .filter(|&(_, w)| w > 0.0)
+                .map(|(e, w)| alone_level(capacity[e as usize], w * phi))
+                .fold(f64::INFINITY, f64::min);
+            for (e, w) in flows.path(f) {
+                if w > 0.0 {
+                    bound[e as usize] += w * phi * most;
+                }
+            }
+        }
+        let binding = &mut self.binding;
+        binding.clear();
+        binding.extend((0..n_res).map(|e| is_binding(bound[e], capacity[e])));
+        // Transpose: flows crossing each binding resource, with coefficient fraction·φ.
+        let start = &mut self.start;
+        reset(start, n_res + 1, 0);
+        for f in 0..n_flows {
+            if flows.fairness(f) <= 0.0 {
+                continue;
+            }
+            for (e, w) in flows.path(f) {
+                if w > 0.0 && binding[e as usize] {
+                    start[e as usize + 1] += 1;
+                }
+            }
+        }
+        for i in 0..n_res {
+            start[i + 1] += start[i];
+        }
+        let fill = &mut self.fill;
+        fill.clear();
+        fill.extend_from_slice(start);
+        let members = &mut self.members;
+        reset(members, start[n_res] as usize, 0);
+        let active_coef = &mut self.active_coef;
+        reset(active_coef, n_res, 0.0);
+        let active_n = &mut self.active_n;
+        reset(active_n, n_res, 0);
+        // Flows on at least one binding resource: the filling ends when the last of them
+        // freezes (every resource left in the heap then has no unfrozen flow).
+        let mut unfrozen = 0usize;
+        for f in 0..n_flows {
+            let phi = flows.fairness(f);
+            if phi <= 0.0 {
+                continue;
+            }
+            let mut on_binding = false;
+            for (e, w) in flows.path(f) {
+                if w > 0.0 && binding[e as usize] {
+                    let e = e as usize;
+                    members[fill[e] as usize] = f as u32;
+                    fill[e] += 1;
+                    active_coef[e] += w * phi;
+                    active_n[e] += 1;
+                    on_binding = true;
+                }
+            }
+            unfrozen += usize::from(on_binding);
+        }
+        // Components of the flow–resource graph (union-find over resources): each keeps its
+        // own last level, so a component's arithmetic does not depend on the others.
+        let parent = &mut self.parent;
+        parent.clear();
+        parent.extend(0..n_res as u32);
+        for f in 0..n_flows {
+            if flows.fairness(f) <= 0.0 {
+                continue;
+            }
+            let mut first = None;
+            for (e, w) in flows.path(f) {
+                if w <= 0.0 || !binding[e as usize] {
+                    continue;
+                }
+                let root = find_root(parent, e);
+                match first {
+                    None => first = Some(root),
+                    Some(r) if r != root => parent[root as usize] = r,
+                    Some(_) => {}
+                }
+            }
+        }
+        let t_last = &mut self.t_last;
+        reset(t_last, n_res, 0.0);
+        let frozen_load = &mut self.frozen_load;
+        reset(frozen_load, n_res, 0.0);
+        let mut rate = vec![f64::NAN; n_flows];
+        // A min-heap of resources by level (lazy: a resource's entry may be below its level
+        // now).
+        let mut entries = std::mem::take(&mut self.heap);
+        entries.clear();
+        entries.extend(
+            (0..n_res)
+                .filter(|&e| active_n[e] > 0)
+                .map(|e| Reverse(level_key(capacity[e].max(0.0) / active_coef[e], e as u32))),
+        );
+        let mut heap = QuaternaryHeap::from(entries);
+        while unfrozen > 0 {
+            let Some(Reverse(key)) = heap.pop() else {
+                break;
+            };
+            let (stored, e) = (key_level(key), key as u32);
+            let ei = e as usize;
+            if active_n[ei] == 0 {
+                continue;
+            }
+            let component = find_root(parent, e) as usize;
+            let level = ((capacity[ei] - frozen_load[ei]).max(0.0) / active_coef[ei])
+                .max(t_last[component]);
+            // Its level rose since it was pushed: back into the heap, unless it would come out
+            // first again at once (the same level recomputed from the same state), which skips
+            // the push and the pop and changes nothing.
+            if level > stored {
+                let key = level_key(level, e);
+                if heap.peek().is_some_and(|top| top.0 < key) {
+                    heap.push(Reverse(key));
+                    continue;
+                }
+            }
+            let t = level;
+            t_last[component] = t;
+            for i in start[ei]..start[ei + 1] {
+                let f = members[i as usize] as usize;
+                if !rate[f].is_nan() {
+                    continue;
+                }
+                let phi = flows.fairness(f);
+                let r = phi * t;
+                rate[f] = r;
+                unfrozen -= 1;
+                for (e2, w) in flows.path(f) {
+                    if w > 0.0 && binding[e2 as usize] {
+                        let e2 = e2 as usize;
+                        frozen_load[e2] += w * r;
+                        active_n[e2] -= 1;
+                        if active_n[e2] == 0 {
+                            active_coef[e2] = 0.0;
+                        } else {
+                            active_coef[e2] -= w * phi;
+                        }
                     }
                 }
             }
         }
-    }
-    for (f, r) in rate.iter_mut().enumerate() {
-        if r.is_nan() {
-            *r = if flows.fairness(f) > 0.0 {
-                f64::INFINITY
-            } else {
-                0.0
-            };
+        self.heap = heap.into_vec();
+        for (f, r) in rate.iter_mut().enumerate() {
+            if r.is_nan() {
+                *r = if flows.fairness(f) > 0.0 {
+                    f64::INFINITY
+                } else {
+                    0.0
+                };
+            }
         }
+        rate
     }
-    rate
 }
 
 /// The level at which a resource of `capacity` fills with one flow of coefficient `coef` (> 0)
@@ -366,6 +449,42 @@ fn aggregate_into(
     }
 }
 
+/// Sort `ids`, all distinct, ascending. Many IDs in a narrow range (a component's resources)
+/// are set as bits of a bitmap over that range and read back in order, which costs the range in
+/// words instead of a comparison sort; few or widely spread IDs are sorted. `bits` is scratch.
+fn sort_distinct(ids: &mut Vec<u32>, bits: &mut Vec<u64>) {
+    const BITMAP_FROM: usize = 64;
+    if ids.len() < BITMAP_FROM {
+        ids.sort_unstable();
+        return;
+    }
+    let (lo, hi) = ids
+        .iter()
+        .fold((u32::MAX, 0), |(lo, hi), &e| (lo.min(e), hi.max(e)));
+    let (first_word, words) = ((lo / 64) as usize, (hi / 64 - lo / 64) as usize + 1);
+    // Reading a word is far cheaper than a comparison sort's log₂ n steps per ID.
+    if words > ids.len() * 4 {
+        ids.sort_unstable();
+        return;
+    }
+    bits.clear();
+    bits.resize(words, 0);
+    for &e in ids.iter() {
+        bits[e as usize / 64 - first_word] |= 1 << (e % 64);
+    }
+    let n = ids.len();
+    ids.clear();
+    for (w, &word) in bits.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            let base = (first_word + w) * 64;
+            ids.push((base + rest.trailing_zeros() as usize) as u32);
+            rest &= rest - 1;
+        }
+    }
+    debug_assert_eq!(ids.len(), n, "the IDs were distinct");
+}
+
 /// Job-level max-min over a few jobs of a large fabric, at a cost in the resources they touch
 /// rather than in the fabric: jobs are aggregated rows ([`SparseSolver::aggregate`]); a solve
 /// renumbers the resources its rows touch in ascending order and runs [`max_min_fair`] on those
@@ -383,6 +502,9 @@ pub struct SparseSolver {
     capacity: Vec<f64>,
     paths: FlowPaths,
     entry: Vec<(u32, f64)>,
+    /// Scratch for [`sort_distinct`].
+    bits: Vec<u64>,
+    filling: Filling,
 }
 
 impl SparseSolver {
@@ -396,6 +518,8 @@ impl SparseSolver {
             capacity: Vec::new(),
             paths: FlowPaths::new(),
             entry: Vec::new(),
+            bits: Vec::new(),
+            filling: Filling::default(),
         }
     }
 
@@ -423,7 +547,7 @@ impl SparseSolver {
                 }
             }
         }
-        self.resources.sort_unstable();
+        sort_distinct(&mut self.resources, &mut self.bits);
         self.capacity.clear();
         for (i, &e) in self.resources.iter().enumerate() {
             self.local[e as usize] = i as u32;
@@ -439,7 +563,7 @@ impl SparseSolver {
         for &e in &self.resources {
             self.local[e as usize] = u32::MAX;
         }
-        max_min_fair(&self.capacity, &self.paths)
+        self.filling.rates(&self.capacity, &self.paths)
     }
 }
 
@@ -771,6 +895,35 @@ mod tests {
                 });
                 prop_assert!(ok, "job {j} has no bottleneck");
             }
+        }
+    }
+
+    proptest! {
+        /// The heap's integer key orders levels as `f64::total_cmp` does, then resources by
+        /// index, and gives the level back bit for bit.
+        #[test]
+        fn level_key_orders_as_total_cmp(a in any::<f64>(), b in any::<f64>(), i in any::<u32>(), j in any::<u32>()) {
+            let expected = a.total_cmp(&b).then(i.cmp(&j));
+            prop_assert_eq!(level_key(a, i).cmp(&level_key(b, j)), expected);
+            prop_assert_eq!(key_level(level_key(a, i)).to_bits(), a.to_bits());
+            prop_assert_eq!(level_key(a, i) as u32, i);
+        }
+
+        /// Distinct IDs come out ascending whichever way they are sorted: dense ranges take the
+        /// bitmap, sparse or short ones the comparison sort.
+        #[test]
+        fn sort_distinct_sorts(ids in proptest::collection::btree_set(0u32..5000, 0..400), offset in 0u32..1_000_000, shuffle in any::<u64>()) {
+            let mut v: Vec<u32> = ids.iter().map(|&e| e + offset).collect();
+            let expected = v.clone();
+            // A deterministic shuffle.
+            let mut x = shuffle | 1;
+            for k in (1..v.len()).rev() {
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                v.swap(k, (x % (k as u64 + 1)) as usize);
+            }
+            let mut bits = vec![u64::MAX; 3]; // stale scratch must not matter
+            sort_distinct(&mut v, &mut bits);
+            prop_assert_eq!(v, expected);
         }
     }
 }
