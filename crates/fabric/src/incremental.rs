@@ -20,7 +20,11 @@
 //! order, and every resource left out is one the full solve leaves out too.
 //!
 //! Jobs live in a slab (slots reused in order), so the component search touches no map; a start
-//! or an end costs its row's resources and their users, a solve the touched components.
+//! or an end costs its row's resources and their users, a solve the touched components. What the
+//! solver reads of a job (its reduced row: the entries on resources it shares and can fill,
+//! plus its lowest private one) is patched entry by entry as resources change class, not
+//! rebuilt from the row: the solver's bits do not depend on the order of a row's entries, so
+//! the patched row is kept unordered (the churn test checks it against one built whole).
 //!
 //! [`max_min_fair`]: crate::max_min_fair
 
@@ -51,7 +55,7 @@ pub struct FabricState<'c> {
     /// Per resource, what a start or an end reads and writes there ([`Res`]).
     res: Vec<Res>,
     /// Per resource, its class ([`PRIVATE`], [`SLACK`] or [`CONTENDED`]): apart from `res`,
-    /// so the scan of a row for its reduced row ([`reduced_row`]) reads one byte per entry.
+    /// so a scan of a row for its reduced row ([`build_reduced`]) reads one byte per entry.
     class: Vec<u8>,
     /// IDs of jobs whose component must be re-solved.
     dirty: Vec<u64>,
@@ -110,15 +114,31 @@ struct StateJob {
     /// The most its pace could ever be: its lowest level alone ([`alone_level`]).
     most: f64,
     /// Indices into `row` by level alone ascending, then resource: where the lowest private
-    /// entry is looked for ([`reduced_row`]).
+    /// entry is looked for ([`build_reduced`]).
     by_level: Vec<u32>,
-    /// What the solver needs of the row ([`reduced_row`]). Rebuilt when `stale`.
+    /// Per entry of `row`: its place in `by_level`.
+    rank: Vec<u32>,
+    /// What the solver needs of the row ([`build_reduced`]), in no particular order (the
+    /// solver's bits do not depend on the order of a row's entries): built whole at the start,
+    /// then patched entry by entry as resources change class ([`FabricState::refresh_reduced`]).
     reduced: Vec<(u32, f64)>,
-    /// A resource of the row changed between binding and not, or between one user and more,
-    /// since `reduced` was built.
-    stale: bool,
+    /// Per entry of `reduced`: its index in `row`.
+    reduced_k: Vec<u32>,
+    /// Per entry of `row`: its place in `reduced`, or [`ABSENT`].
+    in_reduced: Vec<u32>,
+    /// The entry of `row` kept as the lowest private one ([`build_reduced`]), if any.
+    lowest_private: Option<u32>,
+    /// Entries of `row` whose resource changed class since `reduced` was patched.
+    changed: Vec<u32>,
+    /// The lowest private entry may have changed since `reduced` was patched.
+    private_moved: bool,
+    /// `reduced` was built (at the job's first refresh).
+    built: bool,
     busbw_gbps: f64,
 }
+
+/// Not in the reduced row.
+const ABSENT: u32 = u32::MAX;
 
 impl<'c> FabricState<'c> {
     /// No jobs running on `cluster`'s fabric, routed under `cfg`.
@@ -255,6 +275,10 @@ impl<'c> FabricState<'c> {
             .collect();
         keyed.sort_unstable();
         let by_level: Vec<u32> = keyed.into_iter().map(|(_, _, k)| k).collect();
+        let mut rank = vec![0u32; row.len()];
+        for (i, &k) in by_level.iter().enumerate() {
+            rank[k as usize] = i as u32;
+        }
         self.end(id);
         let slot = match self.free.pop() {
             Some(s) => s,
@@ -272,11 +296,17 @@ impl<'c> FabricState<'c> {
                 ideal_busbw_gbps,
                 ..routed
             },
+            in_reduced: vec![ABSENT; row.len()],
             row,
             most,
             by_level,
+            rank,
             reduced: Vec::new(),
-            stale: true,
+            reduced_k: Vec::new(),
+            lowest_private: None,
+            changed: Vec::new(),
+            private_moved: false,
+            built: false,
             busbw_gbps: 0.0,
         });
         self.job_seen[slot as usize] = 0;
@@ -408,6 +438,30 @@ impl<'c> FabricState<'c> {
         Some(self.fabric.job_result(&job.routed, busbw))
     }
 
+    /// Whether every running job's reduced row, patched change by change, holds the entries
+    /// one built whole now would (for tests: the patching is what they check).
+    #[doc(hidden)]
+    pub fn reduced_rows_are_whole(&mut self) -> bool {
+        let slots: Vec<u32> = self.slots.values().copied().collect();
+        slots.into_iter().all(|slot| {
+            self.refresh_reduced(slot);
+            let job = job_of(&self.jobs, slot);
+            let mut patched = job.reduced.clone();
+            patched.sort_unstable_by_key(|&(e, _)| e);
+            let private = lowest_private(job, &self.class);
+            let whole: Vec<(u32, f64)> = job
+                .row
+                .iter()
+                .enumerate()
+                .filter(|&(k, &(e, _))| {
+                    self.class[e as usize] == CONTENDED || private == Some(k as u32)
+                })
+                .map(|(_, &entry)| entry)
+                .collect();
+            patched == whole && job.lowest_private == private
+        })
+    }
+
     /// Number of running jobs.
     pub fn len(&self) -> usize {
         self.slots.len()
@@ -424,8 +478,9 @@ impl<'c> FabricState<'c> {
             .expect("a slot of a running job")
     }
 
-    /// Recompute resource `e`'s class after its users changed; if it changed, its users'
-    /// reduced rows are stale. Whether a shared resource can fill is decided as
+    /// Recompute resource `e`'s class after its users changed; if it changed, each user notes
+    /// the entry (when it became or stopped being contended) or that its lowest private entry
+    /// may have moved, for [`FabricState::refresh_reduced`]. Whether a shared resource can fill is decided as
     /// [`crate::max_min_fair`] decides it, on the bound summed over its users in ascending ID,
     /// so both decide alike to the bit; the running sum kept as users come and go stands in
     /// for it when it is too far from the threshold for rounding to matter (debug builds check
@@ -464,11 +519,25 @@ impl<'c> FabricState<'c> {
                 SLACK
             }
         };
-        if class != self.class[ei] {
+        let old = self.class[ei];
+        if class != old {
             self.class[ei] = class;
             for i in 0..self.res[ei].users.len() {
-                let slot = self.res[ei].users[i].slot;
-                self.job_mut(slot).stale = true;
+                let User { slot, k } = self.res[ei].users[i];
+                let job = self.job_mut(slot);
+                if old == CONTENDED || class == CONTENDED {
+                    job.changed.push(k);
+                }
+                // The lowest private entry moves if it stops being private, or if one below it
+                // becomes private.
+                let at = job
+                    .lowest_private
+                    .map_or(u32::MAX, |p| job.rank[p as usize]);
+                if (old == PRIVATE && job.lowest_private == Some(k))
+                    || (class == PRIVATE && job.rank[k as usize] < at)
+                {
+                    job.private_moved = true;
+                }
             }
         }
     }
@@ -485,15 +554,48 @@ impl<'c> FabricState<'c> {
         bound
     }
 
-    /// Rebuild a job's reduced row if a resource of it changed between binding and not.
+    /// Bring a job's reduced row up to date: entries whose resource became or stopped being
+    /// [`CONTENDED`] added or removed, and the lowest private entry found again if it may have
+    /// moved. The cost is the changes, not the row.
     fn refresh_reduced(&mut self, slot: u32) {
+        let class = &self.class;
         let job = self.jobs[slot as usize]
             .as_mut()
             .expect("a slot of a running job");
-        if job.stale {
-            reduced_row(job, &self.class);
-            job.stale = false;
+        if !job.built {
+            job.built = true;
+            build_reduced(job, class);
+            return;
         }
+        if job.private_moved {
+            job.private_moved = false;
+            let lowest = lowest_private(job, class);
+            if lowest != job.lowest_private {
+                job.changed.extend(job.lowest_private);
+                job.changed.extend(lowest);
+                job.lowest_private = lowest;
+            }
+        }
+        let mut changed = std::mem::take(&mut job.changed);
+        for &k in &changed {
+            let e = job.row[k as usize].0;
+            let wanted = class[e as usize] == CONTENDED || job.lowest_private == Some(k);
+            let at = job.in_reduced[k as usize];
+            if wanted && at == ABSENT {
+                job.in_reduced[k as usize] = job.reduced.len() as u32;
+                job.reduced.push(job.row[k as usize]);
+                job.reduced_k.push(k);
+            } else if !wanted && at != ABSENT {
+                job.reduced.swap_remove(at as usize);
+                job.reduced_k.swap_remove(at as usize);
+                if let Some(&moved) = job.reduced_k.get(at as usize) {
+                    job.in_reduced[moved as usize] = at;
+                }
+                job.in_reduced[k as usize] = ABSENT;
+            }
+        }
+        changed.clear();
+        job.changed = changed;
     }
 }
 
@@ -505,19 +607,32 @@ impl<'c> FabricState<'c> {
 /// the full row would, and the job's other private resources are never reached while it is
 /// unfrozen; resources that are not binding never freeze anyone. So the paces are the same bits,
 /// and a solve costs the contended resources plus one per job.
-fn reduced_row(job: &mut StateJob, class: &[u8]) {
-    let private = job
-        .by_level
-        .iter()
-        .map(|&k| job.row[k as usize].0)
-        .find(|&e| class[e as usize] == PRIVATE);
+/// Build `job`'s reduced row whole from its row (at its first refresh).
+fn build_reduced(job: &mut StateJob, class: &[u8]) {
+    job.lowest_private = lowest_private(job, class);
+    job.changed.clear();
+    job.private_moved = false;
     job.reduced.clear();
-    job.reduced.extend(
-        job.row
-            .iter()
-            .copied()
-            .filter(|&(e, _)| class[e as usize] == CONTENDED || Some(e) == private),
-    );
+    job.reduced_k.clear();
+    for (k, &(e, w)) in job.row.iter().enumerate() {
+        let k = k as u32;
+        if class[e as usize] == CONTENDED || job.lowest_private == Some(k) {
+            job.in_reduced[k as usize] = job.reduced.len() as u32;
+            job.reduced.push((e, w));
+            job.reduced_k.push(k);
+        } else {
+            job.in_reduced[k as usize] = ABSENT;
+        }
+    }
+}
+
+/// The entry of `job`'s row with the lowest level alone among those on a [`PRIVATE`] resource
+/// (the first in `by_level`), if any.
+fn lowest_private(job: &StateJob, class: &[u8]) -> Option<u32> {
+    job.by_level
+        .iter()
+        .copied()
+        .find(|&k| class[job.row[k as usize].0 as usize] == PRIVATE)
 }
 
 /// Relative distance from the binding threshold under which a resource's running bound is

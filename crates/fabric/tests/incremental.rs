@@ -117,6 +117,10 @@ fn check_churn(cluster: &Cluster, cfg: &RoutingConfig, batches: &[Vec<Step>]) {
             }
         }
         state.solve();
+        assert!(
+            state.reduced_rows_are_whole(),
+            "a reduced row patched change by change differs from one built whole"
+        );
         let expected = from_scratch(cluster, cfg, &running);
         let got: Vec<(u64, u64)> = running
             .keys()
