@@ -174,8 +174,60 @@ struct Filling {
     t_last: Vec<f64>,
     /// Per resource: the load of its frozen flows.
     frozen_load: Vec<f64>,
-    /// The heap's storage between solves.
-    heap: Vec<Reverse<u128>>,
+    /// The filling order's storage between solves.
+    queue: LevelQueue,
+}
+
+/// Resources in filling order ([`level_key`], smallest first): the first keys of all of them,
+/// sorted once and read in order, and a heap for the keys of resources put back at a higher
+/// level. The smaller of the two heads is the next; as every key is distinct (a key put back
+/// is above the one taken), the order is the one a single heap of all keys would give, and a
+/// resource whose flows all froze before its turn costs a step of the cursor, not a heap pop.
+#[derive(Clone, Debug, Default)]
+struct LevelQueue {
+    sorted: Vec<u128>,
+    next: usize,
+    again: QuaternaryHeap<Reverse<u128>>,
+}
+
+impl LevelQueue {
+    /// Empty the queue and fill it with `keys`.
+    fn refill(&mut self, keys: impl Iterator<Item = u128>) {
+        self.sorted.clear();
+        self.sorted.extend(keys);
+        self.sorted.sort_unstable();
+        self.next = 0;
+        self.again.clear();
+    }
+
+    /// The smallest key, if any.
+    fn peek(&self) -> Option<u128> {
+        match (self.sorted.get(self.next), self.again.peek()) {
+            (Some(&a), Some(b)) => Some(a.min(b.0)),
+            (Some(&a), None) => Some(a),
+            (None, b) => b.map(|b| b.0),
+        }
+    }
+
+    /// Take the smallest key.
+    fn pop(&mut self) -> Option<u128> {
+        let from_sorted = match (self.sorted.get(self.next), self.again.peek()) {
+            (Some(&a), Some(b)) => a < b.0,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if from_sorted {
+            self.next += 1;
+            Some(self.sorted[self.next - 1])
+        } else {
+            self.again.pop().map(|b| b.0)
+        }
+    }
+
+    /// Put a key back.
+    fn push(&mut self, key: u128) {
+        self.again.push(Reverse(key));
+    }
 }
 
 /// `v` as `n` copies of `value`, keeping its memory.
@@ -285,18 +337,15 @@ impl Filling {
         let frozen_load = &mut self.frozen_load;
         reset(frozen_load, n_res, 0.0);
         let mut rate = vec![f64::NAN; n_flows];
-        // A min-heap of resources by level (lazy: a resource's entry may be below its level
-        // now).
-        let mut entries = std::mem::take(&mut self.heap);
-        entries.clear();
-        entries.extend(
+        // Resources by level (lazy: a resource's key may be below its level now).
+        let heap = &mut self.queue;
+        heap.refill(
             (0..n_res)
                 .filter(|&e| active_n[e] > 0)
-                .map(|e| Reverse(level_key(capacity[e].max(0.0) / active_coef[e], e as u32))),
+                .map(|e| level_key(capacity[e].max(0.0) / active_coef[e], e as u32)),
         );
-        let mut heap = QuaternaryHeap::from(entries);
         while unfrozen > 0 {
-            let Some(Reverse(key)) = heap.pop() else {
+            let Some(key) = heap.pop() else {
                 break;
             };
             let (stored, e) = (key_level(key), key as u32);
@@ -312,8 +361,8 @@ impl Filling {
             // the push and the pop and changes nothing.
             if level > stored {
                 let key = level_key(level, e);
-                if heap.peek().is_some_and(|top| top.0 < key) {
-                    heap.push(Reverse(key));
+                if heap.peek().is_some_and(|top| top < key) {
+                    heap.push(key);
                     continue;
                 }
             }
@@ -342,7 +391,6 @@ impl Filling {
                 }
             }
         }
-        self.heap = heap.into_vec();
         for (f, r) in rate.iter_mut().enumerate() {
             if r.is_nan() {
                 *r = if flows.fairness(f) > 0.0 {
