@@ -27,6 +27,7 @@ mod error;
 pub mod hash;
 mod hot;
 mod incremental;
+mod level_queue;
 mod maxmin;
 mod model;
 pub mod nccl;

@@ -23,9 +23,7 @@
 //! with its resources renumbered in the same order) gives the same bits as solving it among
 //! others.
 
-use std::cmp::Reverse;
-
-use dary_heap::QuaternaryHeap;
+use crate::level_queue::{key_level, level_key, LevelQueue};
 
 /// Flows as compressed rows: for each flow, the resources it crosses and the fraction of the
 /// flow on each, plus its fairness weight.
@@ -118,30 +116,6 @@ impl FlowPaths {
     }
 }
 
-/// A resource's place in the filling order as one integer: its level's bits mapped so that
-/// unsigned order is `f64::total_cmp`'s order, then the resource index (the lowest first among
-/// ties). The smallest key is the next to fill.
-fn level_key(level: f64, e: u32) -> u128 {
-    let bits = level.to_bits();
-    let ordered = if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | (1 << 63)
-    };
-    (u128::from(ordered) << 32) | u128::from(e)
-}
-
-/// The level a [`level_key`] holds.
-fn key_level(key: u128) -> f64 {
-    let ordered = (key >> 32) as u64;
-    let bits = if ordered >> 63 == 1 {
-        ordered & !(1 << 63)
-    } else {
-        !ordered
-    };
-    f64::from_bits(bits)
-}
-
 /// The weighted max-min fair rate of every flow, in the unit of `capacity`.
 ///
 /// A flow that crosses no resource with a positive fraction is unconstrained and gets
@@ -176,58 +150,6 @@ struct Filling {
     frozen_load: Vec<f64>,
     /// The filling order's storage between solves.
     queue: LevelQueue,
-}
-
-/// Resources in filling order ([`level_key`], smallest first): the first keys of all of them,
-/// sorted once and read in order, and a heap for the keys of resources put back at a higher
-/// level. The smaller of the two heads is the next; as every key is distinct (a key put back
-/// is above the one taken), the order is the one a single heap of all keys would give, and a
-/// resource whose flows all froze before its turn costs a step of the cursor, not a heap pop.
-#[derive(Clone, Debug, Default)]
-struct LevelQueue {
-    sorted: Vec<u128>,
-    next: usize,
-    again: QuaternaryHeap<Reverse<u128>>,
-}
-
-impl LevelQueue {
-    /// Empty the queue and fill it with `keys`.
-    fn refill(&mut self, keys: impl Iterator<Item = u128>) {
-        self.sorted.clear();
-        self.sorted.extend(keys);
-        self.sorted.sort_unstable();
-        self.next = 0;
-        self.again.clear();
-    }
-
-    /// The smallest key, if any.
-    fn peek(&self) -> Option<u128> {
-        match (self.sorted.get(self.next), self.again.peek()) {
-            (Some(&a), Some(b)) => Some(a.min(b.0)),
-            (Some(&a), None) => Some(a),
-            (None, b) => b.map(|b| b.0),
-        }
-    }
-
-    /// Take the smallest key.
-    fn pop(&mut self) -> Option<u128> {
-        let from_sorted = match (self.sorted.get(self.next), self.again.peek()) {
-            (Some(&a), Some(b)) => a < b.0,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if from_sorted {
-            self.next += 1;
-            Some(self.sorted[self.next - 1])
-        } else {
-            self.again.pop().map(|b| b.0)
-        }
-    }
-
-    /// Put a key back.
-    fn push(&mut self, key: u128) {
-        self.again.push(Reverse(key));
-    }
 }
 
 /// `v` as `n` copies of `value`, keeping its memory.
@@ -947,16 +869,6 @@ mod tests {
     }
 
     proptest! {
-        /// The heap's integer key orders levels as `f64::total_cmp` does, then resources by
-        /// index, and gives the level back bit for bit.
-        #[test]
-        fn level_key_orders_as_total_cmp(a in any::<f64>(), b in any::<f64>(), i in any::<u32>(), j in any::<u32>()) {
-            let expected = a.total_cmp(&b).then(i.cmp(&j));
-            prop_assert_eq!(level_key(a, i).cmp(&level_key(b, j)), expected);
-            prop_assert_eq!(key_level(level_key(a, i)).to_bits(), a.to_bits());
-            prop_assert_eq!(level_key(a, i) as u32, i);
-        }
-
         /// Distinct IDs come out ascending whichever way they are sorted: dense ranges take the
         /// bitmap, sparse or short ones the comparison sort.
         #[test]
