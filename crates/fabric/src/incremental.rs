@@ -480,11 +480,11 @@ impl<'c> FabricState<'c> {
 
     /// Recompute resource `e`'s class after its users changed; if it changed, each user notes
     /// the entry (when it became or stopped being contended) or that its lowest private entry
-    /// may have moved, for [`FabricState::refresh_reduced`]. Whether a shared resource can fill is decided as
-    /// [`crate::max_min_fair`] decides it, on the bound summed over its users in ascending ID,
-    /// so both decide alike to the bit; the running sum kept as users come and go stands in
-    /// for it when it is too far from the threshold for rounding to matter (debug builds check
-    /// both agree).
+    /// may have moved, for [`FabricState::refresh_reduced`]. Whether a shared resource can
+    /// fill is decided as [`crate::max_min_fair`] decides it, on the bound summed over its
+    /// users in ascending ID, so both decide alike to the bit; the running sum kept as users
+    /// come and go stands in for it when it is too far from the threshold for rounding to
+    /// matter (debug builds check both agree).
     fn update_class(&mut self, e: u32) {
         let ei = e as usize;
         let r = &mut self.res[ei];
@@ -607,7 +607,9 @@ impl<'c> FabricState<'c> {
 /// the full row would, and the job's other private resources are never reached while it is
 /// unfrozen; resources that are not binding never freeze anyone. So the paces are the same bits,
 /// and a solve costs the contended resources plus one per job.
-/// Build `job`'s reduced row whole from its row (at its first refresh).
+///
+/// Built whole here at the job's first refresh; after that, patched change by change
+/// ([`FabricState::refresh_reduced`]).
 fn build_reduced(job: &mut StateJob, class: &[u8]) {
     job.lowest_private = lowest_private(job, class);
     job.changed.clear();

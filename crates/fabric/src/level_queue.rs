@@ -91,7 +91,12 @@ mod tests {
         /// The heap's integer key orders levels as `f64::total_cmp` does, then resources by
         /// index, and gives the level back bit for bit.
         #[test]
-        fn level_key_orders_as_total_cmp(a in any::<f64>(), b in any::<f64>(), i in any::<u32>(), j in any::<u32>()) {
+        fn level_key_orders_as_total_cmp(
+            a in any::<f64>(),
+            b in any::<f64>(),
+            i in any::<u32>(),
+            j in any::<u32>(),
+        ) {
             let expected = a.total_cmp(&b).then(i.cmp(&j));
             prop_assert_eq!(level_key(a, i).cmp(&level_key(b, j)), expected);
             prop_assert_eq!(key_level(level_key(a, i)).to_bits(), a.to_bits());
@@ -101,7 +106,10 @@ mod tests {
         /// Keys come out smallest first, whether taken from the sorted first keys or put back
         /// (a key put back is above the one taken, as in the filling).
         #[test]
-        fn queue_gives_keys_in_order(first in proptest::collection::btree_set(0u128..1000, 0..60), again in proptest::collection::vec(1u128..50, 0..60)) {
+        fn queue_gives_keys_in_order(
+            first in proptest::collection::btree_set(0u128..1000, 0..60),
+            again in proptest::collection::vec(1u128..50, 0..60),
+        ) {
             let mut queue = LevelQueue::default();
             queue.refill(first.iter().rev().copied());
             let mut all: Vec<u128> = first.iter().copied().collect();

@@ -872,7 +872,11 @@ mod tests {
         /// Distinct IDs come out ascending whichever way they are sorted: dense ranges take the
         /// bitmap, sparse or short ones the comparison sort.
         #[test]
-        fn sort_distinct_sorts(ids in proptest::collection::btree_set(0u32..5000, 0..400), offset in 0u32..1_000_000, shuffle in any::<u64>()) {
+        fn sort_distinct_sorts(
+            ids in proptest::collection::btree_set(0u32..5000, 0..400),
+            offset in 0u32..1_000_000,
+            shuffle in any::<u64>(),
+        ) {
             let mut v: Vec<u32> = ids.iter().map(|&e| e + offset).collect();
             let expected = v.clone();
             // A deterministic shuffle.
