@@ -453,9 +453,7 @@ impl<'c> FabricState<'c> {
                 .row
                 .iter()
                 .enumerate()
-                .filter(|&(k, &(e, _))| {
-                    self.class[e as usize] == CONTENDED || private == Some(k as u32)
-                })
+                .filter(|&(k, &(e, _))| in_reduced_row(&self.class, e, k as u32, private))
                 .map(|(_, &entry)| entry)
                 .collect();
             patched == whole && job.lowest_private == private
@@ -579,7 +577,7 @@ impl<'c> FabricState<'c> {
         let mut changed = std::mem::take(&mut job.changed);
         for &k in &changed {
             let e = job.row[k as usize].0;
-            let wanted = class[e as usize] == CONTENDED || job.lowest_private == Some(k);
+            let wanted = in_reduced_row(class, e, k, job.lowest_private);
             let at = job.in_reduced[k as usize];
             if wanted && at == ABSENT {
                 job.in_reduced[k as usize] = job.reduced.len() as u32;
@@ -618,7 +616,7 @@ fn build_reduced(job: &mut StateJob, class: &[u8]) {
     job.reduced_k.clear();
     for (k, &(e, w)) in job.row.iter().enumerate() {
         let k = k as u32;
-        if class[e as usize] == CONTENDED || job.lowest_private == Some(k) {
+        if in_reduced_row(class, e, k, job.lowest_private) {
             job.in_reduced[k as usize] = job.reduced.len() as u32;
             job.reduced.push((e, w));
             job.reduced_k.push(k);
@@ -626,6 +624,12 @@ fn build_reduced(job: &mut StateJob, class: &[u8]) {
             job.in_reduced[k as usize] = ABSENT;
         }
     }
+}
+
+/// Whether entry `k` of a job's row, on resource `e`, belongs in its reduced row
+/// ([`build_reduced`]): its resource is contended, or it is the job's lowest private entry.
+fn in_reduced_row(class: &[u8], e: u32, k: u32, lowest_private: Option<u32>) -> bool {
+    class[e as usize] == CONTENDED || lowest_private == Some(k)
 }
 
 /// The entry of `job`'s row with the lowest level alone among those on a [`PRIVATE`] resource

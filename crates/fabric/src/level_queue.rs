@@ -4,7 +4,7 @@
 
 use std::cmp::Reverse;
 
-use dary_heap::QuaternaryHeap;
+use std::collections::BinaryHeap;
 
 /// A resource's place in the filling order as one integer: its level's bits mapped so that
 /// unsigned order is `f64::total_cmp`'s order, then the resource index (the lowest first among
@@ -39,7 +39,7 @@ pub(crate) fn key_level(key: u128) -> f64 {
 pub(crate) struct LevelQueue {
     sorted: Vec<u128>,
     next: usize,
-    again: QuaternaryHeap<Reverse<u128>>,
+    again: BinaryHeap<Reverse<u128>>,
 }
 
 impl LevelQueue {
@@ -63,11 +63,10 @@ impl LevelQueue {
 
     /// Take the smallest key.
     pub(crate) fn pop(&mut self) -> Option<u128> {
-        let from_sorted = match (self.sorted.get(self.next), self.again.peek()) {
-            (Some(&a), Some(b)) => a < b.0,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
+        let from_sorted = self
+            .sorted
+            .get(self.next)
+            .is_some_and(|&a| self.again.peek().is_none_or(|b| a < b.0));
         if from_sorted {
             self.next += 1;
             Some(self.sorted[self.next - 1])

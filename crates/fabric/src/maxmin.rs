@@ -8,8 +8,10 @@
 //! its current rate. The result is the weighted max-min fair allocation: every flow has a
 //! saturated resource on which no other flow has a larger rate per unit of φ.
 //!
-//! Levels only rise as flows freeze, so a lazy min-heap of resource levels finds the next
-//! bottleneck in O(log R); the whole solve is O((F·L + R) log R) for F flows of L resources.
+//! Levels only rise as flows freeze, so a lazy queue of resource levels finds the next
+//! bottleneck: the first levels sorted once, a heap for the levels put back
+//! ([`crate::level_queue`]); the whole solve is O((F·L + R) log R) for F flows of L resources.
+//! It ends when the last flow freezes.
 //!
 //! Only *binding* resources take part: a resource whose flows, each at the most it could ever
 //! get (its lowest capacity over coefficient, alone), still leave it below capacity can never
