@@ -216,12 +216,10 @@ impl Network for Counting<'_> {
     }
 }
 
-/// `+network` on a layout job: its candidates are priced by step time (every candidate once),
-/// and it lands in the idle rack, off the uplinks the running split job uses, which then runs at
-/// its ideal pace.
-#[test]
-fn plus_network_prices_a_layout_jobs_candidates_by_step_time() {
-    let c = three_racks();
+/// Racks 0 and 1 half held by fillers that end at 0.5 s, rack 2 full until 8 s; `split` (32 GPUs,
+/// a Ring AllReduce job) starts across racks 0 and 1 at 1 s; `new`, a 32-GPU layout job, arrives
+/// at 10 s, when only rack 2 and the rest of racks 0 and 1 are free.
+fn split_and_new_trace() -> Vec<TraceJob> {
     let comm = |j: TraceJob| TraceJob {
         preemptible: false,
         comm: Some(sim::CommProfile {
@@ -240,21 +238,34 @@ fn plus_network_prices_a_layout_jobs_candidates_by_step_time() {
     let mut new = layout_job("new", 10.0, 32, "llama3-8b", "tp=8,dp=4");
     new.duration_s = 100.0;
     trace.push(new);
-    let run = |network_aware: bool| {
-        let mut config = SimConfig {
-            timeline_points: 10,
-            ..common::checked()
-        };
-        config.policy.network_aware = network_aware;
-        let mut net = Counting {
-            inner: fabric_network(&c, RoutingConfig::default()),
-            step_probes: 0,
-        };
-        let r = simulate(&c, &trace, &config, &mut net, &mut |_| {}).unwrap();
-        (r, net.step_probes)
+    trace
+}
+
+/// Runs `trace` on `c` (checked config, `+network` when `network_aware`); the result and the
+/// number of `step_probe` calls.
+fn run_counting(c: &Cluster, trace: &[TraceJob], network_aware: bool) -> (SimResult, usize) {
+    let mut config = SimConfig {
+        timeline_points: 10,
+        ..common::checked()
     };
-    let (label, none) = run(false);
-    let (aware, probes) = run(true);
+    config.policy.network_aware = network_aware;
+    let mut net = Counting {
+        inner: fabric_network(c, RoutingConfig::default()),
+        step_probes: 0,
+    };
+    let r = simulate(c, trace, &config, &mut net, &mut |_| {}).unwrap();
+    (r, net.step_probes)
+}
+
+/// `+network` on a layout job: its candidates are priced by step time (every candidate once),
+/// and it lands in the idle rack, off the uplinks the running split job uses, which then runs at
+/// its ideal pace.
+#[test]
+fn plus_network_prices_a_layout_jobs_candidates_by_step_time() {
+    let c = three_racks();
+    let trace = split_and_new_trace();
+    let (label, none) = run_counting(&c, &trace, false);
+    let (aware, probes) = run_counting(&c, &trace, true);
     assert_eq!(none, 0);
     assert!(probes >= 2, "{probes}");
     let slowdown = |r: &SimResult, name: &str| common::record(r, name).network_slowdown.unwrap();
@@ -271,7 +282,27 @@ fn plus_network_prices_a_layout_jobs_candidates_by_step_time() {
     );
     assert!((slowdown(&aware, "split") - 1.0).abs() < 1e-9);
     assert_eq!(
-        format!("{:?}", run(true).0.jobs),
+        format!("{:?}", run_counting(&c, &trace, true).0.jobs),
         format!("{:?}", aware.jobs)
     );
+}
+
+/// With the network off (every job silent, as `--no-network` makes them), `+network` has nothing
+/// to price: it asks the network model nothing and places every job as its mode alone does, so
+/// `new` lands across racks 0 and 1 as under label-only placement, not in the idle rack.
+#[test]
+fn plus_network_with_the_network_off_places_as_its_mode() {
+    let c = three_racks();
+    let mut trace = split_and_new_trace();
+    for j in &mut trace {
+        j.comm = Some(sim::CommProfile {
+            comm_share: 0.0,
+            bytes_per_step: 0.0,
+        });
+    }
+    let (label, _) = run_counting(&c, &trace, false);
+    let (aware, probes) = run_counting(&c, &trace, true);
+    assert_eq!(probes, 0);
+    assert_eq!(common::record(&aware, "new").highest_tier, Some(1));
+    assert_eq!(format!("{:?}", aware.jobs), format!("{:?}", label.jobs));
 }

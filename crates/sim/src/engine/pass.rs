@@ -18,7 +18,7 @@ use crate::engine::lifecycle::stop_and_start;
 use crate::engine::net_model::Network;
 use crate::engine::network_sync::place_network_aware;
 use crate::engine::reclaim::{admits, fair_order, fair_shares, kueue_fair_order, make_room};
-use crate::engine::state::{set_fragmentation, State};
+use crate::engine::state::{placed_by_network, set_fragmentation, State};
 use crate::events::EventQueue;
 use crate::queues::kueue::KueueRun;
 use crate::time::SimTime;
@@ -102,7 +102,7 @@ pub(super) fn pass(
     let mut reclaim_attempts = 0;
     let mut known = PassKnown::default();
     let mut policies: BTreeMap<usize, PreemptionPolicy> = BTreeMap::new();
-    let network_aware = st.config.policy.network_aware;
+    let network_aware = st.network_places;
     // When only placement can start a job (nobody is stopped for another), the pass is over
     // once every pending job's class is known not to place in the current state.
     let only_placement = !by_level && !may_preempt && !network_aware;
@@ -137,7 +137,7 @@ pub(super) fn pass(
                     [ask.gpu, ask.cpu, ask.memory].map(f64::to_bits),
                 ))
                 .or_insert_with(|| admits(st, i, &st.usage));
-        let placed = if admitted && enough_gpus && network_aware {
+        let placed = if admitted && enough_gpus && placed_by_network(st, i) {
             place_network_aware(st, i, network)
         } else if admitted && enough_gpus {
             place_memo(st, i)
@@ -377,7 +377,7 @@ fn kueue_start(
     let on_flavors = k.on_flavors(a, &st.class_extras[c], st.jobs[i].pod_sets.len());
     let placement = match on_flavors {
         None if victims.is_empty() && !enough_gpus => None,
-        None if victims.is_empty() && st.config.policy.network_aware => {
+        None if victims.is_empty() && placed_by_network(st, i) => {
             place_network_aware(st, i, network)
         }
         None if victims.is_empty() => place_memo(st, i),

@@ -89,9 +89,11 @@ pub(super) fn prepare<'a>(
     let checkpointing = checkpointing(trace, config);
     let failures = failure_list(cluster, trace, &config.failures)?;
     let workload = Workload::of(trace, node_gpus);
+    let network_places = config.policy.network_aware && comm.iter().any(|c| c.comm_share > 0.0);
     let mut st = State {
         cluster: Cow::Borrowed(cluster),
         config,
+        network_places,
         durations: trace.iter().map(|t| t.duration_s).collect(),
         jobs: LiveJobs::new(trace.len(), node_gpus),
         comm,

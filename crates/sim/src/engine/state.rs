@@ -33,6 +33,9 @@ pub(super) struct State<'a> {
     /// The scheduler's job of each row between its arrival and its end.
     pub(super) jobs: LiveJobs,
     pub(super) comm: Vec<CommProfile>,
+    /// `+network` with some job on the network: only then does placement ask the network model
+    /// (with the network off every candidate prices alike, so the mode's own placement is taken).
+    pub(super) network_places: bool,
     pub(super) durations: Vec<f64>,
     pub(super) submit: Vec<SimTime>,
     pub(super) records: Vec<JobRecord>,
@@ -226,6 +229,12 @@ pub(super) fn job_input<'s>(st: &'s State<'_>, i: usize) -> Cow<'s, sched::Place
 
 /// Busy GPUs change by `delta` at `now`: the busy integral is brought up to `now` and the change
 /// noted in the utilisation series.
+/// Whether job `i` is placed by the network model's scores (`+network`): only a job that uses
+/// the network; a silent one (`--no-network`, `comm_share` 0) would price every candidate alike.
+pub(super) fn placed_by_network(st: &State<'_>, i: usize) -> bool {
+    st.network_places && st.comm[i].comm_share > 0.0
+}
+
 pub(super) fn set_busy(st: &mut State<'_>, now: SimTime, delta: f64) {
     st.busy_integral += st.busy_gpus * now.secs_since(st.last_busy_change);
     st.last_busy_change = now;
