@@ -10,6 +10,12 @@ use clap::Parser;
 use railyard::cli::{run, Cli};
 use railyard::CliError;
 
+/// mimalloc: the simulator allocates many small vectors at every placement and re-solve; on the
+/// README's main run it takes 0.87× the CPU of the system allocator, with the same output (the
+/// book's benchmarks page).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     railyard::cli::init_stderr_log(&cli.verbosity);
