@@ -11,7 +11,9 @@
 //!   only placement can start a job ends once no pending class can). Under a
 //!   `+network` policy ([`Policy::network_aware`]) it first tells the network model the jobs
 //!   started and ended so far and asks `sched::place_network_aware`, scoring each multi-node
-//!   candidate by [`Network::probe`] against every running multi-node job.
+//!   candidate by [`Network::probe`] against every running multi-node job; a job that uses no
+//!   network (`comm_share` 0, as every job under `--no-network`) would score every candidate
+//!   alike, so it is placed as without `+network`.
 //! - Runtime: a running job has `remaining` seconds of ideal work and a slowdown factor from
 //!   [`crate::runtime::slowdown`]; whenever the set of running multi-node jobs changes, every
 //!   such job's progress is brought up to date, the network model is asked again, and its
