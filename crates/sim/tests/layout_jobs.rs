@@ -1,7 +1,8 @@
 //! Layout jobs in the simulator: inside one host a layout job runs at its trace duration; with
 //! its data-parallel groups across an oversubscribed uplink it runs slower than on the same
 //! cluster without oversubscription; the same inputs give the same run; `+network` prices a
-//! layout job's candidates by its step time beside the running jobs.
+//! layout job's candidates by its step time beside the running jobs, and with the network off
+//! places as its topology mode does.
 
 mod common;
 
@@ -216,9 +217,10 @@ impl Network for Counting<'_> {
     }
 }
 
-/// Racks 0 and 1 half held by fillers that end at 0.5 s, rack 2 full until 8 s; `split` (32 GPUs,
-/// a Ring AllReduce job) starts across racks 0 and 1 at 1 s; `new`, a 32-GPU layout job, arrives
-/// at 10 s, when only rack 2 and the rest of racks 0 and 1 are free.
+/// Fillers hold all 12 hosts (three racks of four): those on hosts 0, 1, 4 and 5 end at 0.5 s,
+/// the others at 8 s. `split` (32 GPUs, a Ring AllReduce job) starts at 1 s on hosts 0, 1, 4, 5,
+/// across racks 0 and 1; `new`, a 32-GPU layout job, arrives at 10 s, when hosts 2, 3, 6, 7
+/// (beside `split`) and the whole of rack 2 are free.
 fn split_and_new_trace() -> Vec<TraceJob> {
     let comm = |j: TraceJob| TraceJob {
         preemptible: false,

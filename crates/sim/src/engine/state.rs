@@ -227,14 +227,14 @@ pub(super) fn job_input<'s>(st: &'s State<'_>, i: usize) -> Cow<'s, sched::Place
     }
 }
 
-/// Busy GPUs change by `delta` at `now`: the busy integral is brought up to `now` and the change
-/// noted in the utilisation series.
 /// Whether job `i` is placed by the network model's scores (`+network`): only a job that uses
 /// the network; a silent one (`--no-network`, `comm_share` 0) would price every candidate alike.
 pub(super) fn placed_by_network(st: &State<'_>, i: usize) -> bool {
     st.network_places && st.comm[i].comm_share > 0.0
 }
 
+/// Busy GPUs change by `delta` at `now`: the busy integral is brought up to `now` and the change
+/// noted in the utilisation series.
 pub(super) fn set_busy(st: &mut State<'_>, now: SimTime, delta: f64) {
     st.busy_integral += st.busy_gpus * now.secs_since(st.last_busy_change);
     st.last_busy_change = now;
