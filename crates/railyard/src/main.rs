@@ -10,9 +10,9 @@ use clap::Parser;
 use railyard::cli::{run, Cli};
 use railyard::CliError;
 
-/// mimalloc: the simulator allocates many small vectors at every placement and re-solve; on the
-/// README's main run it takes 0.87× the CPU of the system allocator, with the same output (the
-/// book's benchmarks page).
+/// mimalloc (built without transparent huge pages): the simulator allocates many small vectors at
+/// every placement and re-solve; on the README's main run it takes 0.87–0.90× the CPU of the
+/// system allocator, with the same output (the book's benchmarks and limits pages).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
