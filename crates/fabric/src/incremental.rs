@@ -580,9 +580,7 @@ impl<'c> FabricState<'c> {
             let wanted = in_reduced_row(class, e, k, job.lowest_private);
             let at = job.in_reduced[k as usize];
             if wanted && at == ABSENT {
-                job.in_reduced[k as usize] = job.reduced.len() as u32;
-                job.reduced.push(job.row[k as usize]);
-                job.reduced_k.push(k);
+                job.add_reduced(k);
             } else if !wanted && at != ABSENT {
                 job.reduced.swap_remove(at as usize);
                 job.reduced_k.swap_remove(at as usize);
@@ -614,15 +612,20 @@ fn build_reduced(job: &mut StateJob, class: &[u8]) {
     job.private_moved = false;
     job.reduced.clear();
     job.reduced_k.clear();
-    for (k, &(e, w)) in job.row.iter().enumerate() {
-        let k = k as u32;
-        if in_reduced_row(class, e, k, job.lowest_private) {
-            job.in_reduced[k as usize] = job.reduced.len() as u32;
-            job.reduced.push((e, w));
-            job.reduced_k.push(k);
-        } else {
-            job.in_reduced[k as usize] = ABSENT;
+    job.in_reduced.fill(ABSENT);
+    for k in 0..job.row.len() as u32 {
+        if in_reduced_row(class, job.row[k as usize].0, k, job.lowest_private) {
+            job.add_reduced(k);
         }
+    }
+}
+
+impl StateJob {
+    /// Add entry `k` of the row, not in the reduced row, to it.
+    fn add_reduced(&mut self, k: u32) {
+        self.in_reduced[k as usize] = self.reduced.len() as u32;
+        self.reduced.push(self.row[k as usize]);
+        self.reduced_k.push(k);
     }
 }
 

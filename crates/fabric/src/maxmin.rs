@@ -214,7 +214,7 @@ impl Filling {
         let active_n = &mut self.active_n;
         reset(active_n, n_res, 0);
         // Flows on at least one binding resource: the filling ends when the last of them
-        // freezes (every resource left in the heap then has no unfrozen flow).
+        // freezes (every resource left in the queue then has no unfrozen flow).
         let mut unfrozen = 0usize;
         for f in 0..n_flows {
             let phi = flows.fairness(f);
@@ -262,14 +262,14 @@ impl Filling {
         reset(frozen_load, n_res, 0.0);
         let mut rate = vec![f64::NAN; n_flows];
         // Resources by level (lazy: a resource's key may be below its level now).
-        let heap = &mut self.queue;
-        heap.refill(
+        let queue = &mut self.queue;
+        queue.refill(
             (0..n_res)
                 .filter(|&e| active_n[e] > 0)
                 .map(|e| level_key(capacity[e].max(0.0) / active_coef[e], e as u32)),
         );
         while unfrozen > 0 {
-            let Some(key) = heap.pop() else {
+            let Some(key) = queue.pop() else {
                 break;
             };
             let (stored, e) = (key_level(key), key as u32);
@@ -280,13 +280,13 @@ impl Filling {
             let component = find_root(parent, e) as usize;
             let level = ((capacity[ei] - frozen_load[ei]).max(0.0) / active_coef[ei])
                 .max(t_last[component]);
-            // Its level rose since it was pushed: back into the heap, unless it would come out
+            // Its level rose since it was pushed: back into the queue, unless it would come out
             // first again at once (the same level recomputed from the same state), which skips
             // the push and the pop and changes nothing.
             if level > stored {
                 let key = level_key(level, e);
-                if heap.peek().is_some_and(|top| top < key) {
-                    heap.push(key);
+                if queue.peek().is_some_and(|top| top < key) {
+                    queue.push(key);
                     continue;
                 }
             }
